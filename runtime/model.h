@@ -1,0 +1,60 @@
+// A compiled model: an ONNX graph imported, checked and turned into an
+// executable plan for Orrery's CPU kernels.
+//
+// Cost: Compile is proportional to the model size (parses the protobuf, runs
+// the ONNX checker, converts initializers). Run is the inference itself and
+// allocates its intermediate tensors; it is safe to call from many threads
+// at once on the same CompiledModel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/tensor.h"
+
+namespace orrery {
+
+// A graph input or output as seen by clients. Dynamic dims are -1.
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  Shape shape;
+};
+
+struct ModelSignature {
+  std::vector<TensorSpec> inputs;   // excludes initializers
+  std::vector<TensorSpec> outputs;
+  int64_t opset = 0;                // default-domain opset import
+  size_t node_count = 0;
+};
+
+class CompiledModel {
+ public:
+  // Parses, validates and compiles ONNX bytes. Errors (all INVALID_ARGUMENT):
+  // unparseable protobuf, ONNX checker failures, external-data initializers,
+  // opset < 7, and unsupported ops (message names the node and the op).
+  static Result<std::unique_ptr<CompiledModel>> Compile(std::string_view onnx_bytes);
+
+  const ModelSignature& signature() const;
+
+  // Runs one inference. Inputs are matched by name; every graph input must be
+  // given exactly once with the right dtype and a shape compatible with the
+  // declared one (INVALID_ARGUMENT naming the input otherwise). Returns the
+  // graph outputs in signature order.
+  Result<std::vector<NamedTensor>> Run(const std::vector<NamedTensor>& inputs) const;
+
+  ~CompiledModel();
+  CompiledModel(const CompiledModel&) = delete;
+  CompiledModel& operator=(const CompiledModel&) = delete;
+
+ private:
+  struct Impl;
+  explicit CompiledModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orrery
