@@ -23,6 +23,9 @@ struct TensorSpec {
   std::string name;
   DType dtype = DType::kUndefined;
   Shape shape;
+  // False when the model does not declare a rank: `shape` is then empty and
+  // any rank is accepted.
+  bool rank_known = true;
 };
 
 struct ModelSignature {

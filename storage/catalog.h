@@ -32,7 +32,8 @@ class Catalog {
   };
 
   // Opens or creates the database in `dir` (created if missing). Fails with
-  // FAILED_PRECONDITION if the stored schema version is newer than this build.
+  // FAILED_PRECONDITION if the stored schema version is newer than this build
+  // or the directory is already open (in this or another process).
   static Result<std::unique_ptr<Catalog>> Open(const std::string& dir, Options options);
   static Result<std::unique_ptr<Catalog>> Open(const std::string& dir) { return Open(dir, Options{}); }
   ~Catalog();
@@ -45,18 +46,24 @@ class Catalog {
   Status CreateTenant(const TenantRecord& tenant, std::string_view key_digest,
                       const ApiKeyRecord& key);
   Result<TenantRecord> GetTenant(std::string_view tenant_id) const;   // NOT_FOUND
+  Result<TenantRecord> GetTenantByName(std::string_view name) const;  // NOT_FOUND
   Result<std::vector<TenantRecord>> ListTenants() const;              // by name
   Result<ApiKeyRecord> GetKey(std::string_view key_digest) const;     // NOT_FOUND
+  // Sets TenantRecord.disabled (disabled tenants fail authentication). NOT_FOUND.
+  Status SetTenantDisabled(std::string_view tenant_id, bool disabled);
 
   // ---- models
   // Assigns the next version for (tenant_id, name) into record->version and
-  // stores record and blob atomically.
+  // stores record and blob atomically. Also sets record->size_bytes to the blob
+  // size and created_unix_ms to now if it is 0. NOT_FOUND if the tenant does
+  // not exist; INVALID_ARGUMENT for an empty tenant id / name or one with NUL.
   Status PutModel(ModelRecord* record, std::string_view onnx_bytes);
   // version 0 = latest. NOT_FOUND if absent.
   Result<ModelRecord> GetModel(std::string_view tenant_id, std::string_view name,
                                uint64_t version = 0) const;
   // Every version of every model of the tenant, by (name, version).
   Result<std::vector<ModelRecord>> ListModels(std::string_view tenant_id) const;
+  // version 0 = latest. NOT_FOUND if absent.
   Result<std::string> GetModelBlob(std::string_view tenant_id, std::string_view name,
                                    uint64_t version) const;
   // version 0 = all versions. NOT_FOUND if nothing matched.

@@ -10,7 +10,8 @@
 
 namespace orrery {
 
-// Tenant and model names: 1-128 chars of [A-Za-z0-9._-], not starting with '.'.
+// Tenant and model names: 1-128 chars of [A-Za-z0-9._-], not starting with '.'
+// `what` is "tenant" or "model"; the message reads "<what> name '<name>': must be ...".
 Status ValidateName(std::string_view what, std::string_view name);
 
 class Tenants {

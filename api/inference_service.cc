@@ -1,0 +1,115 @@
+#include "api/inference_service.h"
+
+#include <charconv>
+#include <future>
+#include <set>
+
+#include "api/auth.h"
+#include "api/grpc_status.h"
+#include "api/model_info.h"
+#include "api/oip_tensor.h"
+#include "api/version.h"
+
+namespace orrery {
+
+grpc::Status InferenceServiceImpl::ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
+                                              inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
+                                               inference::ServerReadyResponse* response) {
+  response->set_ready(ctx_->ready.load());
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ServerMetadata(grpc::ServerContext*, const inference::ServerMetadataRequest*,
+                                                  inference::ServerMetadataResponse* response) {
+  response->set_name("orrery");
+  response->set_version(kOrreryVersion);
+  return grpc::Status::OK;
+}
+
+Result<ModelRecord> InferenceServiceImpl::Resolve(const grpc::ServerContext& context, const std::string& name,
+                                                  const std::string& version) const {
+  ORRERY_ASSIGN_OR_RETURN(TenantRecord tenant, AuthenticateTenant(context, *ctx_->tenants));
+  uint64_t v = 0;
+  if (!version.empty()) {
+    auto [end, ec] = std::from_chars(version.data(), version.data() + version.size(), v);
+    if (ec != std::errc() || end != version.data() + version.size() || v == 0) {
+      return Status::InvalidArgument("model version '" + version + "' is not a positive integer");
+    }
+  }
+  return ctx_->catalog->GetModel(tenant.id(), name, v);
+}
+
+grpc::Status InferenceServiceImpl::ModelReady(grpc::ServerContext* context, const inference::ModelReadyRequest* request,
+                                              inference::ModelReadyResponse* response) {
+  Result<ModelRecord> record = Resolve(*context, request->name(), request->version());
+  if (!record.ok()) return ToGrpcStatus(record.status());
+  response->set_ready(ctx_->ready.load());
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ModelMetadata(grpc::ServerContext* context,
+                                                 const inference::ModelMetadataRequest* request,
+                                                 inference::ModelMetadataResponse* response) {
+  Result<ModelRecord> record = Resolve(*context, request->name(), request->version());
+  if (!record.ok()) return ToGrpcStatus(record.status());
+  response->set_name(record->name());
+  response->add_versions(std::to_string(record->version()));
+  response->set_platform("onnx");
+  auto fill = [](const storage::TensorSpecRecord& spec, inference::ModelMetadataResponse::TensorMetadata* md) {
+    md->set_name(spec.name());
+    md->set_datatype(OipDatatype(spec.dtype()));
+    for (int64_t d : spec.shape()) md->add_shape(d);
+  };
+  for (const auto& in : record->inputs()) fill(in, response->add_inputs());
+  for (const auto& out : record->outputs()) fill(out, response->add_outputs());
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
+                                              inference::ModelInferResponse* response) {
+  if (!ctx_->ready.load()) return ToGrpcStatus(Status::Unavailable("server is draining"));
+  Result<ModelRecord> record = Resolve(*context, request->model_name(), request->model_version());
+  if (!record.ok()) return ToGrpcStatus(record.status());
+
+  // Requested outputs must exist; an empty list means all outputs.
+  std::set<std::string> wanted;
+  for (const auto& o : request->outputs()) {
+    bool known = false;
+    for (const auto& spec : record->outputs()) known = known || spec.name() == o.name();
+    if (!known) {
+      return ToGrpcStatus(Status::InvalidArgument("model '" + record->name() + "' has no output named '" +
+                                                  o.name() + "'"));
+    }
+    wanted.insert(o.name());
+  }
+
+  Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request);
+  if (!inputs.ok()) return ToGrpcStatus(inputs.status());
+  Result<ModelCache::ModelPtr> model = ctx_->cache->Get(*record);
+  if (!model.ok()) return ToGrpcStatus(model.status());
+
+  std::promise<Result<std::vector<NamedTensor>>> done;
+  std::future<Result<std::vector<NamedTensor>>> result = done.get_future();
+  Status submitted = ctx_->scheduler->Submit(
+      InferenceRequest{record->tenant_id(), std::move(model).value(), std::move(inputs).value()},
+      [&done](Result<std::vector<NamedTensor>> outputs) { done.set_value(std::move(outputs)); });
+  if (!submitted.ok()) return ToGrpcStatus(submitted);
+  Result<std::vector<NamedTensor>> outputs = result.get();
+  if (!outputs.ok()) return ToGrpcStatus(outputs.status());
+
+  if (!wanted.empty()) {
+    std::erase_if(*outputs, [&](const NamedTensor& t) { return !wanted.count(t.name); });
+  }
+  response->set_model_name(record->name());
+  response->set_model_version(std::to_string(record->version()));
+  response->set_id(request->id());
+  EncodeInferOutputs(*outputs, response);
+  return grpc::Status::OK;
+}
+
+}  // namespace orrery

@@ -1,0 +1,101 @@
+#include "api/oip_tensor.h"
+
+#include <cstring>
+#include <string>
+
+namespace orrery {
+namespace {
+
+// Copies typed repeated contents of element type Src into a Tensor of
+// element type Dst, checking the element count.
+template <typename Dst, typename Field>
+Result<Tensor> FromTyped(const std::string& name, DType dtype, const Shape& shape, const Field& field) {
+  const int64_t n = NumElements(shape);
+  if (static_cast<int64_t>(field.size()) != n) {
+    return Status::InvalidArgument("input '" + name + "': shape " + ShapeToString(shape) + " needs " +
+                                   std::to_string(n) + " elements, contents has " +
+                                   std::to_string(field.size()));
+  }
+  Tensor t(dtype, shape);
+  Dst* out = t.data<Dst>();
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Dst>(field[static_cast<int>(i)]);
+  return t;
+}
+
+Result<Tensor> DecodeTyped(const inference::ModelInferRequest::InferInputTensor& in, DType dtype,
+                           const Shape& shape) {
+  const auto& c = in.contents();
+  const std::string& name = in.name();
+  switch (dtype) {
+    case DType::kFloat32: return FromTyped<float>(name, dtype, shape, c.fp32_contents());
+    case DType::kFloat64: return FromTyped<double>(name, dtype, shape, c.fp64_contents());
+    case DType::kInt64: return FromTyped<int64_t>(name, dtype, shape, c.int64_contents());
+    case DType::kInt32: return FromTyped<int32_t>(name, dtype, shape, c.int_contents());
+    case DType::kInt16: return FromTyped<int16_t>(name, dtype, shape, c.int_contents());
+    case DType::kInt8: return FromTyped<int8_t>(name, dtype, shape, c.int_contents());
+    case DType::kUint64: return FromTyped<uint64_t>(name, dtype, shape, c.uint64_contents());
+    case DType::kUint32: return FromTyped<uint32_t>(name, dtype, shape, c.uint_contents());
+    case DType::kUint16: return FromTyped<uint16_t>(name, dtype, shape, c.uint_contents());
+    case DType::kUint8: return FromTyped<uint8_t>(name, dtype, shape, c.uint_contents());
+    case DType::kBool: return FromTyped<bool>(name, dtype, shape, c.bool_contents());
+    default:
+      return Status::InvalidArgument("input '" + name + "': datatype " + in.datatype() +
+                                     " must be sent in raw_input_contents");
+  }
+}
+
+}  // namespace
+
+Result<std::vector<NamedTensor>> DecodeInferInputs(const inference::ModelInferRequest& request) {
+  const bool raw = request.raw_input_contents_size() > 0;
+  if (raw && request.raw_input_contents_size() != request.inputs_size()) {
+    return Status::InvalidArgument("raw_input_contents has " +
+                                   std::to_string(request.raw_input_contents_size()) +
+                                   " entries but the request has " + std::to_string(request.inputs_size()) +
+                                   " inputs");
+  }
+  std::vector<NamedTensor> out;
+  out.reserve(request.inputs_size());
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const auto& in = request.inputs(i);
+    const std::string where = "input '" + in.name() + "'";
+    DType dtype = DTypeFromOipName(in.datatype());
+    if (dtype == DType::kUndefined || dtype == DType::kString) {
+      return Status::InvalidArgument(where + ": unsupported datatype '" + in.datatype() + "'");
+    }
+    Shape shape(in.shape().begin(), in.shape().end());
+    // Bound the element count before multiplying, so hostile shapes cannot overflow.
+    int64_t elements = 1;
+    for (int64_t d : shape) {
+      if (d < 0) return Status::InvalidArgument(where + ": negative dimension in shape " + ShapeToString(shape));
+      if (d != 0 && elements > (int64_t{1} << 40) / d) {
+        return Status::InvalidArgument(where + ": shape " + ShapeToString(shape) + " is too large");
+      }
+      elements *= d;
+    }
+    if (raw) {
+      if (in.has_contents()) {
+        return Status::InvalidArgument(where + ": both raw_input_contents and contents are set");
+      }
+      Result<Tensor> t = Tensor::FromBytes(dtype, shape, request.raw_input_contents(i));
+      if (!t.ok()) return t.status().WithPrefix(where);
+      out.push_back(NamedTensor{in.name(), std::move(t).value()});
+    } else {
+      ORRERY_ASSIGN_OR_RETURN(Tensor t, DecodeTyped(in, dtype, shape));
+      out.push_back(NamedTensor{in.name(), std::move(t)});
+    }
+  }
+  return out;
+}
+
+void EncodeInferOutputs(const std::vector<NamedTensor>& tensors, inference::ModelInferResponse* response) {
+  for (const NamedTensor& nt : tensors) {
+    auto* out = response->add_outputs();
+    out->set_name(nt.name);
+    out->set_datatype(std::string(DTypeToOipName(nt.tensor.dtype())));
+    for (int64_t d : nt.tensor.shape()) out->add_shape(d);
+    response->add_raw_output_contents(std::string(nt.tensor.bytes()));
+  }
+}
+
+}  // namespace orrery

@@ -1,0 +1,64 @@
+// orreryd: the Orrery server. Embedded defaults: data in ./orrery-data, gRPC on
+// 127.0.0.1:8500. SIGTERM / SIGINT stop it gracefully.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "api/server.h"
+#include "api/version.h"
+
+int main(int argc, char** argv) {
+  orrery::ServerOptions options;
+  std::string port_file;
+  std::string log_level = "info";
+  CLI::App app{"orreryd: multi-tenant ONNX inference server"};
+  app.set_version_flag("--version", std::string("orreryd ") + orrery::kOrreryVersion);
+  app.add_option("--data-dir", options.data_dir, "Directory for the catalog and the admin token")
+      ->capture_default_str();
+  app.add_option("--listen", options.listen, "gRPC address HOST:PORT (port 0 picks a free one)")
+      ->capture_default_str();
+  app.add_option("--max-model-bytes", options.max_model_bytes, "Largest ONNX model accepted")
+      ->capture_default_str();
+  app.add_option("--max-request-bytes", options.max_request_bytes, "Largest single gRPC message")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lanes", options.lanes, "CPU execution lanes (0 = one per core)")->capture_default_str();
+  app.add_option("--port-file", port_file, "Write the bound HOST:PORT to this file once serving");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  // Block the stop signals in every thread; the main thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  orrery::Result<std::unique_ptr<orrery::Server>> server = orrery::Server::Start(options);
+  if (!server.ok()) {
+    spdlog::error("cannot start: {}", server.status().ToString());
+    return 1;
+  }
+  if (!(*server)->admin_token_path().empty()) {
+    spdlog::info("admin token in {}", (*server)->admin_token_path());
+  } else {
+    spdlog::info("admin token from ORRERY_ADMIN_TOKEN");
+  }
+  if (!port_file.empty()) {
+    // Write then rename, so a reader never sees a partial address.
+    std::string tmp = port_file + ".tmp";
+    std::ofstream(tmp) << (*server)->address() << "\n";
+    std::rename(tmp.c_str(), port_file.c_str());
+  }
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("received {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->Shutdown();
+  return 0;
+}

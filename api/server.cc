@@ -1,0 +1,95 @@
+#include "api/server.h"
+
+#include <filesystem>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "api/admin_service.h"
+#include "api/inference_service.h"
+#include "api/model_service.h"
+#include "api/service_context.h"
+#include "tenancy/api_key.h"
+
+namespace orrery {
+
+struct Server::Impl {
+  // Declaration order is destruction order in reverse: the gRPC server goes
+  // first, then the services, the lanes, the cache and finally the catalog.
+  std::unique_ptr<Catalog> catalog;
+  std::unique_ptr<Tenants> tenants;
+  std::unique_ptr<ModelCache> cache;
+  std::unique_ptr<FifoScheduler> scheduler;
+  ServiceContext ctx;
+  std::unique_ptr<AdminServiceImpl> admin;
+  std::unique_ptr<ModelServiceImpl> models;
+  std::unique_ptr<InferenceServiceImpl> inference;
+  std::unique_ptr<grpc::Server> grpc_server;
+  std::string address;
+  std::string admin_token_path;
+  bool shut_down = false;
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Shutdown(); }
+
+const std::string& Server::address() const { return impl_->address; }
+const std::string& Server::admin_token_path() const { return impl_->admin_token_path; }
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    return Status::FailedPrecondition("cannot create data dir '" + options.data_dir + "': " + ec.message());
+  }
+  ORRERY_ASSIGN_OR_RETURN(impl->ctx.admin_token, LoadOrCreateAdminToken(options.data_dir, &impl->admin_token_path));
+  ORRERY_ASSIGN_OR_RETURN(impl->catalog, Catalog::Open((std::filesystem::path(options.data_dir) / "catalog").string()));
+  impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
+  impl->cache = std::make_unique<ModelCache>(impl->catalog.get());
+  int lanes = options.lanes > 0 ? options.lanes : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  impl->scheduler = std::make_unique<FifoScheduler>(lanes);
+
+  impl->ctx.catalog = impl->catalog.get();
+  impl->ctx.tenants = impl->tenants.get();
+  impl->ctx.cache = impl->cache.get();
+  impl->ctx.scheduler = impl->scheduler.get();
+  impl->ctx.max_model_bytes = options.max_model_bytes;
+  impl->admin = std::make_unique<AdminServiceImpl>(&impl->ctx);
+  impl->models = std::make_unique<ModelServiceImpl>(&impl->ctx);
+  impl->inference = std::make_unique<InferenceServiceImpl>(&impl->ctx);
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(options.max_request_bytes);
+  builder.SetMaxSendMessageSize(options.max_request_bytes);
+  builder.RegisterService(impl->admin.get());
+  builder.RegisterService(impl->models.get());
+  builder.RegisterService(impl->inference.get());
+  impl->grpc_server = builder.BuildAndStart();
+  if (!impl->grpc_server || port == 0) {
+    return Status::Unavailable("cannot listen on '" + options.listen + "' (address in use or invalid)");
+  }
+  std::string host = options.listen.substr(0, options.listen.rfind(':'));
+  impl->address = host + ":" + std::to_string(port);
+  impl->ctx.ready.store(true);
+  spdlog::info("orreryd listening on {} ({} lanes, data dir '{}')", impl->address, lanes, options.data_dir);
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+void Server::Shutdown(std::chrono::milliseconds grace) {
+  if (!impl_ || impl_->shut_down) return;
+  impl_->shut_down = true;
+  impl_->ctx.ready.store(false);
+  spdlog::info("shutting down: finishing in-flight requests");
+  impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + grace);
+  impl_->grpc_server->Wait();
+  impl_->scheduler->Shutdown();
+  impl_->catalog.reset();  // closes RocksDB cleanly
+  spdlog::info("shutdown complete");
+}
+
+}  // namespace orrery

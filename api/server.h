@@ -1,0 +1,48 @@
+// The Orrery server: opens the catalog, starts the lanes and the gRPC
+// services. Used by orreryd and by in-process tests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace orrery {
+
+struct ServerOptions {
+  std::string data_dir = "orrery-data";
+  std::string listen = "127.0.0.1:8500";  // port 0 picks a free port
+  uint64_t max_model_bytes = uint64_t{1} << 30;
+  int max_request_bytes = 64 << 20;       // largest single gRPC message
+  int lanes = 0;                          // 0 = one per core
+};
+
+class Server {
+ public:
+  // Starts serving; returns once the port is bound. Errors: the data dir
+  // cannot be created, the catalog cannot be opened (e.g. locked by another
+  // server), or the address cannot be bound.
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  ~Server();
+
+  // "HOST:PORT" with the port actually bound.
+  const std::string& address() const;
+  // Path of the admin token file, or "" when ORRERY_ADMIN_TOKEN supplied it.
+  const std::string& admin_token_path() const;
+
+  // Stops accepting, lets in-flight RPCs finish (up to `grace`), drains the
+  // lanes and closes the catalog. Idempotent.
+  void Shutdown(std::chrono::milliseconds grace = std::chrono::seconds(30));
+
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orrery

@@ -1,0 +1,62 @@
+#include "cache/model_cache.h"
+
+#include <utility>
+
+namespace orrery {
+
+Result<ModelCache::ModelPtr> ModelCache::Get(const ModelRecord& record) {
+  Key key{record.tenant_id(), record.name(), record.version()};
+  std::promise<Result<ModelPtr>> promise;
+  Entry entry;
+  bool owner = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      entry = it->second;
+    } else {
+      entry = promise.get_future().share();
+      entries_.emplace(key, entry);
+      owner = true;
+    }
+  }
+  if (!owner) return entry.get();
+
+  // This thread compiles; concurrent callers wait on the shared future.
+  Result<ModelPtr> result = [&]() -> Result<ModelPtr> {
+    ORRERY_ASSIGN_OR_RETURN(std::string bytes,
+                            catalog_->GetModelBlob(record.tenant_id(), record.name(), record.version()));
+    ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(bytes));
+    return ModelPtr(std::move(model));
+  }();
+  promise.set_value(result);
+  if (!result.ok()) {
+    // Do not cache failures: a later request may succeed (e.g. transient I/O).
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.erase(key);
+  }
+  return result;
+}
+
+void ModelCache::Put(const ModelRecord& record, ModelPtr model) {
+  std::promise<Result<ModelPtr>> promise;
+  promise.set_value(std::move(model));
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_[Key{record.tenant_id(), record.name(), record.version()}] = promise.get_future().share();
+}
+
+void ModelCache::Erase(const std::string& tenant_id, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.lower_bound(Key{tenant_id, name, 0});
+  while (it != entries_.end() && std::get<0>(it->first) == tenant_id &&
+         std::get<1>(it->first) == name) {
+    it = entries_.erase(it);
+  }
+}
+
+size_t ModelCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+}  // namespace orrery

@@ -1,0 +1,57 @@
+#include "ops/registry.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace orrery::ops {
+
+std::string_view BackendName(Backend backend) {
+  switch (backend) {
+    case Backend::kCpu: return "cpu";
+  }
+  return "unknown";
+}
+
+Status OpRegistry::Register(KernelDef def) {
+  if (def.op_type.empty() || def.infer == nullptr ||
+      (def.compute == nullptr) || def.min_inputs < 0 || def.max_inputs < def.min_inputs ||
+      def.min_outputs < 1 || def.max_outputs < def.min_outputs) {
+    return Status::InvalidArgument("incomplete kernel definition for '" + def.op_type + "'");
+  }
+  auto key = std::make_pair(def.op_type, def.backend);
+  if (kernels_.count(key) != 0) {
+    return Status::AlreadyExists("kernel '" + def.op_type + "' already registered for " +
+                                 std::string(BackendName(def.backend)));
+  }
+  kernels_.emplace(std::move(key), std::move(def));
+  return Status::Ok();
+}
+
+const KernelDef* OpRegistry::Find(std::string_view op_type, Backend backend) const {
+  auto it = kernels_.find(std::make_pair(std::string(op_type), backend));
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> OpRegistry::OpTypes(Backend backend) const {
+  std::vector<std::string> out;
+  for (const auto& [key, def] : kernels_) {
+    if (key.second == backend) out.push_back(key.first);
+  }
+  return out;
+}
+
+const OpRegistry& OpRegistry::Global() {
+  static const OpRegistry* const registry = [] {
+    static OpRegistry r;
+    Status st = RegisterCpuKernels(&r);
+    if (!st.ok()) {
+      // A programming error in the built-in kernel table; fail loudly.
+      std::fprintf(stderr, "orrery: kernel registration failed: %s\n", st.ToString().c_str());
+      std::abort();
+    }
+    return &r;
+  }();
+  return *registry;
+}
+
+}  // namespace orrery::ops

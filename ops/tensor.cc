@@ -1,0 +1,187 @@
+#include "ops/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace orrery {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+struct AlignedFree {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// Never returns a null buffer for a successful allocation (even of 0 bytes),
+// so kernels and memcpy never see nullptr.
+std::shared_ptr<uint8_t[]> AllocateBuffer(size_t bytes) {
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
+  if (p == nullptr) return nullptr;
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<uint8_t[]>(p, AlignedFree());
+}
+
+}  // namespace
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return 4;
+    case DType::kUint8: return 1;
+    case DType::kInt8: return 1;
+    case DType::kUint16: return 2;
+    case DType::kInt16: return 2;
+    case DType::kInt32: return 4;
+    case DType::kInt64: return 8;
+    case DType::kBool: return 1;
+    case DType::kFloat16: return 2;
+    case DType::kFloat64: return 8;
+    case DType::kUint32: return 4;
+    case DType::kUint64: return 8;
+    case DType::kString:
+    case DType::kUndefined: return 0;
+  }
+  return 0;
+}
+
+std::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kUndefined: return "undefined";
+    case DType::kFloat32: return "float32";
+    case DType::kUint8: return "uint8";
+    case DType::kInt8: return "int8";
+    case DType::kUint16: return "uint16";
+    case DType::kInt16: return "int16";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kString: return "string";
+    case DType::kBool: return "bool";
+    case DType::kFloat16: return "float16";
+    case DType::kFloat64: return "float64";
+    case DType::kUint32: return "uint32";
+    case DType::kUint64: return "uint64";
+  }
+  return "unknown";
+}
+
+std::string_view DTypeToOipName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "FP32";
+    case DType::kUint8: return "UINT8";
+    case DType::kInt8: return "INT8";
+    case DType::kUint16: return "UINT16";
+    case DType::kInt16: return "INT16";
+    case DType::kInt32: return "INT32";
+    case DType::kInt64: return "INT64";
+    case DType::kString: return "BYTES";
+    case DType::kBool: return "BOOL";
+    case DType::kFloat16: return "FP16";
+    case DType::kFloat64: return "FP64";
+    case DType::kUint32: return "UINT32";
+    case DType::kUint64: return "UINT64";
+    case DType::kUndefined: return "";
+  }
+  return "";
+}
+
+DType DTypeFromOipName(std::string_view name) {
+  static constexpr DType kAll[] = {
+      DType::kFloat32, DType::kUint8,  DType::kInt8,    DType::kUint16, DType::kInt16,
+      DType::kInt32,   DType::kInt64,  DType::kString,  DType::kBool,   DType::kFloat16,
+      DType::kFloat64, DType::kUint32, DType::kUint64,
+  };
+  for (DType d : kAll) {
+    if (DTypeToOipName(d) == name) return d;
+  }
+  return DType::kUndefined;
+}
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  out += "]";
+  return out;
+}
+
+Result<int64_t> CheckedNumElements(const Shape& shape, DType dtype) {
+  int64_t n = 1;
+  bool zero = false;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return Status::InvalidArgument("negative dimension in shape " + ShapeToString(shape));
+    }
+    if (d == 0) zero = true;
+  }
+  if (zero) return int64_t{0};
+  const int64_t elem = dtype == DType::kUndefined ? 1 : static_cast<int64_t>(DTypeSize(dtype));
+  const int64_t limit = kMaxTensorBytes / (elem == 0 ? 1 : elem);
+  for (int64_t d : shape) {
+    if (d != 0 && n > limit / d) {
+      return Status::ResourceExhausted("tensor of shape " + ShapeToString(shape) +
+                                       " exceeds the limit of " +
+                                       std::to_string(kMaxTensorBytes) + " bytes");
+    }
+    n *= d;
+  }
+  return n;
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  data_ = AllocateBuffer(byte_size());
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+Result<Tensor> Tensor::Allocate(DType dtype, Shape shape) {
+  if (dtype == DType::kUndefined || DTypeSize(dtype) == 0) {
+    return Status::InvalidArgument("cannot allocate a tensor of dtype " +
+                                   std::string(DTypeName(dtype)));
+  }
+  ORRERY_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape, dtype));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.data_ = AllocateBuffer(static_cast<size_t>(n) * DTypeSize(dtype));
+  if (t.data_ == nullptr) {
+    return Status::ResourceExhausted("out of memory allocating tensor of shape " +
+                                     ShapeToString(t.shape_));
+  }
+  return t;
+}
+
+Result<Tensor> Tensor::FromBytes(DType dtype, Shape shape, std::string_view bytes) {
+  ORRERY_ASSIGN_OR_RETURN(Tensor t, Allocate(dtype, std::move(shape)));
+  if (bytes.size() != t.byte_size()) {
+    return Status::InvalidArgument("tensor of dtype " + std::string(DTypeName(dtype)) +
+                                   " and shape " + ShapeToString(t.shape()) + " needs " +
+                                   std::to_string(t.byte_size()) + " bytes, got " +
+                                   std::to_string(bytes.size()));
+  }
+  if (!bytes.empty()) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+  return t;
+}
+
+Result<Tensor> Tensor::Reshaped(Shape shape) const {
+  ORRERY_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape, dtype_));
+  if (n != num_elements()) {
+    return Status::InvalidArgument("cannot reshape " + ShapeToString(shape_) + " (" +
+                                   std::to_string(num_elements()) + " elements) to " +
+                                   ShapeToString(shape) + " (" + std::to_string(n) +
+                                   " elements)");
+  }
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+}  // namespace orrery

@@ -1,0 +1,321 @@
+// orrery-run: run an ONNX model offline with Orrery's runtime.
+//
+//   orrery-run MODEL.onnx --input NAME=FILE.pb ... --output-dir DIR
+//       One inference; inputs and outputs are ONNX TensorProto files
+//       (outputs written as DIR/<output_name>.pb), one summary line per output.
+//   orrery-run MODEL.onnx --bench N --threads T [--shape NAME=D1,D2,...]
+//       Random inputs (dynamic dims from --shape, default 1), a warm-up, then
+//       N timed runs; prints one JSON line with p50/p99/min/mean latency.
+//
+// Exit codes: 0 ok, 1 runtime error (the Status message on stderr), 2 bad usage.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+#include "runtime/tensor_proto.h"
+
+namespace orrery {
+namespace {
+
+constexpr int kUsageError = 2;
+constexpr int kRuntimeError = 1;
+
+constexpr const char* kUsage =
+    "usage: orrery-run MODEL.onnx --input NAME=FILE.pb [--input ...] --output-dir DIR\n"
+    "       orrery-run MODEL.onnx --bench N [--threads T] [--shape NAME=D1,D2,...]\n";
+
+struct Args {
+  std::string model;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  std::string output_dir;
+  int64_t bench = -1;
+  int64_t threads = 1;
+  std::map<std::string, Shape> shapes;
+};
+
+int UsageError(const std::string& msg) {
+  std::fprintf(stderr, "orrery-run: %s\n%s", msg.c_str(), kUsage);
+  return kUsageError;
+}
+
+int RuntimeError(const Status& st) {
+  std::fprintf(stderr, "orrery-run: %s\n", st.ToString().c_str());
+  return kRuntimeError;
+}
+
+bool ParseInt(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  size_t pos = 0;
+  try {
+    *out = std::stoll(s, &pos);
+  } catch (...) {
+    return false;
+  }
+  return pos == s.size();
+}
+
+bool SplitNameValue(const std::string& s, std::string* name, std::string* value) {
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) return false;
+  *name = s.substr(0, eq);
+  *value = s.substr(eq + 1);
+  return true;
+}
+
+// Returns "" on success, else the usage error message.
+std::string ParseArgs(int argc, char** argv, Args* args) {
+  std::vector<std::string> a(argv + 1, argv + argc);
+  auto need_value = [&](size_t i) { return i + 1 < a.size(); };
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string& arg = a[i];
+    if (arg == "--input") {
+      if (!need_value(i)) return "--input needs NAME=FILE.pb";
+      std::string name, file;
+      if (!SplitNameValue(a[++i], &name, &file)) return "--input needs NAME=FILE.pb, got '" + a[i] + "'";
+      args->inputs.emplace_back(name, file);
+    } else if (arg == "--output-dir") {
+      if (!need_value(i)) return "--output-dir needs a directory";
+      args->output_dir = a[++i];
+    } else if (arg == "--bench") {
+      if (!need_value(i) || !ParseInt(a[i + 1], &args->bench) || args->bench < 1) {
+        return "--bench needs a positive iteration count";
+      }
+      ++i;
+    } else if (arg == "--threads") {
+      if (!need_value(i) || !ParseInt(a[i + 1], &args->threads) || args->threads < 1) {
+        return "--threads needs a positive count";
+      }
+      ++i;
+    } else if (arg == "--shape") {
+      if (!need_value(i)) return "--shape needs NAME=D1,D2,...";
+      std::string name, dims;
+      if (!SplitNameValue(a[++i], &name, &dims)) return "--shape needs NAME=D1,D2,..., got '" + a[i] + "'";
+      Shape shape;
+      std::stringstream ss(dims);
+      std::string d;
+      while (std::getline(ss, d, ',')) {
+        int64_t v = 0;
+        if (!ParseInt(d, &v) || v < 0) return "--shape " + name + ": bad dim '" + d + "'";
+        shape.push_back(v);
+      }
+      args->shapes[name] = shape;
+    } else if (arg == "-h" || arg == "--help") {
+      return "help";
+    } else if (!arg.empty() && arg[0] == '-') {
+      return "unknown option '" + arg + "'";
+    } else if (args->model.empty()) {
+      args->model = arg;
+    } else {
+      return "unexpected argument '" + arg + "'";
+    }
+  }
+  if (args->model.empty()) return "missing MODEL.onnx";
+  const bool bench = args->bench > 0;
+  if (bench && (!args->inputs.empty() || !args->output_dir.empty())) {
+    return "--bench cannot be combined with --input / --output-dir";
+  }
+  if (!bench && args->output_dir.empty()) return "give --output-dir DIR (or --bench N)";
+  if (!bench && !args->shapes.empty()) return "--shape is only used with --bench";
+  return "";
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::NotFound("cannot open '" + path + "'");
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) return Status::DataLoss("error reading '" + path + "'");
+  return data;
+}
+
+Status WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return Status::PermissionDenied("cannot create '" + path + "'");
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!f) return Status::DataLoss("error writing '" + path + "'");
+  return Status::Ok();
+}
+
+std::string Summary(const NamedTensor& t) {
+  std::string s = t.name + ": " + std::string(DTypeName(t.tensor.dtype())) + " " +
+                  ShapeToString(t.tensor.shape());
+  if (t.tensor.dtype() == DType::kFloat32 && t.tensor.num_elements() > 0) {
+    const float* d = t.tensor.data<float>();
+    const int64_t n = t.tensor.num_elements();
+    double sum = 0;
+    float mn = d[0], mx = d[0];
+    for (int64_t i = 0; i < n; ++i) {
+      sum += d[i];
+      mn = std::min(mn, d[i]);
+      mx = std::max(mx, d[i]);
+    }
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), " min=%g max=%g mean=%g", mn, mx, sum / static_cast<double>(n));
+    s += buf;
+  }
+  return s;
+}
+
+Result<Tensor> RandomTensor(const TensorSpec& spec, const Shape& shape, std::mt19937_64& rng) {
+  ORRERY_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(spec.dtype, shape));
+  const int64_t n = t.num_elements();
+  switch (spec.dtype) {
+    case DType::kFloat32: {
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = dist(rng);
+      break;
+    }
+    case DType::kFloat64: {
+      std::uniform_real_distribution<double> dist(-1.0, 1.0);
+      for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = dist(rng);
+      break;
+    }
+    case DType::kInt64: {
+      std::uniform_int_distribution<int64_t> dist(0, 9);
+      for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = dist(rng);
+      break;
+    }
+    case DType::kInt32: {
+      std::uniform_int_distribution<int32_t> dist(0, 9);
+      for (int64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = dist(rng);
+      break;
+    }
+    case DType::kBool: {
+      std::uniform_int_distribution<int> dist(0, 1);
+      for (int64_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(dist(rng));
+      break;
+    }
+    default:
+      break;  // zeros
+  }
+  return t;
+}
+
+int RunOnce(const Args& args, const CompiledModel& model) {
+  std::vector<NamedTensor> inputs;
+  for (const auto& [name, file] : args.inputs) {
+    Result<std::string> bytes = ReadFile(file);
+    if (!bytes.ok()) return RuntimeError(bytes.status());
+    Result<NamedTensor> t = ParseTensorProto(*bytes);
+    if (!t.ok()) return RuntimeError(t.status().WithPrefix("input '" + name + "' (" + file + ")"));
+    inputs.push_back(NamedTensor{name, std::move(t->tensor)});
+  }
+  Result<std::vector<NamedTensor>> outs = model.Run(inputs);
+  if (!outs.ok()) return RuntimeError(outs.status());
+  std::error_code ec;
+  std::filesystem::create_directories(args.output_dir, ec);
+  if (ec) {
+    return RuntimeError(Status::PermissionDenied("cannot create '" + args.output_dir +
+                                                 "': " + ec.message()));
+  }
+  for (const NamedTensor& t : *outs) {
+    // Output names may contain '/' (e.g. exported PyTorch names); keep files flat.
+    std::string file = t.name;
+    std::replace(file.begin(), file.end(), '/', '_');
+    const std::string path = (std::filesystem::path(args.output_dir) / (file + ".pb")).string();
+    Status st = WriteFile(path, SerializeTensorProto(t));
+    if (!st.ok()) return RuntimeError(st);
+    std::printf("%s -> %s\n", Summary(t).c_str(), path.c_str());
+  }
+  return 0;
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+int Bench(const Args& args, const CompiledModel& model) {
+  const ModelSignature& sig = model.signature();
+  for (const auto& [name, shape] : args.shapes) {
+    bool found = false;
+    for (const TensorSpec& s : sig.inputs) found = found || s.name == name;
+    if (!found) return UsageError("--shape names unknown input '" + name + "'");
+  }
+  std::mt19937_64 rng(42);
+  std::vector<NamedTensor> inputs;
+  for (const TensorSpec& spec : sig.inputs) {
+    Shape shape = spec.shape;
+    auto it = args.shapes.find(spec.name);
+    if (it != args.shapes.end()) {
+      shape = it->second;
+    } else {
+      for (int64_t& d : shape) d = d < 0 ? 1 : d;
+    }
+    Result<Tensor> t = RandomTensor(spec, shape, rng);
+    if (!t.ok()) return RuntimeError(t.status().WithPrefix("input '" + spec.name + "'"));
+    inputs.push_back(NamedTensor{spec.name, std::move(t).value()});
+  }
+  const int64_t warmup = std::max<int64_t>(1, std::min<int64_t>(args.bench / 10, 10));
+  for (int64_t i = 0; i < warmup; ++i) {
+    Result<std::vector<NamedTensor>> r = model.Run(inputs);
+    if (!r.ok()) return RuntimeError(r.status());
+  }
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(args.bench));
+  for (int64_t i = 0; i < args.bench; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Result<std::vector<NamedTensor>> r = model.Run(inputs);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!r.ok()) return RuntimeError(r.status());
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double p) {
+    // Nearest rank.
+    size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+    rank = std::clamp<size_t>(rank, 1, sorted.size());
+    return sorted[rank - 1];
+  };
+  double sum = 0;
+  for (double v : ms) sum += v;
+  std::printf(
+      "{\"model\":\"%s\",\"iterations\":%lld,\"threads\":%lld,\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
+      "\"min_ms\":%.4f,\"mean_ms\":%.4f}\n",
+      JsonEscape(args.model).c_str(), static_cast<long long>(args.bench),
+      static_cast<long long>(args.threads), pct(50), pct(99), sorted.front(),
+      sum / static_cast<double>(ms.size()));
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  Args args;
+  const std::string err = ParseArgs(argc, argv, &args);
+  if (err == "help") {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  if (!err.empty()) return UsageError(err);
+  Result<std::string> bytes = ReadFile(args.model);
+  if (!bytes.ok()) return RuntimeError(bytes.status());
+  Result<std::unique_ptr<CompiledModel>> model = CompiledModel::Compile(*bytes);
+  if (!model.ok()) return RuntimeError(model.status());
+  return args.bench > 0 ? Bench(args, **model) : RunOnce(args, **model);
+}
+
+}  // namespace
+}  // namespace orrery
+
+int main(int argc, char** argv) { return orrery::Main(argc, argv); }

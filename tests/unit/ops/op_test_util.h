@@ -1,0 +1,71 @@
+// Helpers for kernel tests: run one registered CPU kernel the way the
+// executor does (infer, allocate, compute, check).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ops/attributes.h"
+#include "ops/registry.h"
+#include "ops/tensor.h"
+
+namespace orrery::ops::testing {
+
+inline Tensor F32(Shape shape, std::vector<float> values) {
+  Tensor t(DType::kFloat32, std::move(shape));
+  EXPECT_EQ(static_cast<size_t>(t.num_elements()), values.size());
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+inline Tensor I64(Shape shape, std::vector<int64_t> values) {
+  Tensor t(DType::kInt64, std::move(shape));
+  EXPECT_EQ(static_cast<size_t>(t.num_elements()), values.size());
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(int64_t));
+  return t;
+}
+
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
+}
+
+// Runs op_type on inputs (nullptr = absent optional input).
+inline Result<std::vector<Tensor>> RunOp(const std::string& op_type,
+                                         const std::vector<const Tensor*>& inputs,
+                                         const Attributes& attrs = {}, int64_t opset = 13) {
+  const KernelDef* def = OpRegistry::Global().Find(op_type, Backend::kCpu);
+  if (def == nullptr) return Status::NotFound("no kernel " + op_type);
+  std::vector<TensorType> types;
+  for (const Tensor* t : inputs) {
+    types.push_back(t == nullptr ? TensorType{} : TensorType{t->dtype(), t->shape()});
+  }
+  std::vector<TensorType> out_types;
+  InferContext ictx{types, inputs, attrs, opset};
+  ORRERY_RETURN_IF_ERROR(def->infer(ictx, &out_types));
+  std::vector<Tensor> outs(out_types.size());
+  if (def->alloc == OutputAlloc::kPreallocated) {
+    for (size_t i = 0; i < outs.size(); ++i) {
+      ORRERY_ASSIGN_OR_RETURN(outs[i], Tensor::Allocate(out_types[i].dtype, out_types[i].shape));
+    }
+  }
+  KernelContext kctx{inputs, attrs, opset};
+  ORRERY_RETURN_IF_ERROR(def->compute(kctx, outs));
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].dtype() != out_types[i].dtype || outs[i].shape() != out_types[i].shape) {
+      return Status::Internal("output does not match inferred type");
+    }
+  }
+  return outs;
+}
+
+inline void ExpectNear(const std::vector<float>& got, const std::vector<float>& want,
+                       float tol = 1e-5f) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+}  // namespace orrery::ops::testing
