@@ -23,6 +23,14 @@ Result<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
   return out;
 }
 
+Result<Shape> BroadcastShapes(std::span<const Shape> shapes) {
+  Shape out;
+  for (const Shape& s : shapes) {
+    ORRERY_ASSIGN_OR_RETURN(out, BroadcastShapes(out, s));
+  }
+  return out;
+}
+
 bool IsUnidirectionalBroadcastable(const Shape& from, const Shape& to) {
   if (from.size() > to.size()) return false;
   const size_t off = to.size() - from.size();
@@ -62,6 +70,30 @@ BinaryLoop MakeBinaryLoop(const Shape& a, const Shape& b, const Shape& out) {
     loop.dims.push_back(out[i]);
     loop.a_strides.push_back(sa[i]);
     loop.b_strides.push_back(sb[i]);
+  }
+  return loop;
+}
+
+MultiLoop MakeMultiLoop(std::span<const Shape> inputs, const Shape& out) {
+  std::vector<std::vector<int64_t>> in_strides;
+  in_strides.reserve(inputs.size());
+  for (const Shape& in : inputs) in_strides.push_back(BroadcastStrides(in, out));
+  MultiLoop loop;
+  loop.strides.resize(inputs.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 1) continue;
+    const int64_t d = out[i];
+    bool merge = !loop.dims.empty();
+    for (size_t k = 0; merge && k < inputs.size(); ++k) {
+      merge = loop.strides[k].back() == in_strides[k][i] * d;
+    }
+    if (merge) {
+      loop.dims.back() *= d;
+      for (size_t k = 0; k < inputs.size(); ++k) loop.strides[k].back() = in_strides[k][i];
+      continue;
+    }
+    loop.dims.push_back(d);
+    for (size_t k = 0; k < inputs.size(); ++k) loop.strides[k].push_back(in_strides[k][i]);
   }
   return loop;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
@@ -13,6 +14,8 @@ namespace orrery::ops {
 // Multidirectional (numpy) broadcast of two shapes; INVALID_ARGUMENT naming
 // both shapes when they are incompatible.
 Result<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+// The same over any number of shapes (Where, Sum, Max, ...); {} for none.
+Result<Shape> BroadcastShapes(std::span<const Shape> shapes);
 
 // True when `from` broadcasts to exactly `to` (ONNX unidirectional broadcast).
 bool IsUnidirectionalBroadcastable(const Shape& from, const Shape& to);
@@ -65,6 +68,49 @@ void ForEachRun(const BinaryLoop& loop, Fn&& fn) {
       if (i == 0) return;
     }
     if (rank == 1) return;
+  }
+}
+
+// BinaryLoop for any number of inputs: strides[k] are input k's strides.
+struct MultiLoop {
+  Shape dims;
+  std::vector<std::vector<int64_t>> strides;
+};
+MultiLoop MakeMultiLoop(std::span<const Shape> inputs, const Shape& out);
+
+// Calls fn(offsets, out_offset, n, steps) for each innermost run: offsets[k]
+// is input k's first element, steps[k] (0 or 1) its step along the run.
+template <typename Fn>
+void ForEachMultiRun(const MultiLoop& loop, Fn&& fn) {
+  const size_t rank = loop.dims.size();
+  const size_t k = loop.strides.size();
+  std::vector<int64_t> off(k, 0), steps(k, 0);
+  if (rank == 0) {
+    fn(off.data(), int64_t{0}, int64_t{1}, steps.data());
+    return;
+  }
+  for (int64_t d : loop.dims) {
+    if (d == 0) return;
+  }
+  const int64_t n = loop.dims[rank - 1];
+  for (size_t j = 0; j < k; ++j) steps[j] = loop.strides[j][rank - 1];
+  std::vector<int64_t> idx(rank, 0);
+  int64_t out_off = 0;
+  while (true) {
+    fn(off.data(), out_off, n, steps.data());
+    out_off += n;
+    size_t i = rank - 1;
+    while (true) {
+      if (i == 0) return;
+      --i;
+      ++idx[i];
+      if (idx[i] < loop.dims[i]) {
+        for (size_t j = 0; j < k; ++j) off[j] += loop.strides[j][i];
+        break;
+      }
+      for (size_t j = 0; j < k; ++j) off[j] -= loop.strides[j][i] * (loop.dims[i] - 1);
+      idx[i] = 0;
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 namespace orrery::ops {
 
@@ -40,10 +41,36 @@ std::vector<std::string> OpRegistry::OpTypes(Backend backend) const {
   return out;
 }
 
+Status OpRegistry::SetCost(std::string_view op_type, Backend backend, CostFn cost) {
+  auto it = kernels_.find(std::make_pair(std::string(op_type), backend));
+  if (it == kernels_.end()) {
+    return Status::NotFound("kernel '" + std::string(op_type) + "' is not registered");
+  }
+  if (it->second.cost == nullptr) it->second.cost = cost;
+  return Status::Ok();
+}
+
+OpCost BytesMovedCost(const CostContext& ctx) {
+  OpCost c;
+  auto add = [&c](const TensorType& t) {
+    if (!t.present()) return;
+    Result<int64_t> n = CheckedNumElements(t.shape, t.dtype);
+    if (!n.ok()) return;
+    const int64_t b = *n * static_cast<int64_t>(DTypeSize(t.dtype));  // <= kMaxTensorBytes
+    c.bytes = b > std::numeric_limits<int64_t>::max() - c.bytes
+                  ? std::numeric_limits<int64_t>::max()
+                  : c.bytes + b;
+  };
+  for (const TensorType& t : ctx.inputs) add(t);
+  for (const TensorType& t : ctx.outputs) add(t);
+  return c;
+}
+
 const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* const registry = [] {
     static OpRegistry r;
     Status st = RegisterCpuKernels(&r);
+    if (st.ok()) st = RegisterCpuCosts(&r);
     if (!st.ok()) {
       // A programming error in the built-in kernel table; fail loudly.
       std::fprintf(stderr, "orrery: kernel registration failed: %s\n", st.ToString().c_str());

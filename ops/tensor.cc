@@ -1,5 +1,6 @@
 #include "ops/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -7,7 +8,9 @@
 namespace orrery {
 namespace {
 
-constexpr size_t kAlignment = 64;
+constexpr size_t kAlignment = kTensorAlignment;
+
+std::atomic<uint64_t> g_buffer_allocations{0};
 
 struct AlignedFree {
   void operator()(uint8_t* p) const { std::free(p); }
@@ -18,6 +21,7 @@ struct AlignedFree {
 std::shared_ptr<uint8_t[]> AllocateBuffer(size_t bytes) {
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0) rounded = kAlignment;
+  g_buffer_allocations.fetch_add(1, std::memory_order_relaxed);
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
   if (p == nullptr) return nullptr;
   std::memset(p, 0, rounded);
@@ -25,6 +29,10 @@ std::shared_ptr<uint8_t[]> AllocateBuffer(size_t bytes) {
 }
 
 }  // namespace
+
+uint64_t TensorBufferAllocationCount() {
+  return g_buffer_allocations.load(std::memory_order_relaxed);
+}
 
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
@@ -182,6 +190,43 @@ Result<Tensor> Tensor::Reshaped(Shape shape) const {
   Tensor t = *this;
   t.shape_ = std::move(shape);
   return t;
+}
+
+Result<Tensor> Tensor::ViewOf(const Tensor& block, size_t offset, DType dtype, Shape shape) {
+  if (DTypeSize(dtype) == 0) {
+    return Status::InvalidArgument("cannot view a tensor of dtype " +
+                                   std::string(DTypeName(dtype)));
+  }
+  ORRERY_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape, dtype));
+  const size_t bytes = static_cast<size_t>(n) * DTypeSize(dtype);
+  if (block.data_ == nullptr || offset % kAlignment != 0 || offset > block.byte_size() ||
+      bytes > block.byte_size() - offset) {
+    return Status::InvalidArgument("view of " + std::to_string(bytes) + " bytes at offset " +
+                                   std::to_string(offset) + " does not fit a block of " +
+                                   std::to_string(block.byte_size()) + " bytes");
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.data_ = std::shared_ptr<uint8_t[]>(block.data_, block.data_.get() + offset);
+  return t;
+}
+
+Tensor Tensor::Unbound(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Status Tensor::ShareBuffer(const Tensor& src) {
+  if (src.data_ == nullptr || src.byte_size() != byte_size()) {
+    return Status::InvalidArgument("cannot share a buffer of " + std::to_string(src.byte_size()) +
+                                   " bytes as a tensor of " + std::to_string(byte_size()) +
+                                   " bytes");
+  }
+  data_ = src.data_;
+  return Status::Ok();
 }
 
 }  // namespace orrery

@@ -54,6 +54,9 @@ std::string ShapeToString(const Shape& shape);
 // Largest single tensor Orrery will allocate (16 GiB).
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 34;
 
+// Alignment of every buffer Tensor allocates, and of views into arenas.
+inline constexpr size_t kTensorAlignment = 64;
+
 // NumElements with checks, for shapes that come from untrusted data: every dim
 // must be >= 0 (INVALID_ARGUMENT) and the element count and byte size must not
 // overflow or exceed kMaxTensorBytes (RESOURCE_EXHAUSTED). `dtype` sizes the
@@ -89,11 +92,32 @@ class Tensor {
   // Same buffer, new shape with the same element count.
   Result<Tensor> Reshaped(Shape shape) const;
 
+  // Non-owning views, for memory planned by the runtime (arenas). None of
+  // these allocate a buffer, and ShareBuffer / ResetBuffer allocate nothing.
+  //
+  // A tensor over bytes [offset, offset + its size) of `block`'s buffer. It
+  // shares ownership of the whole block (shared_ptr aliasing constructor), so
+  // the block outlives the view; the bytes are not zeroed. INVALID_ARGUMENT
+  // unless `offset` is a multiple of kTensorAlignment and the range fits.
+  static Result<Tensor> ViewOf(const Tensor& block, size_t offset, DType dtype, Shape shape);
+  // A tensor with a dtype and shape but no buffer (raw_data() is nullptr)
+  // until ShareBuffer gives it one.
+  static Tensor Unbound(DType dtype, Shape shape);
+  // Points this tensor at `src`'s buffer, keeping its own dtype and shape,
+  // which must describe as many bytes as `src` holds (INVALID_ARGUMENT).
+  Status ShareBuffer(const Tensor& src);
+  // Drops the buffer reference; dtype and shape stay (see Unbound).
+  void ResetBuffer() { data_.reset(); }
+
  private:
   DType dtype_ = DType::kUndefined;
   Shape shape_;
   std::shared_ptr<uint8_t[]> data_;
 };
+
+// Buffers Tensor has allocated in this process (all threads), so tests can
+// check that steady-state inference allocates none.
+uint64_t TensorBufferAllocationCount();
 
 struct NamedTensor {
   std::string name;

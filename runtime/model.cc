@@ -2,18 +2,14 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <unordered_map>
-
 #include "ops/registry.h"
+#include "runtime/execution.h"
 #include "runtime/graph.h"
+#include "runtime/model_impl.h"
 #include "runtime/plan.h"
+#include "runtime/plan_cache.h"
 
 namespace orrery {
-
-struct CompiledModel::Impl {
-  ModelSignature signature;
-  runtime::Plan plan;
-};
 
 namespace {
 
@@ -44,6 +40,11 @@ Status InferSignature(const runtime::Plan& plan, ModelSignature* sig) {
   bool rank_unknown = false;
   for (const TensorSpec& s : sig->inputs) rank_unknown = rank_unknown || !s.rank_known;
   if (rank_unknown) return Status::Ok();
+  // Declared dims come from the model: kernels' inference may only see
+  // shapes within the tensor size cap.
+  for (const ops::TensorType& t : in_types) {
+    if (!CheckedNumElements(t.shape, t.dtype).ok()) return Status::Ok();
+  }
   auto types = runtime::InferPlanTypes(plan, in_types);
   if (!types.ok()) {
     if (all_static) return types.status();
@@ -65,6 +66,20 @@ Status InferSignature(const runtime::Plan& plan, ModelSignature* sig) {
   return Status::Ok();
 }
 
+// A model whose inputs are all static has one possible plan: specialise it
+// now so that the first request does not pay for it. A failure is left for
+// Run to report.
+void WarmPlanCache(const ModelSignature& sig, runtime::PlanCache* cache) {
+  std::vector<Tensor> shapes;
+  for (const TensorSpec& s : sig.inputs) {
+    if (!IsStatic(s)) return;
+    shapes.push_back(Tensor::Unbound(s.dtype, s.shape));
+  }
+  std::vector<const Tensor*> inputs;
+  for (const Tensor& t : shapes) inputs.push_back(&t);
+  (void)cache->Get(inputs);
+}
+
 }  // namespace
 
 CompiledModel::CompiledModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -80,79 +95,26 @@ Result<std::unique_ptr<CompiledModel>> CompiledModel::Compile(std::string_view o
   ORRERY_RETURN_IF_ERROR(runtime::CheckModel(model));
 
   auto impl = std::make_unique<Impl>();
-  ORRERY_ASSIGN_OR_RETURN(impl->plan, runtime::CompilePlan(graph, registry));
+  ORRERY_ASSIGN_OR_RETURN(runtime::Plan plan, runtime::CompilePlan(graph, registry));
+  impl->plan = std::make_shared<const runtime::Plan>(std::move(plan));
   ModelSignature& sig = impl->signature;
   sig.opset = graph.opset;
   sig.node_count = graph.original_node_count;
   for (int id : graph.inputs) sig.inputs.push_back(SpecOf(graph.values[static_cast<size_t>(id)]));
   for (int id : graph.outputs) sig.outputs.push_back(SpecOf(graph.values[static_cast<size_t>(id)]));
-  Status st = InferSignature(impl->plan, &sig);
+  Status st = InferSignature(*impl->plan, &sig);
   if (!st.ok()) return st.WithPrefix("shape inference");
+  impl->cache = std::make_unique<runtime::PlanCache>(impl->plan);
+  WarmPlanCache(sig, impl->cache.get());
   return std::unique_ptr<CompiledModel>(new CompiledModel(std::move(impl)));
 }
 
 Result<std::vector<NamedTensor>> CompiledModel::Run(const std::vector<NamedTensor>& inputs) const {
-  const ModelSignature& sig = impl_->signature;
-  std::vector<Tensor> ordered(sig.inputs.size());
-  std::vector<bool> given(sig.inputs.size(), false);
-  for (const NamedTensor& in : inputs) {
-    size_t idx = sig.inputs.size();
-    for (size_t i = 0; i < sig.inputs.size(); ++i) {
-      if (sig.inputs[i].name == in.name) {
-        idx = i;
-        break;
-      }
-    }
-    if (idx == sig.inputs.size()) {
-      std::string names;
-      for (const TensorSpec& s : sig.inputs) names += (names.empty() ? "'" : ", '") + s.name + "'";
-      return Status::InvalidArgument("unknown input '" + in.name + "' (model inputs: " + names +
-                                     ")");
-    }
-    if (given[idx]) return Status::InvalidArgument("input '" + in.name + "' given more than once");
-    given[idx] = true;
-    const TensorSpec& spec = sig.inputs[idx];
-    const Tensor& t = in.tensor;
-    if (t.dtype() != spec.dtype) {
-      return Status::InvalidArgument("input '" + in.name + "': expected dtype " +
-                                     std::string(DTypeName(spec.dtype)) + ", got " +
-                                     std::string(DTypeName(t.dtype())));
-    }
-    Result<int64_t> n = CheckedNumElements(t.shape(), t.dtype());
-    if (!n.ok()) return n.status().WithPrefix("input '" + in.name + "'");
-    if (t.raw_data() == nullptr) {
-      return Status::InvalidArgument("input '" + in.name + "' has no data");
-    }
-    if (spec.rank_known) {
-      if (t.shape().size() != spec.shape.size()) {
-        return Status::InvalidArgument(
-            "input '" + in.name + "': expected rank " + std::to_string(spec.shape.size()) + " " +
-            ShapeToString(spec.shape) + ", got rank " + std::to_string(t.shape().size()) + " " +
-            ShapeToString(t.shape()));
-      }
-      for (size_t d = 0; d < spec.shape.size(); ++d) {
-        if (spec.shape[d] >= 0 && spec.shape[d] != t.shape()[d]) {
-          return Status::InvalidArgument(
-              "input '" + in.name + "': dim " + std::to_string(d) + " expected " +
-              std::to_string(spec.shape[d]) + ", got " + std::to_string(t.shape()[d]) +
-              " (expected shape " + ShapeToString(spec.shape) + ", got " +
-              ShapeToString(t.shape()) + ")");
-        }
-      }
-    }
-    ordered[idx] = t;
-  }
-  for (size_t i = 0; i < sig.inputs.size(); ++i) {
-    if (!given[i]) return Status::InvalidArgument("missing input '" + sig.inputs[i].name + "'");
-  }
-  ORRERY_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
-                          runtime::ExecutePlan(impl_->plan, std::move(ordered)));
-  std::vector<NamedTensor> result;
-  result.reserve(outs.size());
-  for (size_t i = 0; i < outs.size(); ++i) {
-    result.push_back(NamedTensor{sig.outputs[i].name, std::move(outs[i])});
-  }
-  return result;
+  ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(*this, inputs));
+  while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step());
+  return ex.TakeOutputs();
 }
+
+PlanCacheStats CompiledModel::plan_cache_stats() const { return impl_->cache->stats(); }
 
 }  // namespace orrery

@@ -2,9 +2,13 @@
 // executable plan for Orrery's CPU kernels.
 //
 // Cost: Compile is proportional to the model size (parses the protobuf, runs
-// the ONNX checker, converts initializers). Run is the inference itself and
-// allocates its intermediate tensors; it is safe to call from many threads
-// at once on the same CompiledModel.
+// the ONNX checker, converts initializers, folds constant subgraphs). The
+// first Run with a new set of input shapes specialises the plan for them
+// (shape inference, shape-computation folding, a memory plan) and caches it
+// (LRU, 16 shape sets); later Runs with those shapes reuse it and a pooled
+// arena, allocating only their outputs. Run is safe to call from many
+// threads at once on the same CompiledModel; for step-by-step execution see
+// runtime/execution.h.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +39,17 @@ struct ModelSignature {
   size_t node_count = 0;
 };
 
+// Counters of a model's cache of shape-specialised plans.
+struct PlanCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;  // specialisations attempted
+  uint64_t evictions = 0;
+  size_t entries = 0;
+  size_t capacity = 0;
+};
+
+class Execution;
+
 class CompiledModel {
  public:
   // Parses, validates and compiles ONNX bytes. Errors (all INVALID_ARGUMENT):
@@ -50,11 +65,14 @@ class CompiledModel {
   // graph outputs in signature order.
   Result<std::vector<NamedTensor>> Run(const std::vector<NamedTensor>& inputs) const;
 
+  PlanCacheStats plan_cache_stats() const;
+
   ~CompiledModel();
   CompiledModel(const CompiledModel&) = delete;
   CompiledModel& operator=(const CompiledModel&) = delete;
 
  private:
+  friend class Execution;
   struct Impl;
   explicit CompiledModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

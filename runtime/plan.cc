@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/fold.h"
+
 namespace orrery::runtime {
 namespace {
 
@@ -9,12 +11,92 @@ std::string StepLabel(const Node& node) {
   return NodeLabel(node.name, node.index) + " (" + node.op_type + ")";
 }
 
-// Runs infer and checks the result; fills `types` with one type per output.
-Status InferStep(const Plan& plan, const Step& step, std::span<const ops::TensorType> in_types,
+Result<Step> ResolveStep(const Node& node, const ops::OpRegistry& registry,
+                         ops::Backend backend) {
+  const ops::KernelDef* def = registry.Find(node.op_type, backend);
+  if (def == nullptr) {
+    return Status::InvalidArgument(NodeLabel(node.name, node.index) + ": unsupported op '" +
+                                   node.op_type + "'");
+  }
+  Step step;
+  step.label = StepLabel(node);
+  step.name = node.name;
+  step.op_type = node.op_type;
+  step.infer = def->infer;
+  step.compute = def->compute;
+  step.cost = def->cost;
+  step.alloc = def->alloc;
+  step.inputs = node.inputs;
+  step.outputs = node.outputs;
+  step.attrs = node.attrs;
+  return step;
+}
+
+// Marks the nodes some graph output depends on (nodes are topologically
+// ordered, so one backward sweep suffices).
+std::vector<bool> LiveNodes(const Graph& graph) {
+  std::vector<bool> needed(graph.values.size(), false);
+  for (int id : graph.outputs) needed[static_cast<size_t>(id)] = true;
+  std::vector<bool> live(graph.nodes.size(), false);
+  for (size_t n = graph.nodes.size(); n-- > 0;) {
+    const Node& node = graph.nodes[n];
+    for (int id : node.outputs) {
+      if (id >= 0 && needed[static_cast<size_t>(id)]) live[n] = true;
+    }
+    if (!live[n]) continue;
+    for (int id : node.inputs) {
+      if (id >= 0) needed[static_cast<size_t>(id)] = true;
+    }
+  }
+  return live;
+}
+
+// Liveness: release each slot after its last reader, or right after its
+// producer when nothing reads it. Graph outputs are never released.
+void ComputeReleases(Plan* plan) {
+  std::vector<int> last_use(plan->num_slots, -1);
+  std::vector<bool> is_output(plan->num_slots, false);
+  for (int id : plan->output_slots) is_output[static_cast<size_t>(id)] = true;
+  for (size_t s = 0; s < plan->steps.size(); ++s) {
+    plan->steps[s].release.clear();
+    for (int id : plan->steps[s].inputs) {
+      if (id >= 0) last_use[static_cast<size_t>(id)] = static_cast<int>(s);
+    }
+    for (int id : plan->steps[s].outputs) {
+      if (id >= 0) {
+        last_use[static_cast<size_t>(id)] =
+            std::max(last_use[static_cast<size_t>(id)], static_cast<int>(s));
+      }
+    }
+  }
+  for (size_t id = 0; id < plan->num_slots; ++id) {
+    if (is_output[id] || last_use[id] < 0) continue;
+    plan->steps[static_cast<size_t>(last_use[id])].release.push_back(static_cast<int>(id));
+  }
+}
+
+// Drops constants that no remaining step reads and no graph output is (e.g.
+// a weight consumed only by a folded Transpose).
+void PruneConstants(Plan* plan) {
+  std::vector<bool> used(plan->num_slots, false);
+  for (const Step& s : plan->steps) {
+    for (int id : s.inputs) {
+      if (id >= 0) used[static_cast<size_t>(id)] = true;
+    }
+  }
+  for (int id : plan->output_slots) used[static_cast<size_t>(id)] = true;
+  std::erase_if(plan->constants,
+                [&used](const auto& c) { return !used[static_cast<size_t>(c.first)]; });
+}
+
+}  // namespace
+
+Status InferStep(const Step& step, int64_t opset, std::span<const ops::TensorType> in_types,
                  std::span<const Tensor* const> values, std::vector<ops::TensorType>* types) {
   types->clear();
-  ops::InferContext ctx{in_types, values, step.attrs, plan.opset};
+  ops::InferContext ctx{in_types, values, step.attrs, opset, step.outputs.size()};
   Status st = step.infer(ctx, types);
+  if (st.code() == StatusCode::kUnavailable) return st;
   if (!st.ok()) return st.WithPrefix(step.label);
   if (types->size() != step.outputs.size()) {
     return Status::Internal(step.label + ": kernel inferred " + std::to_string(types->size()) +
@@ -27,7 +109,61 @@ Status InferStep(const Plan& plan, const Step& step, std::span<const ops::Tensor
   return Status::Ok();
 }
 
-}  // namespace
+Status ComputeStep(const Step& step, int64_t opset, std::span<const Tensor* const> inputs,
+                   std::span<const ops::TensorType> types, std::span<Tensor> outputs) {
+  if (step.alloc == ops::OutputAlloc::kPreallocated) {
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      Result<Tensor> t = Tensor::Allocate(types[o].dtype, types[o].shape);
+      if (!t.ok()) return t.status().WithPrefix(step.label);
+      outputs[o] = std::move(t).value();
+    }
+  }
+  ops::KernelContext kctx{inputs, step.attrs, opset};
+  Status st = step.compute(kctx, outputs);
+  if (!st.ok()) return st.WithPrefix(step.label);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (outputs[o].dtype() != types[o].dtype || outputs[o].shape() != types[o].shape) {
+      return Status::Internal(step.label + ": kernel produced " +
+                              std::string(DTypeName(outputs[o].dtype())) + " " +
+                              ShapeToString(outputs[o].shape()) + ", inferred " +
+                              std::string(DTypeName(types[o].dtype)) + " " +
+                              ShapeToString(types[o].shape));
+    }
+  }
+  return Status::Ok();
+}
+
+Status RunKernel(const Step& step, int64_t opset, std::span<const Tensor* const> inputs,
+                 std::span<Tensor> outputs, ops::OpCost* cost) {
+  std::vector<ops::TensorType> in_types;
+  in_types.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* t = inputs[i];
+    if (t == nullptr) {
+      in_types.emplace_back();
+      continue;
+    }
+    if (t->empty() || (t->raw_data() == nullptr && t->byte_size() > 0)) {
+      return Status::Internal(step.label + ": input #" + std::to_string(i) + " has no value");
+    }
+    in_types.push_back(ops::TensorType{t->dtype(), t->shape()});
+  }
+  std::vector<ops::TensorType> out_types;
+  Status st = InferStep(step, opset, in_types, inputs, &out_types);
+  if (st.code() == StatusCode::kUnavailable) {
+    // Every value is known at run time.
+    return Status::Internal(step.label + ": " + st.message());
+  }
+  ORRERY_RETURN_IF_ERROR(st);
+  if (cost != nullptr) *cost = StepCost(step, in_types, out_types);
+  return ComputeStep(step, opset, inputs, out_types, outputs);
+}
+
+ops::OpCost StepCost(const Step& step, std::span<const ops::TensorType> in_types,
+                     std::span<const ops::TensorType> out_types) {
+  ops::CostContext ctx{in_types, out_types, step.attrs};
+  return step.cost != nullptr ? step.cost(ctx) : ops::BytesMovedCost(ctx);
+}
 
 Result<Plan> CompilePlan(const Graph& graph, const ops::OpRegistry& registry,
                          ops::Backend backend) {
@@ -35,57 +171,57 @@ Result<Plan> CompilePlan(const Graph& graph, const ops::OpRegistry& registry,
   plan.opset = graph.opset;
   plan.num_slots = graph.values.size();
   for (const Value& v : graph.values) plan.slot_names.push_back(v.name);
-  for (const auto& [id, t] : graph.initializers) plan.constants.emplace_back(id, t);
   plan.input_slots = graph.inputs;
   plan.output_slots = graph.outputs;
 
-  std::vector<Tensor> scratch(plan.num_slots);  // for folding Constant nodes
-  for (const Node& node : graph.nodes) {
-    const ops::KernelDef* def = registry.Find(node.op_type, backend);
-    if (def == nullptr) {
-      return Status::InvalidArgument(NodeLabel(node.name, node.index) + ": unsupported op '" +
-                                     node.op_type + "'");
-    }
-    Step step;
-    step.label = StepLabel(node);
-    step.op_type = node.op_type;
-    step.infer = def->infer;
-    step.compute = def->compute;
-    step.alloc = def->alloc;
-    step.inputs = node.inputs;
-    step.outputs = node.outputs;
-    step.attrs = node.attrs;
-    if (node.inputs.empty()) {
-      // Nodes without inputs (Constant) are evaluated once, here.
-      ORRERY_RETURN_IF_ERROR(RunStep(plan, step, scratch));
-      for (int id : node.outputs) {
-        if (id >= 0) plan.constants.emplace_back(id, std::move(scratch[static_cast<size_t>(id)]));
-      }
+  // Known values: initializers, then folded node outputs.
+  std::vector<Tensor> known(plan.num_slots);
+  for (const auto& [id, t] : graph.initializers) known[static_cast<size_t>(id)] = t;
+
+  const std::vector<bool> live = LiveNodes(graph);
+  FoldBudget budget = kCompileFoldBudget;
+  std::vector<ops::TensorType> in_types, out_types;
+  std::vector<const Tensor*> in_values;
+  std::vector<Tensor> folded;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    ORRERY_ASSIGN_OR_RETURN(Step step, ResolveStep(node, registry, backend));
+    if (!live[n]) {
+      ++plan.removed_nodes;
       continue;
+    }
+    bool constant = true;
+    in_types.clear();
+    in_values.clear();
+    for (int id : step.inputs) {
+      const Tensor* v = id >= 0 ? &known[static_cast<size_t>(id)] : nullptr;
+      if (v != nullptr && v->empty()) {
+        constant = false;
+        break;
+      }
+      in_types.push_back(v != nullptr ? ops::TensorType{v->dtype(), v->shape()}
+                                      : ops::TensorType{});
+      in_values.push_back(v);
+    }
+    if (constant) {
+      Status st = InferStep(step, plan.opset, in_types, in_values, &out_types);
+      if (st.code() != StatusCode::kUnavailable) ORRERY_RETURN_IF_ERROR(st);
+      if (st.ok() &&
+          TryFold(step, plan.opset, in_types, in_values, out_types, &budget, &folded)) {
+        for (size_t o = 0; o < step.outputs.size(); ++o) {
+          if (step.outputs[o] >= 0) known[static_cast<size_t>(step.outputs[o])] = folded[o];
+        }
+        ++plan.folded_nodes;
+        continue;
+      }
     }
     plan.steps.push_back(std::move(step));
   }
-
-  // Liveness: release each slot after its last reader, or right after its
-  // producer when nothing reads it. Graph outputs are never released.
-  std::vector<int> last_use(plan.num_slots, -1);
-  std::vector<bool> is_output(plan.num_slots, false);
-  for (int id : plan.output_slots) is_output[static_cast<size_t>(id)] = true;
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    for (int id : plan.steps[s].inputs) {
-      if (id >= 0) last_use[static_cast<size_t>(id)] = static_cast<int>(s);
-    }
-    for (int id : plan.steps[s].outputs) {
-      if (id >= 0) {
-        last_use[static_cast<size_t>(id)] =
-            std::max(last_use[static_cast<size_t>(id)], static_cast<int>(s));
-      }
-    }
-  }
   for (size_t id = 0; id < plan.num_slots; ++id) {
-    if (is_output[id] || last_use[id] < 0) continue;
-    plan.steps[static_cast<size_t>(last_use[id])].release.push_back(static_cast<int>(id));
+    if (!known[id].empty()) plan.constants.emplace_back(static_cast<int>(id), known[id]);
   }
+  PruneConstants(&plan);
+  ComputeReleases(&plan);
   return plan;
 }
 
@@ -120,7 +256,7 @@ Result<std::vector<std::optional<ops::TensorType>>> InferPlanTypes(
       in_values.push_back(values[static_cast<size_t>(id)]);
     }
     if (!known) continue;
-    Status st = InferStep(plan, step, in_types, in_values, &out_types);
+    Status st = InferStep(step, plan.opset, in_types, in_values, &out_types);
     if (st.code() == StatusCode::kUnavailable) continue;  // needs a computed value
     ORRERY_RETURN_IF_ERROR(st);
     for (size_t o = 0; o < step.outputs.size(); ++o) {
@@ -131,13 +267,10 @@ Result<std::vector<std::optional<ops::TensorType>>> InferPlanTypes(
 }
 
 Status RunStep(const Plan& plan, const Step& step, std::vector<Tensor>& slots) {
-  std::vector<ops::TensorType> in_types;
   std::vector<const Tensor*> in_ptrs;
-  in_types.reserve(step.inputs.size());
   in_ptrs.reserve(step.inputs.size());
   for (int id : step.inputs) {
     if (id < 0) {
-      in_types.emplace_back();
       in_ptrs.push_back(nullptr);
       continue;
     }
@@ -146,35 +279,11 @@ Status RunStep(const Plan& plan, const Step& step, std::vector<Tensor>& slots) {
       return Status::Internal(step.label + ": input '" + plan.slot_names[static_cast<size_t>(id)] +
                               "' has no value");
     }
-    in_types.push_back(ops::TensorType{t.dtype(), t.shape()});
     in_ptrs.push_back(&t);
   }
-  std::vector<ops::TensorType> out_types;
-  Status st = InferStep(plan, step, in_types, in_ptrs, &out_types);
-  if (st.code() == StatusCode::kUnavailable) {
-    return Status::Internal(st.message());  // every value is known at run time
-  }
-  ORRERY_RETURN_IF_ERROR(st);
-
   std::vector<Tensor> outputs(step.outputs.size());
-  if (step.alloc == ops::OutputAlloc::kPreallocated) {
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      Result<Tensor> t = Tensor::Allocate(out_types[o].dtype, out_types[o].shape);
-      if (!t.ok()) return t.status().WithPrefix(step.label);
-      outputs[o] = std::move(t).value();
-    }
-  }
-  ops::KernelContext kctx{in_ptrs, step.attrs, plan.opset};
-  st = step.compute(kctx, outputs);
-  if (!st.ok()) return st.WithPrefix(step.label);
+  ORRERY_RETURN_IF_ERROR(RunKernel(step, plan.opset, in_ptrs, outputs));
   for (size_t o = 0; o < outputs.size(); ++o) {
-    if (outputs[o].dtype() != out_types[o].dtype || outputs[o].shape() != out_types[o].shape) {
-      return Status::Internal(step.label + ": kernel produced " +
-                              std::string(DTypeName(outputs[o].dtype())) + " " +
-                              ShapeToString(outputs[o].shape()) + ", inferred " +
-                              std::string(DTypeName(out_types[o].dtype)) + " " +
-                              ShapeToString(out_types[o].shape));
-    }
     if (step.outputs[o] >= 0) slots[static_cast<size_t>(step.outputs[o])] = std::move(outputs[o]);
   }
   return Status::Ok();

@@ -3,14 +3,16 @@
 // step releases). A Plan is immutable after compilation and may be executed
 // from many threads at once.
 //
-// Extension points for later work: per-shape plan caching (InferPlanTypes
-// already derives every slot's type from input shapes), memory planning
-// (the executor owns output allocation for kPreallocated kernels) and
-// step-by-step execution (ExecutePlan is a loop over Step; see RunStep).
+// A Plan is shape-generic. CompiledModel specialises it per set of input
+// shapes (runtime/specialize.h: types inferred once, shape computations
+// folded, a memory plan) and runs the specialised plan step by step
+// (runtime/execution.h). ExecutePlan here is the simple reference executor
+// (per-step inference, one heap tensor per value), kept for tests.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,9 +25,11 @@ namespace orrery::runtime {
 
 struct Step {
   std::string label;    // "node 'fc1' (#0) Gemm", for messages
+  std::string name;     // the node's name ("" when unnamed), for profiles
   std::string op_type;
   ops::InferFn infer = nullptr;
   ops::ComputeFn compute = nullptr;
+  ops::CostFn cost = nullptr;  // nullptr: ops::BytesMovedCost
   ops::OutputAlloc alloc = ops::OutputAlloc::kPreallocated;
   std::vector<int> inputs;   // slots; -1 for absent optional inputs
   std::vector<int> outputs;  // slots; -1 for absent optional outputs
@@ -37,14 +41,18 @@ struct Plan {
   int64_t opset = 0;
   size_t num_slots = 0;
   std::vector<std::string> slot_names;
-  std::vector<std::pair<int, Tensor>> constants;  // initializers and folded Constants
+  std::vector<std::pair<int, Tensor>> constants;  // initializers and folded values still read
   std::vector<int> input_slots;   // graph inputs, signature order
   std::vector<int> output_slots;  // graph outputs, signature order
   std::vector<Step> steps;
+  size_t folded_nodes = 0;   // evaluated at compile time (Constant nodes included)
+  size_t removed_nodes = 0;  // dropped: they do not contribute to any graph output
 };
 
-// Compiles `graph` for `backend`: resolves kernels, folds Constant nodes into
-// constants and computes liveness.
+// Compiles `graph` for `backend`: resolves kernels, drops nodes that no graph
+// output depends on, folds nodes whose inputs are all constants (bounded, see
+// runtime/fold.h) and computes liveness. Inference errors on constant-only
+// nodes reject the graph (they would fail every run).
 Result<Plan> CompilePlan(const Graph& graph, const ops::OpRegistry& registry,
                          ops::Backend backend = ops::Backend::kCpu);
 
@@ -52,6 +60,26 @@ Result<Plan> CompilePlan(const Graph& graph, const ops::OpRegistry& registry,
 // can go without computed values (nullopt beyond that). Errors name the step.
 Result<std::vector<std::optional<ops::TensorType>>> InferPlanTypes(
     const Plan& plan, const std::vector<ops::TensorType>& input_types);
+
+// Runs the step's inference and checks the result (one type per output,
+// sizes within kMaxTensorBytes). Errors are prefixed with the step label;
+// UNAVAILABLE (a needed input value is unknown) is passed through.
+Status InferStep(const Step& step, int64_t opset, std::span<const ops::TensorType> in_types,
+                 std::span<const Tensor* const> values, std::vector<ops::TensorType>* types);
+
+// Computes a step whose output types are known: allocates zero-filled
+// outputs for kPreallocated kernels, calls the kernel and checks that the
+// outputs have `types`. `outputs` has one tensor per step output.
+Status ComputeStep(const Step& step, int64_t opset, std::span<const Tensor* const> inputs,
+                   std::span<const ops::TensorType> types, std::span<Tensor> outputs);
+
+// Infers on the actual inputs, then ComputeStep. Fills `cost` when non-null.
+Status RunKernel(const Step& step, int64_t opset, std::span<const Tensor* const> inputs,
+                 std::span<Tensor> outputs, ops::OpCost* cost = nullptr);
+
+// The step's cost for these types (its CostFn, else bytes moved).
+ops::OpCost StepCost(const Step& step, std::span<const ops::TensorType> in_types,
+                     std::span<const ops::TensorType> out_types);
 
 // Runs one step against `slots` (indexed by slot id).
 Status RunStep(const Plan& plan, const Step& step, std::vector<Tensor>& slots);

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cmath>
+#include <type_traits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -79,6 +81,24 @@ std::string ToJson(const google::protobuf::Message& m) {
   return out;
 }
 
+// JSON string literal for `s` (quotes, backslashes and control chars escaped).
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string ShapeText(const google::protobuf::RepeatedField<int64_t>& shape) {
   std::string s = "[";
   for (int i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -130,7 +150,14 @@ void AppendValues(const Tensor& t, std::ostream& os, int64_t limit) {
   const T* p = t.data<T>();
   int64_t n = std::min(t.num_elements(), limit);
   for (int64_t i = 0; i < n; ++i) {
-    if (i) os << (limit == INT64_MAX ? "," : " ");
+    const bool json = limit == INT64_MAX;
+    if (i) os << (json ? "," : " ");
+    if constexpr (std::is_floating_point_v<T>) {
+      if (json && !std::isfinite(p[i])) {  // JSON has no NaN / Infinity
+        os << "null";
+        continue;
+      }
+    }
     if constexpr (sizeof(T) == 1) os << static_cast<int>(p[i]); else os << p[i];
   }
   if (n < t.num_elements()) os << " ...";
@@ -282,7 +309,7 @@ int ModelDelete(const GlobalOptions& g, const std::string& name) {
   v1::DeleteModelResponse resp;
   grpc::Status s = stub->DeleteModel(&ctx, req, &resp);
   if (!s.ok()) return Fail(s, g);
-  std::cout << (g.json ? "{\"deleted\":\"" + name + "\"}" : "deleted " + name) << "\n";
+  std::cout << (g.json ? "{\"deleted\":" + JsonString(name) + "}" : "deleted " + name) << "\n";
   return 0;
 }
 
@@ -315,8 +342,9 @@ int Infer(const GlobalOptions& g, const std::string& model, const std::string& v
   if (resp.raw_output_contents_size() != resp.outputs_size()) return Fail("malformed response: raw outputs missing");
 
   std::ostringstream json;
-  json << "{\"model_name\":\"" << resp.model_name() << "\",\"model_version\":\"" << resp.model_version()
-       << "\",\"outputs\":[";
+  json.precision(9);  // round-trips float32
+  json << "{\"model_name\":" << JsonString(resp.model_name()) << ",\"model_version\":"
+       << JsonString(resp.model_version()) << ",\"outputs\":[";
   for (int i = 0; i < resp.outputs_size(); ++i) {
     const auto& o = resp.outputs(i);
     Result<Tensor> t = Tensor::FromBytes(DTypeFromOipName(o.datatype()), Shape(o.shape().begin(), o.shape().end()),
@@ -331,9 +359,9 @@ int Infer(const GlobalOptions& g, const std::string& model, const std::string& v
       if (!out) return Fail("cannot write '" + file + "'");
     }
     if (g.json) {
-      json << (i ? "," : "") << "{\"name\":\"" << o.name() << "\",\"datatype\":\"" << o.datatype()
-           << "\",\"shape\":" << ShapeText(o.shape());
-      if (!file.empty()) json << ",\"file\":\"" << file << "\"";
+      json << (i ? "," : "") << "{\"name\":" << JsonString(o.name()) << ",\"datatype\":"
+           << JsonString(o.datatype()) << ",\"shape\":" << ShapeText(o.shape());
+      if (!file.empty()) json << ",\"file\":" << JsonString(file);
       json << ",\"data\":[";
       WriteValues(*t, json, INT64_MAX);
       json << "]}";
@@ -371,9 +399,9 @@ int Status(const GlobalOptions& g) {
     }
   }
   if (g.json) {
-    std::cout << "{\"server\":\"" << g.server << "\",\"live\":" << (live.live() ? "true" : "false")
-              << ",\"ready\":" << (ready.ready() ? "true" : "false") << ",\"name\":\"" << meta.name()
-              << "\",\"version\":\"" << meta.version() << "\"}\n";
+    std::cout << "{\"server\":" << JsonString(g.server) << ",\"live\":" << (live.live() ? "true" : "false")
+              << ",\"ready\":" << (ready.ready() ? "true" : "false") << ",\"name\":" << JsonString(meta.name())
+              << ",\"version\":" << JsonString(meta.version()) << "}\n";
   } else {
     std::cout << meta.name() << " " << meta.version() << " at " << g.server << ": "
               << (live.live() ? "live" : "not live") << ", " << (ready.ready() ? "ready" : "not ready") << "\n";

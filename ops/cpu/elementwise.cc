@@ -1,67 +1,103 @@
 // Binary arithmetic with numpy multidirectional broadcasting:
-// Add, Sub, Mul, Div for float32, float64, int32 and int64.
+// Add, Sub, Mul, Div, Mod (fmod attribute) over every numeric dtype, Pow
+// (float or integer base, any numeric exponent; the output has the base's
+// dtype) and BitShift (unsigned integers).
 // Integer arithmetic wraps (two's complement) instead of overflowing, and
-// integer division by zero is an INVALID_ARGUMENT rather than a crash.
+// integer division or modulo by zero is an INVALID_ARGUMENT, not a crash.
+#include <cmath>
 #include <limits>
 #include <string>
 #include <type_traits>
 
 #include "ops/broadcast.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/elementwise_loops.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
 namespace {
 
-template <typename T>
-using Unsigned = std::make_unsigned_t<T>;
-
 struct AddOp {
-  template <typename T> static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
-    } else {
-      return a + b;
-    }
+  static constexpr const char* kName = "Add";
+  using Types = NumericTypes;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return WrapAdd(a, b);
+    else return a + b;
   }
 };
 struct SubOp {
-  template <typename T> static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
-    } else {
-      return a - b;
-    }
+  static constexpr const char* kName = "Sub";
+  using Types = NumericTypes;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return WrapSub(a, b);
+    else return a - b;
   }
 };
 struct MulOp {
-  template <typename T> static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
-    } else {
-      return a * b;
-    }
+  static constexpr const char* kName = "Mul";
+  using Types = NumericTypes;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) return WrapMul(a, b);
+    else return a * b;
   }
 };
+// Integer division truncates toward zero (C++ and onnxruntime semantics).
+// Divisors are checked for zero before the loop runs.
 struct DivOp {
-  // Integer divisors are checked for zero before the loop runs.
-  template <typename T> static T Apply(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      if (b == -1) return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(a));
-      return a / b;
+  static constexpr const char* kName = "Div";
+  using Types = NumericTypes;
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_signed_v<T> && std::is_integral_v<T>) {
+      if (b == -1) return WrapNeg(a);  // INT_MIN / -1 overflows
+    }
+    return static_cast<T>(a / b);
+  }
+};
+// fmod = 0: the result takes the divisor's sign (numpy.mod, Python %).
+// fmod = 1: the result takes the dividend's sign (C fmod / %).
+template <bool kFmod>
+struct ModOp {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      T r = std::fmod(a, b);
+      if constexpr (!kFmod) {
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      }
+      return r;
     } else {
-      return a / b;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == -1) return 0;  // INT_MIN % -1 overflows
+      }
+      T r = static_cast<T>(a % b);
+      if constexpr (!kFmod && std::is_signed_v<T>) {
+        if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+      }
+      return r;
     }
   }
 };
 
-Status InferBinary(const InferContext& ctx, std::vector<TensorType>* outputs) {
+template <typename T>
+Status CheckNoZeroDivisor(const Tensor& b, const char* op) {
+  if constexpr (std::is_integral_v<T>) {
+    const T* bd = b.data<T>();
+    const int64_t n = b.num_elements();
+    for (int64_t i = 0; i < n; ++i) {
+      if (bd[i] == 0) return Status::InvalidArgument(std::string(op) + ": integer division by zero");
+    }
+  }
+  return Status::Ok();
+}
+
+// Same-dtype binary ops: Add, Sub, Mul, Div, Mod, BitShift.
+Status InferSameTypeBinary(const InferContext& ctx, std::vector<TensorType>* outputs,
+                           const char* op, auto types) {
   const TensorType& a = ctx.inputs[0];
   const TensorType& b = ctx.inputs[1];
-  ORRERY_RETURN_IF_ERROR(RequireDType(
-      a, "input A", {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}));
+  ORRERY_RETURN_IF_ERROR(RequireTypeIn(op, a, "input A", types));
   if (a.dtype != b.dtype) {
-    return Status::InvalidArgument("inputs have different dtypes: " +
+    return Status::InvalidArgument(std::string(op) + ": inputs have different dtypes: " +
                                    std::string(DTypeName(a.dtype)) + " and " +
                                    std::string(DTypeName(b.dtype)));
   }
@@ -70,72 +106,188 @@ Status InferBinary(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
-template <typename Op, typename T>
-Status RunBinary(const Tensor& a, const Tensor& b, Tensor& y) {
-  const T* ad = a.data<T>();
-  const T* bd = b.data<T>();
-  T* yd = y.data<T>();
-  if constexpr (std::is_same_v<Op, DivOp> && std::is_integral_v<T>) {
-    const int64_t nb = b.num_elements();
-    for (int64_t i = 0; i < nb; ++i) {
-      if (bd[i] == 0) return Status::InvalidArgument("integer division by zero");
-    }
-  }
-  if (a.shape() == b.shape()) {
-    const int64_t n = y.num_elements();
-    for (int64_t i = 0; i < n; ++i) yd[i] = Op::Apply(ad[i], bd[i]);
-    return Status::Ok();
-  }
-  const BinaryLoop loop = MakeBinaryLoop(a.shape(), b.shape(), y.shape());
-  ForEachRun(loop, [&](int64_t ao, int64_t bo, int64_t yo, int64_t n, int64_t sa, int64_t sb) {
-    const T* __restrict pa = ad + ao;
-    const T* __restrict pb = bd + bo;
-    T* __restrict py = yd + yo;
-    if (sa == 1 && sb == 1) {
-      for (int64_t i = 0; i < n; ++i) py[i] = Op::Apply(pa[i], pb[i]);
-    } else if (sa == 1 && sb == 0) {
-      const T bv = pb[0];
-      for (int64_t i = 0; i < n; ++i) py[i] = Op::Apply(pa[i], bv);
-    } else if (sa == 0 && sb == 1) {
-      const T av = pa[0];
-      for (int64_t i = 0; i < n; ++i) py[i] = Op::Apply(av, pb[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i) py[i] = Op::Apply(pa[i * sa], pb[i * sb]);
-    }
-  });
-  return Status::Ok();
+template <typename Op>
+Status InferBinary(const InferContext& ctx, std::vector<TensorType>* outputs) {
+  return InferSameTypeBinary(ctx, outputs, Op::kName, typename Op::Types{});
 }
 
 template <typename Op>
 Status ComputeBinary(const KernelContext& ctx, std::span<Tensor> outputs) {
   const Tensor& a = *ctx.inputs[0];
   const Tensor& b = *ctx.inputs[1];
-  switch (a.dtype()) {
-    case DType::kFloat32: return RunBinary<Op, float>(a, b, outputs[0]);
-    case DType::kFloat64: return RunBinary<Op, double>(a, b, outputs[0]);
-    case DType::kInt32: return RunBinary<Op, int32_t>(a, b, outputs[0]);
-    case DType::kInt64: return RunBinary<Op, int64_t>(a, b, outputs[0]);
-    default:
-      return Status::InvalidArgument("unsupported dtype " + std::string(DTypeName(a.dtype())));
-  }
+  return Dispatch(a.dtype(), typename Op::Types{}, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<Op, DivOp>) {
+      ORRERY_RETURN_IF_ERROR(CheckNoZeroDivisor<T>(b, Op::kName));
+    }
+    BroadcastBinary<T, T, T>(a, b, outputs[0], Op{});
+    return Status::Ok();
+  });
 }
 
-KernelDef Binary(const char* op_type, ComputeFn compute) {
+// ---------------- Mod ----------------
+
+Status InferMod(const InferContext& ctx, std::vector<TensorType>* outputs) {
+  ORRERY_ASSIGN_OR_RETURN(int64_t fmod, ctx.attrs.GetInt("fmod", 0));
+  if (fmod != 0 && fmod != 1) {
+    return Status::InvalidArgument("Mod: fmod must be 0 or 1, got " + std::to_string(fmod));
+  }
+  return InferSameTypeBinary(ctx, outputs, "Mod", NumericTypes{});
+}
+
+Status ComputeMod(const KernelContext& ctx, std::span<Tensor> outputs) {
+  const Tensor& a = *ctx.inputs[0];
+  const Tensor& b = *ctx.inputs[1];
+  ORRERY_ASSIGN_OR_RETURN(int64_t fmod, ctx.attrs.GetInt("fmod", 0));
+  return Dispatch(a.dtype(), NumericTypes{}, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    ORRERY_RETURN_IF_ERROR(CheckNoZeroDivisor<T>(b, "Mod"));
+    if (fmod == 1) {
+      BroadcastBinary<T, T, T>(a, b, outputs[0], ModOp<true>{});
+    } else {
+      BroadcastBinary<T, T, T>(a, b, outputs[0], ModOp<false>{});
+    }
+    return Status::Ok();
+  });
+}
+
+// ---------------- BitShift ----------------
+
+template <bool kLeft>
+struct ShiftOp {
+  // Shifting by the bit width or more is undefined in C++; the bits are gone.
+  template <typename T> T operator()(T a, T b) const {
+    if (b >= static_cast<T>(sizeof(T) * 8)) return T{0};
+    if constexpr (kLeft) return static_cast<T>(static_cast<WrapType<T>>(a) << b);
+    else return static_cast<T>(a >> b);
+  }
+};
+
+Result<bool> ShiftIsLeft(const Attributes& attrs) {
+  ORRERY_ASSIGN_OR_RETURN(std::string dir, attrs.GetString("direction", ""));
+  if (dir == "LEFT") return true;
+  if (dir == "RIGHT") return false;
+  return Status::InvalidArgument("BitShift: direction must be LEFT or RIGHT, got '" + dir + "'");
+}
+
+Status InferBitShift(const InferContext& ctx, std::vector<TensorType>* outputs) {
+  ORRERY_RETURN_IF_ERROR(ShiftIsLeft(ctx.attrs).status());
+  return InferSameTypeBinary(ctx, outputs, "BitShift", UnsignedIntTypes{});
+}
+
+Status ComputeBitShift(const KernelContext& ctx, std::span<Tensor> outputs) {
+  const Tensor& a = *ctx.inputs[0];
+  const Tensor& b = *ctx.inputs[1];
+  ORRERY_ASSIGN_OR_RETURN(bool left, ShiftIsLeft(ctx.attrs));
+  return Dispatch(a.dtype(), UnsignedIntTypes{}, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if (left) {
+      BroadcastBinary<T, T, T>(a, b, outputs[0], ShiftOp<true>{});
+    } else {
+      BroadcastBinary<T, T, T>(a, b, outputs[0], ShiftOp<false>{});
+    }
+    return Status::Ok();
+  });
+}
+
+// ---------------- Pow ----------------
+
+// Base dtypes per opset 15 (float16/bfloat16 aside); opset < 12 also
+// requires the exponent to have the base's dtype.
+using PowBaseTypes = TypeList<float, double, int32_t, int64_t>;
+
+// Integer power by squaring, wrapping on overflow. A negative exponent gives
+// the truncated reciprocal: 1 for base 1, +-1 for base -1, 0 otherwise
+// (including base 0, where the true value is infinite).
+template <typename T, typename E>
+T IntPow(T base, E exp) {
+  if constexpr (std::is_signed_v<E>) {
+    if (exp < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exp % 2 == 0) ? 1 : static_cast<T>(-1);
+      return 0;
+    }
+  }
+  T result = 1;
+  T b = base;
+  auto e = static_cast<std::make_unsigned_t<E>>(exp);
+  while (e != 0) {
+    if (e & 1u) result = WrapMul(result, b);
+    e >>= 1;
+    if (e != 0) b = WrapMul(b, b);
+  }
+  return result;
+}
+
+template <typename T, typename E>
+struct PowOp {
+  T operator()(T x, E y) const {
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<E, float>) {
+      return std::pow(x, y);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      // Integer or double exponents: compute in double (exact for integral
+      // exponents that fit, as numpy's promotion to float64 does).
+      return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+    } else if constexpr (std::is_integral_v<E>) {
+      return IntPow(x, y);
+    } else {
+      return SaturatingCast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+    }
+  }
+};
+
+Status InferPow(const InferContext& ctx, std::vector<TensorType>* outputs) {
+  const TensorType& x = ctx.inputs[0];
+  const TensorType& y = ctx.inputs[1];
+  ORRERY_RETURN_IF_ERROR(RequireTypeIn("Pow", x, "input X", PowBaseTypes{}));
+  ORRERY_RETURN_IF_ERROR(RequireTypeIn("Pow", y, "input Y", NumericTypes{}));
+  if (ctx.opset < 12 && x.dtype != y.dtype) {
+    return Status::InvalidArgument("Pow: before opset 12 X and Y must have the same dtype, got " +
+                                   std::string(DTypeName(x.dtype)) + " and " +
+                                   std::string(DTypeName(y.dtype)));
+  }
+  ORRERY_ASSIGN_OR_RETURN(Shape out, BroadcastShapes(x.shape, y.shape));
+  outputs->assign(1, TensorType{x.dtype, std::move(out)});
+  return Status::Ok();
+}
+
+Status ComputePow(const KernelContext& ctx, std::span<Tensor> outputs) {
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& y = *ctx.inputs[1];
+  return Dispatch(x.dtype(), PowBaseTypes{}, [&](auto xt) -> Status {
+    using T = typename decltype(xt)::type;
+    return Dispatch(y.dtype(), NumericTypes{}, [&](auto yt) -> Status {
+      using E = typename decltype(yt)::type;
+      BroadcastBinary<T, E, T>(x, y, outputs[0], PowOp<T, E>{});
+      return Status::Ok();
+    });
+  });
+}
+
+KernelDef Binary(const char* op_type, InferFn infer, ComputeFn compute) {
   return KernelDef{.op_type = op_type,
                    .backend = Backend::kCpu,
                    .min_inputs = 2,
                    .max_inputs = 2,
-                   .infer = InferBinary,
+                   .infer = infer,
                    .compute = compute};
+}
+
+template <typename Op>
+KernelDef Binary() {
+  return Binary(Op::kName, InferBinary<Op>, ComputeBinary<Op>);
 }
 
 }  // namespace
 
 Status RegisterElementwiseKernels(OpRegistry* registry) {
-  ORRERY_RETURN_IF_ERROR(registry->Register(Binary("Add", ComputeBinary<AddOp>)));
-  ORRERY_RETURN_IF_ERROR(registry->Register(Binary("Sub", ComputeBinary<SubOp>)));
-  ORRERY_RETURN_IF_ERROR(registry->Register(Binary("Mul", ComputeBinary<MulOp>)));
-  ORRERY_RETURN_IF_ERROR(registry->Register(Binary("Div", ComputeBinary<DivOp>)));
+  ORRERY_RETURN_IF_ERROR(registry->Register(Binary<AddOp>()));
+  ORRERY_RETURN_IF_ERROR(registry->Register(Binary<SubOp>()));
+  ORRERY_RETURN_IF_ERROR(registry->Register(Binary<MulOp>()));
+  ORRERY_RETURN_IF_ERROR(registry->Register(Binary<DivOp>()));
+  ORRERY_RETURN_IF_ERROR(registry->Register(Binary("Mod", InferMod, ComputeMod)));
+  ORRERY_RETURN_IF_ERROR(registry->Register(Binary("BitShift", InferBitShift, ComputeBitShift)));
+  ORRERY_RETURN_IF_ERROR(registry->Register(Binary("Pow", InferPow, ComputePow)));
   return Status::Ok();
 }
 

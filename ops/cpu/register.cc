@@ -9,7 +9,24 @@ Status RegisterCpuKernels(OpRegistry* registry) {
   ORRERY_RETURN_IF_ERROR(cpu::RegisterElementwiseKernels(registry));
   ORRERY_RETURN_IF_ERROR(cpu::RegisterActivationKernels(registry));
   ORRERY_RETURN_IF_ERROR(cpu::RegisterSoftmaxKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterUnaryKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterVariadicKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterCompareLogicKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterReduceKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterCastKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterConvKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterConvTransposeKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterPoolKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterNormalizationKernels(registry));
   ORRERY_RETURN_IF_ERROR(cpu::RegisterShapeKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterTransposeKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterConcatSplitKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterSliceKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterGatherKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterExpandTileKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterPadKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterResizeKernels(registry));
+  ORRERY_RETURN_IF_ERROR(cpu::RegisterMiscDataKernels(registry));
   return Status::Ok();
 }
 

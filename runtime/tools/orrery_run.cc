@@ -3,9 +3,13 @@
 //   orrery-run MODEL.onnx --input NAME=FILE.pb ... --output-dir DIR
 //       One inference; inputs and outputs are ONNX TensorProto files
 //       (outputs written as DIR/<output_name>.pb), one summary line per output.
-//   orrery-run MODEL.onnx --bench N --threads T [--shape NAME=D1,D2,...]
+//   orrery-run MODEL.onnx --bench N --threads T [--shape NAME=D1,D2,...] [--profile]
 //       Random inputs (dynamic dims from --shape, default 1), a warm-up, then
-//       N timed runs; prints one JSON line with p50/p99/min/mean latency.
+//       N timed runs spread over T threads running concurrently; prints one
+//       JSON line with p50/p99/min/mean latency, throughput and the plan
+//       (steps, peak arena bytes vs. the naive sum of intermediates).
+//   --profile (either mode) then prints one line per executed step: op,
+//       node name, mean time, share, GFLOP/s and GB/s.
 //
 // Exit codes: 0 ok, 1 runtime error (the Status message on stderr), 2 bad usage.
 #include <algorithm>
@@ -19,8 +23,10 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "runtime/execution.h"
 #include "runtime/model.h"
 #include "runtime/tensor_proto.h"
 
@@ -31,8 +37,10 @@ constexpr int kUsageError = 2;
 constexpr int kRuntimeError = 1;
 
 constexpr const char* kUsage =
-    "usage: orrery-run MODEL.onnx --input NAME=FILE.pb [--input ...] --output-dir DIR\n"
-    "       orrery-run MODEL.onnx --bench N [--threads T] [--shape NAME=D1,D2,...]\n";
+    "usage: orrery-run MODEL.onnx --input NAME=FILE.pb [--input ...] --output-dir DIR "
+    "[--profile]\n"
+    "       orrery-run MODEL.onnx --bench N [--threads T] [--shape NAME=D1,D2,...] "
+    "[--profile]\n";
 
 struct Args {
   std::string model;
@@ -41,6 +49,7 @@ struct Args {
   int64_t bench = -1;
   int64_t threads = 1;
   std::map<std::string, Shape> shapes;
+  bool profile = false;
 };
 
 int UsageError(const std::string& msg) {
@@ -109,6 +118,8 @@ std::string ParseArgs(int argc, char** argv, Args* args) {
         shape.push_back(v);
       }
       args->shapes[name] = shape;
+    } else if (arg == "--profile") {
+      args->profile = true;
     } else if (arg == "-h" || arg == "--help") {
       return "help";
     } else if (!arg.empty() && arg[0] == '-') {
@@ -200,6 +211,62 @@ Result<Tensor> RandomTensor(const TensorSpec& spec, const Shape& shape, std::mt1
   return t;
 }
 
+// Per-step times summed over runs (all runs of one shape set have the same steps).
+struct ProfileSum {
+  std::vector<StepProfile> steps;
+  int64_t runs = 0;
+
+  void Add(const std::vector<StepProfile>& run) {
+    if (steps.empty()) {
+      steps = run;
+    } else {
+      for (size_t i = 0; i < steps.size() && i < run.size(); ++i) steps[i].ns += run[i].ns;
+    }
+    ++runs;
+  }
+  void Merge(const ProfileSum& other) {
+    if (other.runs == 0) return;
+    if (steps.empty()) {
+      *this = other;
+      return;
+    }
+    for (size_t i = 0; i < steps.size() && i < other.steps.size(); ++i) {
+      steps[i].ns += other.steps[i].ns;
+    }
+    runs += other.runs;
+  }
+};
+
+// One inference through Execution (what CompiledModel::Run does), adding the
+// step times to `profile` when given.
+Result<std::vector<NamedTensor>> RunSteps(const CompiledModel& model,
+                                          const std::vector<NamedTensor>& inputs,
+                                          ProfileSum* profile, PlanStats* stats) {
+  ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(model, inputs));
+  while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step());
+  ORRERY_ASSIGN_OR_RETURN(std::vector<NamedTensor> outs, ex.TakeOutputs());
+  if (profile != nullptr) profile->Add(ex.Profile());
+  if (stats != nullptr) *stats = ex.plan_stats();
+  return outs;
+}
+
+void PrintProfile(const ProfileSum& p) {
+  if (p.runs == 0) return;
+  double total = 0;
+  for (const StepProfile& s : p.steps) total += static_cast<double>(s.ns);
+  std::printf("%-5s %-20s %-32s %10s %7s %9s %8s\n", "step", "op", "name", "mean_ms", "share",
+              "GFLOP/s", "GB/s");
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const StepProfile& s = p.steps[i];
+    const double mean_ns = static_cast<double>(s.ns) / static_cast<double>(p.runs);
+    const double gflops = mean_ns > 0 ? static_cast<double>(s.flops) / mean_ns : 0.0;
+    const double gbs = mean_ns > 0 ? static_cast<double>(s.bytes) / mean_ns : 0.0;
+    std::printf("%-5zu %-20s %-32s %10.4f %6.1f%% %9.2f %8.2f\n", i, s.op_type.c_str(),
+                s.name.empty() ? "-" : s.name.c_str(), mean_ns / 1e6,
+                total > 0 ? 100.0 * static_cast<double>(s.ns) / total : 0.0, gflops, gbs);
+  }
+}
+
 int RunOnce(const Args& args, const CompiledModel& model) {
   std::vector<NamedTensor> inputs;
   for (const auto& [name, file] : args.inputs) {
@@ -209,7 +276,9 @@ int RunOnce(const Args& args, const CompiledModel& model) {
     if (!t.ok()) return RuntimeError(t.status().WithPrefix("input '" + name + "' (" + file + ")"));
     inputs.push_back(NamedTensor{name, std::move(t->tensor)});
   }
-  Result<std::vector<NamedTensor>> outs = model.Run(inputs);
+  ProfileSum profile;
+  Result<std::vector<NamedTensor>> outs =
+      RunSteps(model, inputs, args.profile ? &profile : nullptr, nullptr);
   if (!outs.ok()) return RuntimeError(outs.status());
   std::error_code ec;
   std::filesystem::create_directories(args.output_dir, ec);
@@ -226,6 +295,7 @@ int RunOnce(const Args& args, const CompiledModel& model) {
     if (!st.ok()) return RuntimeError(st);
     std::printf("%s -> %s\n", Summary(t).c_str(), path.c_str());
   }
+  if (args.profile) PrintProfile(profile);
   return 0;
 }
 
@@ -268,18 +338,49 @@ int Bench(const Args& args, const CompiledModel& model) {
     inputs.push_back(NamedTensor{spec.name, std::move(t).value()});
   }
   const int64_t warmup = std::max<int64_t>(1, std::min<int64_t>(args.bench / 10, 10));
+  PlanStats stats;
   for (int64_t i = 0; i < warmup; ++i) {
-    Result<std::vector<NamedTensor>> r = model.Run(inputs);
+    Result<std::vector<NamedTensor>> r = RunSteps(model, inputs, nullptr, &stats);
     if (!r.ok()) return RuntimeError(r.status());
   }
+  // N runs in total, spread over T threads that run concurrently (each run
+  // takes its own arena from the plan's pool).
+  const int64_t threads = std::min(args.threads, args.bench);
+  std::vector<std::vector<double>> per_thread(static_cast<size_t>(threads));
+  std::vector<ProfileSum> profiles(static_cast<size_t>(threads));
+  std::vector<Status> errors(static_cast<size_t>(threads));
+  auto worker = [&](int64_t t) {
+    const int64_t n = args.bench / threads + (t < args.bench % threads ? 1 : 0);
+    std::vector<double>& ms = per_thread[static_cast<size_t>(t)];
+    ms.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      Result<std::vector<NamedTensor>> r =
+          RunSteps(model, inputs, args.profile ? &profiles[static_cast<size_t>(t)] : nullptr,
+                   nullptr);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!r.ok()) {
+        errors[static_cast<size_t>(t)] = r.status();
+        return;
+      }
+      ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(worker, t);
+  worker(0);
+  for (std::thread& th : pool) th.join();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const Status& st : errors) {
+    if (!st.ok()) return RuntimeError(st);
+  }
   std::vector<double> ms;
-  ms.reserve(static_cast<size_t>(args.bench));
-  for (int64_t i = 0; i < args.bench; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Result<std::vector<NamedTensor>> r = model.Run(inputs);
-    const auto t1 = std::chrono::steady_clock::now();
-    if (!r.ok()) return RuntimeError(r.status());
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  ProfileSum profile;
+  for (size_t t = 0; t < per_thread.size(); ++t) {
+    ms.insert(ms.end(), per_thread[t].begin(), per_thread[t].end());
+    profile.Merge(profiles[t]);
   }
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
@@ -293,10 +394,14 @@ int Bench(const Args& args, const CompiledModel& model) {
   for (double v : ms) sum += v;
   std::printf(
       "{\"model\":\"%s\",\"iterations\":%lld,\"threads\":%lld,\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
-      "\"min_ms\":%.4f,\"mean_ms\":%.4f}\n",
+      "\"min_ms\":%.4f,\"mean_ms\":%.4f,\"throughput_per_s\":%.2f,\"steps\":%zu,"
+      "\"dynamic_steps\":%zu,\"folded_nodes\":%zu,\"arena_bytes\":%lld,\"naive_bytes\":%lld}\n",
       JsonEscape(args.model).c_str(), static_cast<long long>(args.bench),
-      static_cast<long long>(args.threads), pct(50), pct(99), sorted.front(),
-      sum / static_cast<double>(ms.size()));
+      static_cast<long long>(threads), pct(50), pct(99), sorted.front(),
+      sum / static_cast<double>(ms.size()), static_cast<double>(ms.size()) / wall_s,
+      stats.num_steps, stats.dynamic_steps, stats.folded_nodes,
+      static_cast<long long>(stats.arena_bytes), static_cast<long long>(stats.naive_bytes));
+  if (args.profile) PrintProfile(profile);
   return 0;
 }
 

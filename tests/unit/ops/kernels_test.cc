@@ -28,8 +28,8 @@ TEST(RegistryTest, GlobalHasEveryV0Kernel) {
     EXPECT_NE(def->infer, nullptr);
     EXPECT_NE(def->compute, nullptr);
   }
-  EXPECT_EQ(r.Find("Conv", Backend::kCpu), nullptr);
-  EXPECT_EQ(r.OpTypes(Backend::kCpu).size(), 14u);
+  EXPECT_EQ(r.Find("NoSuchOp", Backend::kCpu), nullptr);  // Conv exists since issue 3
+  EXPECT_GE(r.OpTypes(Backend::kCpu).size(), 14u);  // later issues add more
 }
 
 TEST(RegistryTest, RejectsDuplicatesAndIncompleteDefs) {

@@ -4,11 +4,11 @@
 
 #include <cstring>
 #include <filesystem>
-#include <regex>
 
 #include <gtest/gtest.h>
 
 #include "tenancy/api_key.h"
+#include "tests/unit/tenancy/hex_match.h"
 
 namespace orrery {
 namespace {
@@ -60,16 +60,16 @@ TEST(ValidateNameTest, RejectsBadNames) {
 TEST_F(TenantsTest, CreateReturnsKeyAndStoresDigest) {
   auto created = tenants_->Create("acme");
   ASSERT_TRUE(created.ok()) << created.status().ToString();
-  EXPECT_TRUE(std::regex_match(created->tenant.id(), std::regex("^t_[0-9a-f]{16}$"))) << created->tenant.id();
+  EXPECT_TRUE(IsPrefixedHex(created->tenant.id(), "t_", 16)) << created->tenant.id();
   EXPECT_EQ(created->tenant.name(), "acme");
   EXPECT_GT(created->tenant.created_unix_ms(), 0);
   EXPECT_FALSE(created->tenant.disabled());
-  EXPECT_TRUE(std::regex_match(created->api_key, std::regex("^ork_[0-9a-f]{64}$")));
+  EXPECT_TRUE(IsPrefixedHex(created->api_key, "ork_", 64));
 
   auto key = catalog_->GetKey(Sha256(created->api_key));
   ASSERT_TRUE(key.ok()) << key.status().ToString();
   EXPECT_EQ(key->tenant_id(), created->tenant.id());
-  EXPECT_TRUE(std::regex_match(key->key_id(), std::regex("^k_[0-9a-f]{16}$"))) << key->key_id();
+  EXPECT_TRUE(IsPrefixedHex(key->key_id(), "k_", 16)) << key->key_id();
   EXPECT_EQ(key->prefix(), created->api_key.substr(0, 12));
   // The plaintext key is not stored anywhere the catalog exposes.
   EXPECT_EQ(catalog_->GetKey(created->api_key).status().code(), StatusCode::kNotFound);

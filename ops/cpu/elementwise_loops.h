@@ -1,0 +1,124 @@
+// Elementwise loop drivers shared by the unary, binary, comparison, variadic
+// and activation kernels. Each takes the per-element operation as a functor
+// template argument, so the inner loops are plain indexed loops the compiler
+// inlines and vectorises (no per-element calls through pointers).
+//
+// Binary and n-ary drivers follow numpy broadcasting: a fast path when every
+// input covers the whole output or is a single element, otherwise the
+// collapsed strided loop from ops/broadcast.h, whose innermost runs are again
+// specialised for contiguous and broadcast (step 0) operands.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "ops/broadcast.h"
+#include "ops/tensor.h"
+
+namespace orrery::ops::cpu {
+
+// y[i] = f(x[i]) over the whole tensor.
+template <typename In, typename Out, typename F>
+void UnaryMap(const Tensor& x, Tensor& y, F f) {
+  const In* __restrict xd = x.data<In>();
+  Out* __restrict yd = y.data<Out>();
+  const int64_t n = y.num_elements();
+  for (int64_t i = 0; i < n; ++i) yd[i] = f(xd[i]);
+}
+
+// One run of a binary loop: y[i] = f(a[i * sa], b[i * sb]), steps 0 or 1.
+template <typename A, typename B, typename Out, typename F>
+inline void BinaryRun(const A* __restrict pa, const B* __restrict pb, Out* __restrict py, int64_t n,
+                      int64_t sa, int64_t sb, F& f) {
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) py[i] = f(pa[i], pb[i]);
+  } else if (sa == 1 && sb == 0) {
+    const B bv = pb[0];
+    for (int64_t i = 0; i < n; ++i) py[i] = f(pa[i], bv);
+  } else if (sa == 0 && sb == 1) {
+    const A av = pa[0];
+    for (int64_t i = 0; i < n; ++i) py[i] = f(av, pb[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) py[i] = f(pa[i * sa], pb[i * sb]);
+  }
+}
+
+// y = f(a, b) with numpy broadcasting; y's shape is the broadcast shape.
+template <typename A, typename B, typename Out, typename F>
+void BroadcastBinary(const Tensor& a, const Tensor& b, Tensor& y, F f) {
+  const A* ad = a.data<A>();
+  const B* bd = b.data<B>();
+  Out* yd = y.data<Out>();
+  const int64_t n = y.num_elements();
+  if (n == 0) return;
+  const int64_t na = a.num_elements();
+  const int64_t nb = b.num_elements();
+  // An input with as many elements as the output is laid out like it.
+  if ((na == n || na == 1) && (nb == n || nb == 1)) {
+    BinaryRun<A, B, Out>(ad, bd, yd, n, na == n ? 1 : 0, nb == n ? 1 : 0, f);
+    return;
+  }
+  const BinaryLoop loop = MakeBinaryLoop(a.shape(), b.shape(), y.shape());
+  ForEachRun(loop, [&](int64_t ao, int64_t bo, int64_t yo, int64_t len, int64_t sa, int64_t sb) {
+    BinaryRun<A, B, Out>(ad + ao, bd + bo, yd + yo, len, sa, sb, f);
+  });
+}
+
+// y = f(c, a, b) with numpy broadcasting over three inputs (Where).
+template <typename C, typename A, typename B, typename Out, typename F>
+void BroadcastTernary(const Tensor& c, const Tensor& a, const Tensor& b, Tensor& y, F f) {
+  const C* cd = c.data<C>();
+  const A* ad = a.data<A>();
+  const B* bd = b.data<B>();
+  Out* yd = y.data<Out>();
+  if (y.num_elements() == 0) return;
+  const Shape shapes[] = {c.shape(), a.shape(), b.shape()};
+  const MultiLoop loop = MakeMultiLoop(shapes, y.shape());
+  ForEachMultiRun(loop, [&](const int64_t* off, int64_t yo, int64_t n, const int64_t* st) {
+    const C* __restrict pc = cd + off[0];
+    const A* __restrict pa = ad + off[1];
+    const B* __restrict pb = bd + off[2];
+    Out* __restrict py = yd + yo;
+    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+      for (int64_t i = 0; i < n; ++i) py[i] = f(pc[i], pa[i], pb[i]);
+    } else {
+      const int64_t s0 = st[0], s1 = st[1], s2 = st[2];
+      for (int64_t i = 0; i < n; ++i) py[i] = f(pc[i * s0], pa[i * s1], pb[i * s2]);
+    }
+  });
+}
+
+// y = f(...f(f(x0, x1), x2)..., xk) with numpy broadcasting over all inputs,
+// accumulated in y one input at a time so every inner loop stays simple.
+template <typename T, typename F>
+void BroadcastFold(std::span<const Tensor* const> xs, Tensor& y, F f) {
+  T* yd = y.data<T>();
+  if (y.num_elements() == 0) return;
+  std::vector<Shape> shapes;
+  shapes.reserve(xs.size());
+  for (const Tensor* x : xs) shapes.push_back(x->shape());
+  const MultiLoop loop = MakeMultiLoop(shapes, y.shape());
+  ForEachMultiRun(loop, [&](const int64_t* off, int64_t yo, int64_t n, const int64_t* st) {
+    T* py = yd + yo;
+    const T* p0 = xs[0]->data<T>() + off[0];
+    if (st[0] == 1) {
+      std::memcpy(py, p0, static_cast<size_t>(n) * sizeof(T));
+    } else {
+      for (int64_t i = 0; i < n; ++i) py[i] = p0[0];
+    }
+    for (size_t k = 1; k < xs.size(); ++k) {
+      const T* __restrict pk = xs[k]->data<T>() + off[k];
+      // py is read and written at the same index only, so no aliasing hazard.
+      if (st[k] == 1) {
+        for (int64_t i = 0; i < n; ++i) py[i] = f(py[i], pk[i]);
+      } else {
+        const T v = pk[0];
+        for (int64_t i = 0; i < n; ++i) py[i] = f(py[i], v);
+      }
+    }
+  });
+}
+
+}  // namespace orrery::ops::cpu

@@ -1,0 +1,427 @@
+// Pooling over the spatial axes of X [N, C, D1..Dk]:
+//   MaxPool (float32/64, int8, uint8; optional int64 Indices output with
+//   storage_order), AveragePool (count_include_pad), LpPool (integer p),
+//   all with strides, pads, auto_pad, dilations and ceil_mode; and
+//   GlobalMaxPool, GlobalAveragePool, GlobalLpPool.
+// Each axis gets a table of the kernel taps that land inside the input for
+// every output position, so the window loops never test for padding.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ops/conv_util.h"
+#include "ops/cpu/cpu_kernels.h"
+#include "ops/kernel_util.h"
+
+namespace orrery::ops::cpu {
+namespace {
+
+enum class PoolKind { kMax, kAverage, kLp };
+
+const char* PoolName(PoolKind kind) {
+  switch (kind) {
+    case PoolKind::kMax: return "MaxPool";
+    case PoolKind::kAverage: return "AveragePool";
+    case PoolKind::kLp: return "LpPool";
+  }
+  return "Pool";
+}
+
+struct PoolSetup {
+  int64_t n = 0, c = 0;
+  WindowGeometry geo;
+  bool count_include_pad = false;  // AveragePool
+  bool column_major = false;       // MaxPool storage_order = 1
+  int64_t p = 2;                   // LpPool
+};
+
+Result<PoolSetup> Setup(PoolKind kind, const Shape& x, const Attributes& attrs) {
+  const std::string op = PoolName(kind);
+  if (x.size() < 3) {
+    return Status::InvalidArgument(op + ": input X must have rank >= 3 (N, C, spatial...), got " +
+                                   ShapeToString(x));
+  }
+  PoolSetup s;
+  s.n = x[0];
+  s.c = x[1];
+  const size_t rank = x.size() - 2;
+  ORRERY_ASSIGN_OR_RETURN(WindowAttrs wa,
+                          ReadWindowAttrs(op, attrs, rank, {.allow_ceil_mode = true}));
+  ORRERY_ASSIGN_OR_RETURN(s.geo,
+                          ResolveWindow(op, wa, std::span<const int64_t>(x.data() + 2, rank)));
+  ORRERY_ASSIGN_OR_RETURN(int64_t include_pad, attrs.GetInt("count_include_pad", 0));
+  ORRERY_ASSIGN_OR_RETURN(int64_t storage_order, attrs.GetInt("storage_order", 0));
+  ORRERY_ASSIGN_OR_RETURN(s.p, attrs.GetInt("p", 2));
+  if (include_pad != 0 && include_pad != 1) {
+    return Status::InvalidArgument(op + ": count_include_pad must be 0 or 1, got " +
+                                   std::to_string(include_pad));
+  }
+  if (storage_order != 0 && storage_order != 1) {
+    return Status::InvalidArgument(op + ": storage_order must be 0 or 1, got " +
+                                   std::to_string(storage_order));
+  }
+  if (kind == PoolKind::kLp && (s.p < 1 || s.p > 64)) {
+    return Status::InvalidArgument(op + ": unsupported p = " + std::to_string(s.p) +
+                                   " (integers 1..64)");
+  }
+  s.count_include_pad = include_pad == 1;
+  s.column_major = storage_order == 1;
+  return s;
+}
+
+Shape OutputShape(int64_t n, int64_t c, const std::vector<int64_t>& spatial) {
+  Shape out{n, c};
+  out.insert(out.end(), spatial.begin(), spatial.end());
+  return out;
+}
+
+// Output count for the node: the executor passes the declared outputs; 0 means
+// unknown (direct kernel calls), which gets the required ones only.
+size_t DeclaredOutputs(const InferContext& ctx) {
+  return ctx.num_outputs == 0 ? 1 : ctx.num_outputs;
+}
+
+template <PoolKind kKind>
+Status InferPool(const InferContext& ctx, std::vector<TensorType>* outputs) {
+  const std::string op = PoolName(kKind);
+  const TensorType& x = ctx.inputs[0];
+  const bool ok_dtype = x.dtype == DType::kFloat32 || x.dtype == DType::kFloat64 ||
+                        (kKind == PoolKind::kMax &&
+                         (x.dtype == DType::kInt8 || x.dtype == DType::kUint8));
+  if (!ok_dtype) {
+    return Status::InvalidArgument(op + ": unsupported dtype " + std::string(DTypeName(x.dtype)));
+  }
+  ORRERY_ASSIGN_OR_RETURN(PoolSetup s, Setup(kKind, x.shape, ctx.attrs));
+  const size_t n_out = DeclaredOutputs(ctx);
+  if (n_out > (kKind == PoolKind::kMax ? 2u : 1u)) {
+    return Status::InvalidArgument(op + ": too many outputs (" + std::to_string(n_out) + ")");
+  }
+  Shape shape = OutputShape(s.n, s.c, s.geo.output);
+  outputs->assign(1, TensorType{x.dtype, shape});
+  if (n_out == 2) outputs->push_back(TensorType{DType::kInt64, std::move(shape)});
+  return Status::Ok();
+}
+
+// Per-axis window tables: valid taps per output position and, for
+// count_include_pad, the taps inside the padded input.
+struct AxisTable {
+  std::vector<IndexRange> taps;
+  std::vector<int64_t> padded;
+};
+
+std::vector<AxisTable> BuildTables(const WindowGeometry& g) {
+  std::vector<AxisTable> tables(g.rank());
+  for (size_t j = 0; j < g.rank(); ++j) {
+    const int64_t padded_in = g.input[j] + g.pad_begin[j] + g.pad_end[j];
+    for (int64_t o = 0; o < g.output[j]; ++o) {
+      tables[j].taps.push_back(
+          ValidTaps(o, g.input[j], g.kernel[j], g.strides[j], g.dilations[j], g.pad_begin[j]));
+      tables[j].padded.push_back(
+          ValidTaps(o, padded_in, g.kernel[j], g.strides[j], g.dilations[j], 0).size());
+    }
+  }
+  return tables;
+}
+
+// Reducers: Reset, Add(value, spatial offset), Finish(valid taps, padded taps).
+template <typename T>
+struct MaxReducer {
+  T best;
+  int64_t best_pos;
+  void Reset() {
+    best = std::numeric_limits<T>::lowest();
+    best_pos = -1;
+  }
+  void Add(T v, int64_t pos) {
+    if (v > best) {  // first maximum wins; NaN never replaces a value
+      best = v;
+      best_pos = pos;
+    }
+  }
+  T Finish(int64_t, int64_t) const { return best; }
+};
+
+template <typename T>
+struct AverageReducer {
+  bool include_pad;
+  T sum;
+  void Reset() { sum = T(0); }
+  void Add(T v, int64_t) { sum += v; }
+  T Finish(int64_t valid, int64_t padded) const {
+    const int64_t count = include_pad ? padded : valid;
+    return count == 0 ? T(0) : sum / static_cast<T>(count);
+  }
+};
+
+template <typename T>
+struct LpReducer {
+  int64_t p;
+  T sum;
+  void Reset() { sum = T(0); }
+  void Add(T v, int64_t) {
+    const T a = std::abs(v);
+    sum += p == 1 ? a : p == 2 ? a * a : std::pow(a, static_cast<T>(p));
+  }
+  T Finish(int64_t, int64_t) const {
+    return p == 1 ? sum : p == 2 ? std::sqrt(sum) : std::pow(sum, T(1) / static_cast<T>(p));
+  }
+};
+
+// Pools one (n, c) plane; calls on_output(out_pos, reducer, valid, padded).
+template <typename T, typename Reducer, typename OnOutput>
+void PoolPlane(const T* x, const WindowGeometry& g, const std::vector<AxisTable>& tables,
+               Reducer& red, OnOutput&& on_output) {
+  const size_t r = g.rank();
+  if (r == 2) {
+    const AxisTable& th = tables[0];
+    const AxisTable& tw = tables[1];
+    const int64_t w_in = g.input[1], w_out = g.output[1];
+    const int64_t sh = g.strides[0], sw = g.strides[1];
+    const int64_t dh = g.dilations[0], dw = g.dilations[1];
+    const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
+    for (int64_t oh = 0; oh < g.output[0]; ++oh) {
+      const IndexRange rh = th.taps[static_cast<size_t>(oh)];
+      for (int64_t ow = 0; ow < w_out; ++ow) {
+        const IndexRange rw = tw.taps[static_cast<size_t>(ow)];
+        red.Reset();
+        for (int64_t kh = rh.begin; kh < rh.end; ++kh) {
+          const int64_t row = (oh * sh - ph + kh * dh) * w_in;
+          int64_t pos = row + ow * sw - pw + rw.begin * dw;
+          for (int64_t kw = rw.begin; kw < rw.end; ++kw, pos += dw) red.Add(x[pos], pos);
+        }
+        on_output(oh * w_out + ow, red, rh.size() * rw.size(),
+                  th.padded[static_cast<size_t>(oh)] * tw.padded[static_cast<size_t>(ow)]);
+      }
+    }
+    return;
+  }
+  // Any rank: an odometer over output positions and one over the outer taps.
+  const size_t last = r - 1;
+  std::vector<int64_t> in_strides(r, 1);
+  for (size_t j = last; j > 0; --j) in_strides[j - 1] = in_strides[j] * g.input[j];
+  std::vector<int64_t> o(r, 0), tap(r, 0);
+  const int64_t out_vol = g.output_volume();
+  for (int64_t p = 0; p < out_vol; ++p) {
+    red.Reset();
+    int64_t valid = 1, padded = 1;
+    for (size_t j = 0; j < r; ++j) {
+      valid *= tables[j].taps[static_cast<size_t>(o[j])].size();
+      padded *= tables[j].padded[static_cast<size_t>(o[j])];
+      tap[j] = tables[j].taps[static_cast<size_t>(o[j])].begin;
+    }
+    if (valid > 0) {
+      const IndexRange inner = tables[last].taps[static_cast<size_t>(o[last])];
+      while (true) {
+        int64_t pos = 0;
+        for (size_t j = 0; j < last; ++j) {
+          pos += (o[j] * g.strides[j] - g.pad_begin[j] + tap[j] * g.dilations[j]) * in_strides[j];
+        }
+        pos += o[last] * g.strides[last] - g.pad_begin[last] + inner.begin * g.dilations[last];
+        for (int64_t t = inner.begin; t < inner.end; ++t, pos += g.dilations[last]) {
+          red.Add(x[pos], pos);
+        }
+        size_t j = last;
+        bool done = true;
+        while (j > 0) {
+          --j;
+          const IndexRange rj = tables[j].taps[static_cast<size_t>(o[j])];
+          if (++tap[j] < rj.end) {
+            done = false;
+            break;
+          }
+          tap[j] = rj.begin;
+        }
+        if (done) break;
+      }
+    }
+    on_output(p, red, valid, padded);
+    for (size_t j = r; j > 0; --j) {
+      if (++o[j - 1] < g.output[j - 1]) break;
+      o[j - 1] = 0;
+    }
+  }
+}
+
+// Flat index of spatial offset `pos` in column-major order over `dims`.
+int64_t ColumnMajor(int64_t pos, const std::vector<int64_t>& dims) {
+  const size_t r = dims.size();
+  std::vector<int64_t> coord(r);
+  for (size_t j = r; j > 0; --j) {
+    coord[j - 1] = pos % dims[j - 1];
+    pos /= dims[j - 1];
+  }
+  int64_t index = 0, stride = 1;
+  for (size_t j = 0; j < r; ++j) {
+    index += coord[j] * stride;
+    stride *= dims[j];
+  }
+  return index;
+}
+
+template <typename T>
+Status RunPool(PoolKind kind, const PoolSetup& s, const Tensor& x, std::span<Tensor> outputs) {
+  const WindowGeometry g = s.geo.rank() == 1 ? s.geo.WithLeadingUnitAxis() : s.geo;
+  const std::vector<AxisTable> tables = BuildTables(g);
+  const int64_t in_vol = g.input_volume();
+  const int64_t out_vol = g.output_volume();
+  const T* xd = x.data<T>();
+  T* yd = outputs[0].data<T>();
+  int64_t* id = outputs.size() > 1 ? outputs[1].data<int64_t>() : nullptr;
+  for (int64_t plane = 0; plane < s.n * s.c; ++plane) {
+    const T* xp = xd + plane * in_vol;
+    T* yp = yd + plane * out_vol;
+    if (kind == PoolKind::kMax) {
+      MaxReducer<T> red{};
+      if (id == nullptr) {
+        PoolPlane(xp, g, tables, red, [&](int64_t p, const MaxReducer<T>& rd, int64_t, int64_t) {
+          yp[p] = rd.Finish(0, 0);
+        });
+      } else {
+        int64_t* ip = id + plane * out_vol;
+        PoolPlane(xp, g, tables, red, [&](int64_t p, const MaxReducer<T>& rd, int64_t, int64_t) {
+          yp[p] = rd.Finish(0, 0);
+          // An all-padding window has no maximum: -1.
+          if (rd.best_pos < 0) {
+            ip[p] = -1;
+          } else {
+            ip[p] = plane * in_vol +
+                    (s.column_major ? ColumnMajor(rd.best_pos, g.input) : rd.best_pos);
+          }
+        });
+      }
+    } else if constexpr (std::is_floating_point_v<T>) {
+      auto store = [&](int64_t p, const auto& rd, int64_t valid, int64_t padded) {
+        yp[p] = rd.Finish(valid, padded);
+      };
+      if (kind == PoolKind::kAverage) {
+        AverageReducer<T> red{.include_pad = s.count_include_pad, .sum = T(0)};
+        PoolPlane(xp, g, tables, red, store);
+      } else {
+        LpReducer<T> red{.p = s.p, .sum = T(0)};
+        PoolPlane(xp, g, tables, red, store);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+template <PoolKind kKind>
+Status ComputePool(const KernelContext& ctx, std::span<Tensor> outputs) {
+  const Tensor& x = *ctx.inputs[0];
+  ORRERY_ASSIGN_OR_RETURN(PoolSetup s, Setup(kKind, x.shape(), ctx.attrs));
+  if (outputs[0].num_elements() == 0) return Status::Ok();
+  switch (x.dtype()) {
+    case DType::kFloat32: return RunPool<float>(kKind, s, x, outputs);
+    case DType::kFloat64: return RunPool<double>(kKind, s, x, outputs);
+    case DType::kInt8: return RunPool<int8_t>(kKind, s, x, outputs);
+    case DType::kUint8: return RunPool<uint8_t>(kKind, s, x, outputs);
+    default:
+      return Status::InvalidArgument(std::string(PoolName(kKind)) + ": unsupported dtype " +
+                                     std::string(DTypeName(x.dtype())));
+  }
+}
+
+// ---------------- Global pooling ----------------
+
+template <PoolKind kKind>
+const char* GlobalName() {
+  return kKind == PoolKind::kMax       ? "GlobalMaxPool"
+         : kKind == PoolKind::kAverage ? "GlobalAveragePool"
+                                       : "GlobalLpPool";
+}
+
+template <PoolKind kKind>
+Status InferGlobalPool(const InferContext& ctx, std::vector<TensorType>* outputs) {
+  const std::string op = GlobalName<kKind>();
+  const TensorType& x = ctx.inputs[0];
+  if (x.dtype != DType::kFloat32 && x.dtype != DType::kFloat64) {
+    return Status::InvalidArgument(op + ": unsupported dtype " + std::string(DTypeName(x.dtype)));
+  }
+  if (x.shape.size() < 3) {
+    return Status::InvalidArgument(op + ": input X must have rank >= 3 (N, C, spatial...), got " +
+                                   ShapeToString(x.shape));
+  }
+  if (kKind == PoolKind::kLp) {
+    ORRERY_ASSIGN_OR_RETURN(int64_t p, ctx.attrs.GetInt("p", 2));
+    if (p < 1 || p > 64) {
+      return Status::InvalidArgument(op + ": unsupported p = " + std::to_string(p) +
+                                     " (integers 1..64)");
+    }
+  }
+  Shape out(x.shape.size(), 1);
+  out[0] = x.shape[0];
+  out[1] = x.shape[1];
+  outputs->assign(1, TensorType{x.dtype, std::move(out)});
+  return Status::Ok();
+}
+
+template <PoolKind kKind, typename T>
+void RunGlobalPool(const Tensor& x, int64_t p, Tensor& y) {
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  const int64_t vol = DimProduct(x.shape(), 2, x.shape().size());
+  const T* xd = x.data<T>();
+  T* yd = y.data<T>();
+  for (int64_t i = 0; i < planes; ++i) {
+    const T* xp = xd + i * vol;
+    if constexpr (kKind == PoolKind::kMax) {
+      T best = std::numeric_limits<T>::lowest();
+      for (int64_t k = 0; k < vol; ++k) best = xp[k] > best ? xp[k] : best;
+      yd[i] = best;
+    } else if constexpr (kKind == PoolKind::kAverage) {
+      double sum = 0.0;  // double: planes can be large
+      for (int64_t k = 0; k < vol; ++k) sum += xp[k];
+      yd[i] = vol == 0 ? T(0) : static_cast<T>(sum / static_cast<double>(vol));
+    } else {
+      LpReducer<double> red{.p = p, .sum = 0.0};
+      for (int64_t k = 0; k < vol; ++k) red.Add(xp[k], k);
+      yd[i] = static_cast<T>(red.Finish(0, 0));
+    }
+  }
+}
+
+template <PoolKind kKind>
+Status ComputeGlobalPool(const KernelContext& ctx, std::span<Tensor> outputs) {
+  const Tensor& x = *ctx.inputs[0];
+  ORRERY_ASSIGN_OR_RETURN(int64_t p, ctx.attrs.GetInt("p", 2));
+  if (x.dtype() == DType::kFloat64) {
+    RunGlobalPool<kKind, double>(x, p, outputs[0]);
+  } else {
+    RunGlobalPool<kKind, float>(x, p, outputs[0]);
+  }
+  return Status::Ok();
+}
+
+KernelDef PoolDef(const char* op_type, InferFn infer, ComputeFn compute, int max_outputs = 1) {
+  return KernelDef{.op_type = op_type,
+                   .backend = Backend::kCpu,
+                   .min_inputs = 1,
+                   .max_inputs = 1,
+                   .min_outputs = 1,
+                   .max_outputs = max_outputs,
+                   .infer = infer,
+                   .compute = compute};
+}
+
+}  // namespace
+
+Status RegisterPoolKernels(OpRegistry* registry) {
+  ORRERY_RETURN_IF_ERROR(registry->Register(PoolDef(
+      "MaxPool", InferPool<PoolKind::kMax>, ComputePool<PoolKind::kMax>, /*max_outputs=*/2)));
+  ORRERY_RETURN_IF_ERROR(registry->Register(
+      PoolDef("AveragePool", InferPool<PoolKind::kAverage>, ComputePool<PoolKind::kAverage>)));
+  ORRERY_RETURN_IF_ERROR(
+      registry->Register(PoolDef("LpPool", InferPool<PoolKind::kLp>, ComputePool<PoolKind::kLp>)));
+  ORRERY_RETURN_IF_ERROR(registry->Register(PoolDef("GlobalMaxPool",
+                                                    InferGlobalPool<PoolKind::kMax>,
+                                                    ComputeGlobalPool<PoolKind::kMax>)));
+  ORRERY_RETURN_IF_ERROR(registry->Register(PoolDef("GlobalAveragePool",
+                                                    InferGlobalPool<PoolKind::kAverage>,
+                                                    ComputeGlobalPool<PoolKind::kAverage>)));
+  ORRERY_RETURN_IF_ERROR(registry->Register(PoolDef(
+      "GlobalLpPool", InferGlobalPool<PoolKind::kLp>, ComputeGlobalPool<PoolKind::kLp>)));
+  return Status::Ok();
+}
+
+}  // namespace orrery::ops::cpu

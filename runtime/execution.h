@@ -1,0 +1,98 @@
+// Step-by-step execution of a compiled model, for schedulers that run a
+// request layer by layer on the lane they choose and interleave other work
+// between steps. CompiledModel::Run is a loop over Step().
+//
+//   ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(model, inputs));
+//   while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step());
+//   ORRERY_ASSIGN_OR_RETURN(std::vector<NamedTensor> outputs, ex.TakeOutputs());
+//
+// Start validates the inputs, picks the plan specialised for their shapes
+// (cached in the model) and takes a run state (the arena) from that plan's
+// pool; the destructor gives it back. After warm-up, Start allocates only the
+// graph outputs' buffers and Step allocates nothing (kernels aside; dynamic
+// steps, see runtime/specialize.h, allocate their outputs).
+//
+// An Execution is move-only and used by one thread at a time; different
+// Executions of one model run concurrently, each with its own arena. It
+// keeps its plan (and the inputs' buffers) alive, not the CompiledModel.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/model.h"
+#include "runtime/tensor.h"
+
+namespace orrery {
+
+namespace runtime {
+class SpecializedPlan;
+struct RunState;
+}  // namespace runtime
+
+// One executed step of a run.
+struct StepProfile {
+  std::string op_type;
+  std::string name;  // the ONNX node name ("" when unnamed)
+  int64_t ns = 0;    // wall time of Step()
+  int64_t flops = 0;  // from the kernel's CostFn; 0 when it has none
+  int64_t bytes = 0;  // bytes read + written
+};
+
+// The plan for one set of input shapes.
+struct PlanStats {
+  size_t num_steps = 0;      // steps a run executes
+  size_t dynamic_steps = 0;  // of which inferred and heap-allocated at run time
+  size_t view_nodes = 0;     // Reshape/Flatten/Squeeze/... resolved to aliases (no step)
+  size_t folded_nodes = 0;   // evaluated at compile or specialisation time
+  size_t removed_nodes = 0;  // not contributing to any graph output
+  int64_t arena_bytes = 0;   // one arena per concurrently running Execution
+  int64_t naive_bytes = 0;   // the same values without buffer reuse
+  int64_t output_bytes = 0;  // graph outputs, allocated per run outside the arena
+};
+
+class Execution {
+ public:
+  // Validates `inputs` like CompiledModel::Run (INVALID_ARGUMENT naming the
+  // input) and errors from specialising the plan for their shapes.
+  static Result<Execution> Start(const CompiledModel& model, const std::vector<NamedTensor>& inputs);
+
+  Execution(Execution&& other) noexcept;
+  Execution& operator=(Execution&& other) noexcept;
+  Execution(const Execution&) = delete;
+  Execution& operator=(const Execution&) = delete;
+  ~Execution();
+
+  // Runs the next step. An error ends the execution (done() turns true and
+  // TakeOutputs returns it); FAILED_PRECONDITION when already done.
+  Status Step();
+  bool done() const { return !error_.ok() || next_ >= num_steps_; }
+  size_t step_index() const { return next_; }  // steps completed
+  size_t num_steps() const { return num_steps_; }
+
+  // The graph outputs in signature order, once done(). Only once.
+  Result<std::vector<NamedTensor>> TakeOutputs();
+
+  // The steps run so far (allocates; call it off the hot path).
+  std::vector<StepProfile> Profile() const;
+  const PlanStats& plan_stats() const;
+
+ private:
+  Execution(std::shared_ptr<const runtime::SpecializedPlan> plan,
+            std::unique_ptr<runtime::RunState> state);
+  void Finish();  // drops per-run references and returns the run state
+
+  std::shared_ptr<const runtime::SpecializedPlan> plan_;
+  std::unique_ptr<runtime::RunState> state_;
+  size_t num_steps_ = 0;
+  size_t next_ = 0;
+  bool taken_ = false;
+  bool run_ended_ = false;
+  Status error_;
+};
+
+}  // namespace orrery

@@ -1,0 +1,310 @@
+#include "runtime/specialize.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "runtime/fold.h"
+#include "runtime/run_state.h"
+
+namespace orrery::runtime {
+namespace {
+
+// Ops whose (single) output is their first input's bytes with another shape.
+// With a known type they need no step: the output aliases the input.
+bool IsViewOp(const Step& step) {
+  static constexpr std::string_view kOps[] = {"Reshape", "Flatten", "Identity", "Squeeze",
+                                              "Unsqueeze"};
+  return step.alloc == ops::OutputAlloc::kByKernel && step.outputs.size() == 1 &&
+         std::find(std::begin(kOps), std::end(kOps), step.op_type) != std::end(kOps);
+}
+
+bool IsInteger(DType d) {
+  switch (d) {
+    case DType::kInt8:
+    case DType::kUint8:
+    case DType::kInt16:
+    case DType::kUint16:
+    case DType::kInt32:
+    case DType::kUint32:
+    case DType::kInt64:
+    case DType::kUint64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t Bytes(const ops::TensorType& t) {
+  return NumElements(t.shape) * static_cast<int64_t>(DTypeSize(t.dtype));
+}
+
+class Builder {
+ public:
+  explicit Builder(SpecializedPlan* sp) : sp_(sp), base_(*sp->base) {}
+
+  Status Build() {
+    slot_entry_.assign(base_.num_slots, -1);
+    for (const auto& [slot, t] : base_.constants) {
+      slot_entry_[static_cast<size_t>(slot)] = AddConstant(t, slot);
+    }
+    for (size_t i = 0; i < base_.input_slots.size(); ++i) {
+      Entry e;
+      e.kind = EntryKind::kInput;
+      e.typed = true;
+      e.type = sp_->input_types[i];
+      e.index = static_cast<int>(i);
+      e.slot = base_.input_slots[i];
+      const int id = Add(std::move(e));
+      slot_entry_[static_cast<size_t>(base_.input_slots[i])] = id;
+      sp_->input_entries.push_back(id);
+    }
+    for (const Step& step : base_.steps) ORRERY_RETURN_IF_ERROR(Visit(step));
+    for (int slot : base_.output_slots) {
+      const int e = slot_entry_[static_cast<size_t>(slot)];
+      if (e < 0) {
+        return Status::Internal("graph output '" + base_.slot_names[static_cast<size_t>(slot)] +
+                                "' is never produced");
+      }
+      sp_->output_entries.push_back(e);
+      sp_->output_names.push_back(base_.slot_names[static_cast<size_t>(slot)]);
+    }
+    ClassifyEntries();
+    PlanLifetimes();
+    FillStats();
+    return Status::Ok();
+  }
+
+ private:
+  int Add(Entry e) {
+    sp_->entries.push_back(std::move(e));
+    return static_cast<int>(sp_->entries.size() - 1);
+  }
+
+  int AddConstant(const Tensor& t, int slot) {
+    Entry e;
+    e.kind = EntryKind::kConstant;
+    e.typed = true;
+    e.type = ops::TensorType{t.dtype(), t.shape()};
+    e.index = static_cast<int>(sp_->constants.size());
+    e.slot = slot;
+    sp_->constants.push_back(t);
+    return Add(std::move(e));
+  }
+
+  const Entry& At(int e) const { return sp_->entries[static_cast<size_t>(e)]; }
+
+  Status Visit(const Step& step) {
+    in_entries_.clear();
+    in_types_.clear();
+    in_values_.clear();
+    bool typed = true;
+    for (int slot : step.inputs) {
+      if (slot < 0) {
+        in_entries_.push_back(-1);
+        in_types_.emplace_back();
+        in_values_.push_back(nullptr);
+        continue;
+      }
+      const int e = slot_entry_[static_cast<size_t>(slot)];
+      if (e < 0) {
+        return Status::Internal(step.label + ": input '" +
+                                base_.slot_names[static_cast<size_t>(slot)] + "' has no producer");
+      }
+      in_entries_.push_back(e);
+      typed = typed && At(e).typed;
+      in_types_.push_back(At(e).type);
+      in_values_.push_back(At(e).kind == EntryKind::kConstant
+                               ? &sp_->constants[static_cast<size_t>(At(e).index)]
+                               : nullptr);
+    }
+    bool dynamic = !typed;
+    if (typed) {
+      Status st = InferStep(step, base_.opset, in_types_, in_values_, &out_types_);
+      if (st.code() == StatusCode::kUnavailable) {
+        dynamic = true;
+      } else {
+        ORRERY_RETURN_IF_ERROR(st);
+      }
+    }
+    if (!dynamic) {
+      std::vector<Tensor> folded;
+      if (TryFold(step, base_.opset, in_types_, in_values_, out_types_, &fold_budget_, &folded)) {
+        for (size_t o = 0; o < step.outputs.size(); ++o) {
+          if (step.outputs[o] >= 0) {
+            slot_entry_[static_cast<size_t>(step.outputs[o])] =
+                AddConstant(folded[o], step.outputs[o]);
+          }
+        }
+        ++folded_;
+        return Status::Ok();
+      }
+      if (IsViewOp(step) && in_entries_[0] >= 0 && step.outputs[0] >= 0) {
+        const int root = RootOf(*sp_, in_entries_[0]);
+        const EntryKind k = At(root).kind;
+        if ((k == EntryKind::kConstant || k == EntryKind::kInput || k == EntryKind::kArena) &&
+            Bytes(At(root).type) == Bytes(out_types_[0])) {
+          Entry e;
+          e.kind = EntryKind::kView;
+          e.typed = true;
+          e.type = out_types_[0];
+          e.index = root;
+          e.slot = step.outputs[0];
+          slot_entry_[static_cast<size_t>(step.outputs[0])] = Add(std::move(e));
+          ++views_;
+          return Status::Ok();
+        }
+      }
+    }
+
+    PlannedStep ps;
+    ps.step = &step;
+    ps.dynamic = dynamic;
+    ps.in_begin = static_cast<uint32_t>(sp_->step_inputs.size());
+    ps.in_count = static_cast<uint32_t>(in_entries_.size());
+    sp_->step_inputs.insert(sp_->step_inputs.end(), in_entries_.begin(), in_entries_.end());
+    ps.out_begin = static_cast<uint32_t>(sp_->entries.size());
+    ps.out_count = static_cast<uint32_t>(step.outputs.size());
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      Entry e;
+      e.kind = !dynamic && step.alloc == ops::OutputAlloc::kPreallocated ? EntryKind::kArena
+                                                                        : EntryKind::kKernel;
+      e.typed = !dynamic;
+      if (!dynamic) e.type = out_types_[o];
+      e.slot = step.outputs[o];
+      const int id = Add(std::move(e));
+      if (step.outputs[o] >= 0) slot_entry_[static_cast<size_t>(step.outputs[o])] = id;
+    }
+    if (!dynamic) {
+      for (int e : in_entries_) {
+        if (e >= 0 && At(RootOf(*sp_, e)).kind != EntryKind::kConstant &&
+            IsInteger(At(e).type.dtype)) {
+          ps.recheck = true;
+        }
+      }
+      ps.cost = StepCost(step, in_types_, out_types_);
+    }
+    sp_->steps.push_back(std::move(ps));
+    return Status::Ok();
+  }
+
+  // Arena roots that graph outputs use get their own per-run buffer (the
+  // caller keeps it); then list the entries bound per run.
+  void ClassifyEntries() {
+    for (int e : sp_->output_entries) {
+      Entry& root = sp_->entries[static_cast<size_t>(RootOf(*sp_, e))];
+      if (root.kind == EntryKind::kArena) root.kind = EntryKind::kOutput;
+    }
+    for (size_t e = 0; e < sp_->entries.size(); ++e) {
+      const Entry& entry = sp_->entries[e];
+      const int id = static_cast<int>(e);
+      if (entry.kind == EntryKind::kView) {
+        const EntryKind rk = At(entry.index).kind;
+        if (rk == EntryKind::kInput || rk == EntryKind::kOutput) sp_->per_run_views.push_back(id);
+      } else if (entry.kind == EntryKind::kOutput) {
+        sp_->output_buffers.push_back(id);
+      } else if (entry.kind == EntryKind::kKernel) {
+        sp_->kernel_entries.push_back(id);
+      }
+    }
+  }
+
+  // Lifetimes in step indices: a buffer lives from its producing step to the
+  // last step reading it or any view of it. A kByKernel kernel may return
+  // (a view of) any input, so its inputs live as long as its outputs; values
+  // a graph output may alias live to the end.
+  void PlanLifetimes() {
+    const int num_steps = static_cast<int>(sp_->steps.size());
+    std::vector<int> first(sp_->entries.size(), -1), last(sp_->entries.size(), -1);
+    for (int s = 0; s < num_steps; ++s) {
+      const PlannedStep& ps = sp_->steps[static_cast<size_t>(s)];
+      for (uint32_t o = 0; o < ps.out_count; ++o) {
+        first[ps.out_begin + o] = s;
+        last[ps.out_begin + o] = s;
+      }
+      for (uint32_t i = 0; i < ps.in_count; ++i) {
+        const int e = sp_->step_inputs[ps.in_begin + i];
+        if (e < 0) continue;
+        const size_t r = static_cast<size_t>(RootOf(*sp_, e));
+        last[r] = std::max(last[r], s);
+      }
+    }
+    for (int e : sp_->output_entries) last[static_cast<size_t>(RootOf(*sp_, e))] = num_steps;
+    for (int s = num_steps - 1; s >= 0; --s) {
+      const PlannedStep& ps = sp_->steps[static_cast<size_t>(s)];
+      if (ps.step->alloc != ops::OutputAlloc::kByKernel) continue;
+      int out_last = s;
+      for (uint32_t o = 0; o < ps.out_count; ++o) out_last = std::max(out_last, last[ps.out_begin + o]);
+      for (uint32_t i = 0; i < ps.in_count; ++i) {
+        const int e = sp_->step_inputs[ps.in_begin + i];
+        if (e < 0) continue;
+        const size_t r = static_cast<size_t>(RootOf(*sp_, e));
+        last[r] = std::max(last[r], out_last);
+      }
+    }
+    for (int e : sp_->kernel_entries) {
+      const int l = last[static_cast<size_t>(e)];
+      if (l >= 0 && l < num_steps) sp_->steps[static_cast<size_t>(l)].release.push_back(e);
+    }
+    for (size_t e = 0; e < sp_->entries.size(); ++e) {
+      if (sp_->entries[e].kind != EntryKind::kArena) continue;
+      // An arena value some graph output may alias must survive every step.
+      const int l = std::min(last[e], num_steps - 1);
+      sp_->buffers.push_back(BufferRequest{Bytes(sp_->entries[e].type), first[e], l});
+      sp_->buffer_entries.push_back(static_cast<int>(e));
+    }
+    sp_->memory = PlanMemory(sp_->buffers);
+    for (size_t b = 0; b < sp_->buffer_entries.size(); ++b) {
+      sp_->entries[static_cast<size_t>(sp_->buffer_entries[b])].offset = sp_->memory.offsets[b];
+    }
+  }
+
+  void FillStats() {
+    PlanStats& st = sp_->stats;
+    st.num_steps = sp_->steps.size();
+    for (const PlannedStep& ps : sp_->steps) st.dynamic_steps += ps.dynamic ? 1 : 0;
+    st.view_nodes = views_;
+    st.folded_nodes = base_.folded_nodes + folded_;
+    st.removed_nodes = base_.removed_nodes;
+    st.arena_bytes = sp_->memory.peak_bytes;
+    st.naive_bytes = sp_->memory.naive_bytes;
+    for (int e : sp_->output_buffers) st.output_bytes += Bytes(At(e).type);
+  }
+
+  SpecializedPlan* sp_;
+  const Plan& base_;
+  std::vector<int> slot_entry_;
+  FoldBudget fold_budget_ = kSpecializeFoldBudget;
+  size_t folded_ = 0;
+  size_t views_ = 0;
+  std::vector<int> in_entries_;
+  std::vector<ops::TensorType> in_types_, out_types_;
+  std::vector<const Tensor*> in_values_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<SpecializedPlan>> Specialize(std::shared_ptr<const Plan> base,
+                                                    std::vector<ops::TensorType> input_types,
+                                                    std::shared_ptr<ArenaBudget> budget) {
+  if (input_types.size() != base->input_slots.size()) {
+    return Status::InvalidArgument("expected " + std::to_string(base->input_slots.size()) +
+                                   " input types, got " + std::to_string(input_types.size()));
+  }
+  for (size_t i = 0; i < input_types.size(); ++i) {
+    Result<int64_t> n = CheckedNumElements(input_types[i].shape, input_types[i].dtype);
+    if (!n.ok()) {
+      return n.status().WithPrefix(
+          "input '" + base->slot_names[static_cast<size_t>(base->input_slots[i])] + "'");
+    }
+  }
+  auto sp = std::make_shared<SpecializedPlan>();
+  sp->base = std::move(base);
+  sp->input_types = std::move(input_types);
+  sp->budget_ = std::move(budget);
+  Builder builder(sp.get());
+  ORRERY_RETURN_IF_ERROR(builder.Build());
+  sp->idle_.reserve(kMaxIdleRunStates);
+  return sp;
+}
+
+}  // namespace orrery::runtime
