@@ -81,9 +81,13 @@ Status RequireTypeIn(std::string_view op, const TensorType& t, std::string_view 
 // Calls fn(TypeTag<T>{}) for the T in `list` whose DType is `d`.
 template <typename... Ts, typename Fn>
 Status Dispatch(DType d, TypeList<Ts...>, Fn&& fn) {
-  Status st = Status::Internal("dtype " + std::string(DTypeName(d)) +
-                               " passed inference but has no kernel");
-  (void)((d == DTypeOf<Ts>() ? (st = fn(TypeTag<Ts>{}), true) : false) || ...);
+  // The error is built only on a miss: this runs on every kernel call, and
+  // the inference path must not allocate in steady state.
+  Status st;
+  const bool found = ((d == DTypeOf<Ts>() ? (st = fn(TypeTag<Ts>{}), true) : false) || ...);
+  if (!found) {
+    return Status::Internal("dtype " + std::string(DTypeName(d)) + " passed inference but has no kernel");
+  }
   return st;
 }
 

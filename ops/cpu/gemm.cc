@@ -70,11 +70,16 @@ Status ComputeGemm(const KernelContext& ctx, std::span<Tensor> outputs) {
   const int64_t k = p.trans_a ? a.shape()[0] : a.shape()[1];
   float* out = y.data<float>();
   if (c != nullptr && p.beta != 0.0f && m * n > 0) {
-    const Shape out_shape{m, n};
-    const std::vector<int64_t> cs = BroadcastStrides(c->shape(), out_shape);
+    // C broadcasts unidirectionally to [m, n] (rank 0, 1 or 2, right-aligned);
+    // strides computed inline so that no allocation happens per run.
+    const Shape& cshape = c->shape();
+    const int64_t crows = cshape.size() == 2 ? cshape[0] : 1;
+    const int64_t ccols = cshape.empty() ? 1 : cshape.back();
+    const int64_t row_stride = crows == 1 ? 0 : ccols;
+    const int64_t col_stride = ccols == 1 ? 0 : 1;
     const float* cd = c->data<float>();
     for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) out[i * n + j] = p.beta * cd[i * cs[0] + j * cs[1]];
+      for (int64_t j = 0; j < n; ++j) out[i * n + j] = p.beta * cd[i * row_stride + j * col_stride];
     }
   }
   Sgemm(p.trans_a, p.trans_b, m, n, k, p.alpha, a.data<float>(), a.shape()[1],
