@@ -1,0 +1,449 @@
+#!/usr/bin/python3
+"""Compares Orrery with ONNX Runtime on the exported real models.
+
+  compare_models.py accuracy --models DIR --orrery-run BIN --node-modules DIR
+  compare_models.py latency  --models DIR --orrery-run BIN --node-modules DIR
+                             [--threads 1,2] [--target-seconds S] [--doc FILE]
+
+DIR holds <model>/model.onnx + test_data_set_0/input_0.pb (bench/export_models.py).
+
+accuracy: one inference each in orrery-run and ORT (bench/ort_run.js) on the same
+input; relative L2 ||orrery - ort|| / ||ort|| per output, PASS when <= 1e-4.
+Also prints ORT against PyTorch's own output (a check of the export, not of
+Orrery). Exit 0 only when every model passes.
+
+latency: orrery-run --bench and ort_run.js --iterations on the same model and
+input shape at each thread count; p50/p99 and Orrery/ORT ratios (lower is
+better for Orrery), geometric mean of the p50 ratios; with --doc, also writes
+the markdown report. Models Orrery cannot run are listed, not timed.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    # Debian's onnx 1.12 still names these numpy aliases, removed in numpy 1.24.
+    np.float = float
+    np.int = int
+    np.bool = bool
+    np.object = object
+    import onnx
+    from onnx import numpy_helper
+
+TOLERANCE = 1e-4
+HERE = os.path.dirname(os.path.abspath(__file__))
+ORT_RUN = os.path.join(HERE, "ort_run.js")
+
+
+def model_dirs(root, only):
+    names = sorted(d for d in os.listdir(root) if os.path.isfile(os.path.join(root, d, "model.onnx")))
+    if only:
+        missing = [m for m in only if m not in names]
+        if missing:
+            sys.exit(f"compare_models: no exported model(s) {missing} in {root}")
+        names = [n for n in names if n in only]
+    return names
+
+
+def model_info(path):
+    m = onnx.load(path, load_external_data=False)
+    ops = sorted({n.op_type for n in m.graph.node})
+    inits = {i.name for i in m.graph.initializer}
+    inputs = [i.name for i in m.graph.input if i.name not in inits]
+    outputs = [o.name for o in m.graph.output]
+    return ops, inputs, outputs
+
+
+def load_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def out_file(d, name):
+    return os.path.join(d, name.replace("/", "_") + ".pb")
+
+
+def run(cmd, timeout):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return 124, "", f"timed out after {timeout}s"
+    return p.returncode, p.stdout, p.stderr
+
+
+def run_timed(cmd, timeout):
+    """run() plus the child's CPU seconds / wall seconds: the cores it really used
+    (model loading included), so a --threads that changes nothing shows up."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    rc, out, err = run(cmd, timeout)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return rc, out, err, cpu / wall if wall > 0 else 0.0
+
+
+def short_error(stderr):
+    """The orrery-run/ort_run error line, without the tool prefix."""
+    lines = [l for l in stderr.strip().splitlines() if l.strip()]
+    msg = next((l for l in lines if "unsupported" in l.lower()), lines[0] if lines else "?")
+    return re.sub(r"^(orrery-run|ort_run): ", "", msg.strip())
+
+
+def orrery_note(msg, ops):
+    """Short table note for an Orrery failure: the ops it rejects, if it says."""
+    m = re.search(r"unsupported ops in this model: ([^)]*)", msg)
+    if m:
+        return "unsupported ops: " + m.group(1).strip()
+    if "unsupported" in msg.lower():
+        named = [op for op in ops if re.search(r"'" + re.escape(op) + r"'", msg)]
+        if named:
+            return "unsupported: " + " ".join(named) + " (" + msg + ")"
+    return msg
+
+
+def sensitivity(mdir):
+    """export.json's ||f(x) - f(x')|| / ||f(x)||, or None."""
+    try:
+        with open(os.path.join(mdir, "export.json")) as f:
+            return float(json.load(f)["sensitivity"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def rel_l2(a, b):
+    a = a.astype(np.float64).ravel()
+    b = b.astype(np.float64).ravel()
+    diff = np.linalg.norm(a - b)
+    ref = np.linalg.norm(b)
+    return float(diff / ref) if ref > 0 else float(diff)
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.2e}"
+    return str(v)
+
+
+def print_table(header, rows):
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(h)
+              for i, h in enumerate(header)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+    print(line(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(line(r))
+
+
+def accuracy(args):
+    rows = []
+    all_pass = True
+    needed = {}
+    with tempfile.TemporaryDirectory(prefix="orrery-cmp-") as tmp:
+        for name in model_dirs(args.models, args.only):
+            mdir = os.path.join(args.models, name)
+            model = os.path.join(mdir, "model.onnx")
+            ops, inputs, outputs = model_info(model)
+            needed[name] = ops
+            data = os.path.join(mdir, "test_data_set_0")
+            feeds = []
+            for i, inp in enumerate(inputs):
+                feeds += ["--input", f"{inp}={os.path.join(data, f'input_{i}.pb')}"]
+            o_dir = os.path.join(tmp, name, "orrery")
+            r_dir = os.path.join(tmp, name, "ort")
+
+            t0 = time.monotonic()
+            rc, _, err = run([args.orrery_run, model, *feeds, "--output-dir", o_dir], args.timeout)
+            o_secs = time.monotonic() - t0
+            orrery_err = short_error(err) if rc != 0 else ""
+            rc_ort, _, err_ort = run(["node", ORT_RUN, model, *feeds, "--output-dir", r_dir,
+                                      "--node-modules", args.node_modules], args.timeout)
+            if rc_ort != 0:
+                rows.append([name, "ORT ERROR", "-", "-", fmt(sensitivity(mdir)), "-",
+                             short_error(err_ort)])
+                all_pass = False
+                continue
+
+            # ORT vs PyTorch: only meaningful for the first output (export_models.py
+            # saves output_0.pb for single-output models).
+            torch_ref = os.path.join(data, "output_0.pb")
+            ort_vs_torch = None
+            if os.path.exists(torch_ref) and outputs:
+                ort_vs_torch = rel_l2(load_pb(out_file(r_dir, outputs[0])), load_pb(torch_ref))
+
+            if orrery_err:
+                status = "UNSUPPORTED" if "unsupported" in orrery_err.lower() else "ERROR"
+                rows.append([name, status, "-", fmt(ort_vs_torch), fmt(sensitivity(mdir)), "-",
+                             orrery_note(orrery_err, ops)])
+                all_pass = False
+                continue
+
+            worst, note = 0.0, []
+            for out in outputs:
+                a, b = load_pb(out_file(o_dir, out)), load_pb(out_file(r_dir, out))
+                if a.shape != b.shape:
+                    worst = float("inf")
+                    note.append(f"{out}: shape {list(a.shape)} vs ORT {list(b.shape)}")
+                    continue
+                e = rel_l2(a, b)
+                if not math.isfinite(e):
+                    note.append(f"{out}: non-finite")
+                worst = max(worst, e) if math.isfinite(e) else float("inf")
+            ok = worst <= TOLERANCE
+            all_pass &= ok
+            rows.append([name, "PASS" if ok else "FAIL", fmt(worst), fmt(ort_vs_torch),
+                         fmt(sensitivity(mdir)), f"{o_secs:.2f}", "; ".join(note)])
+
+    print(f"\nOrrery vs ONNX Runtime, relative L2 per output (max over outputs), "
+          f"PASS <= {TOLERANCE:g}\n")
+    print_table(["model", "result", "rel L2 vs ORT", "ORT vs torch", "input sens.", "orrery s",
+                 "note"], rows)
+    print("\n(ORT vs torch checks the export; input sens. = ||f(x)-f(x')||/||f(x)|| for another "
+          "random x': the share of the output that depends on the input)")
+    print("\nOps per exported graph:")
+    for name, ops in needed.items():
+        print(f"  {name}: {' '.join(ops)}")
+    n_pass = sum(1 for r in rows if r[1] == "PASS")
+    print(f"\naccuracy: {n_pass} passed, {len(rows) - n_pass} failed")
+    return 0 if all_pass else 1
+
+
+def parse_json_line(stdout):
+    for line in reversed(stdout.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError("no JSON line in output")
+
+
+def ort_bench(args, model, feeds, intra, concurrency, iters):
+    rc, out, err, cores = run_timed(["node", ORT_RUN, model, *feeds, "--iterations", str(iters),
+                                     "--threads", str(intra), "--concurrency", str(concurrency),
+                                     "--node-modules", args.node_modules], args.timeout)
+    if rc != 0:
+        return None, "ORT: " + short_error(err)
+    r = parse_json_line(out)
+    r["cores"] = cores
+    return r, ""
+
+
+def orrery_bench(args, model, shape_flags, threads, iters):
+    rc, out, err, cores = run_timed([args.orrery_run, model, "--bench", str(iters),
+                                     "--threads", str(threads), *shape_flags], args.timeout)
+    if rc != 0:
+        return None, short_error(err)
+    o = parse_json_line(out)
+    o["cores"] = cores
+    return o, ""
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def machine_line():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"^model name\s*:\s*(.*)$", f.read(), re.M)
+            cpu = m.group(1).strip() if m else cpu
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(re.search(r"MemTotal:\s*(\d+)", f.read()).group(1))
+            mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
+    except (OSError, AttributeError):
+        pass
+    return f"{cpu}, {os.cpu_count()} logical CPUs{mem}, {platform.system()} {platform.release()}"
+
+
+def git_rev(path):
+    try:
+        rev = subprocess.run(["git", "-C", path, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", path, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return rev + (" + uncommitted changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def throughput(res, iters):
+    # orrery-run and ort_run.js print it; fall back to one run at a time.
+    v = res.get("throughput_per_s")
+    return float(v) if v else 1000.0 / res["mean_ms"]
+
+
+def latency(args):
+    """orrery-run --bench N --threads T runs T concurrent single-threaded requests;
+    the like-for-like ORT run is T concurrent session.run() calls with one
+    intra-op thread each. ORT with one request on T intra-op threads is shown
+    beside it: the single-request latency Orrery would need intra-op parallelism
+    for."""
+    threads = [int(t) for t in args.threads.split(",")]
+    rows, skipped, starved = [], [], []
+    ratios = {t: [] for t in threads}
+    ort_version = ""
+    load_before = os.getloadavg()
+    for name in model_dirs(args.models, args.only):
+        mdir = os.path.join(args.models, name)
+        model = os.path.join(mdir, "model.onnx")
+        _, inputs, _ = model_info(model)
+        data = os.path.join(mdir, "test_data_set_0")
+        feeds, shape_flags = [], []
+        for i, inp in enumerate(inputs):
+            path = os.path.join(data, f"input_{i}.pb")
+            feeds += ["--input", f"{inp}={path}"]
+            # Same shape on both sides; orrery-run's --bench makes its own random data.
+            shape_flags += ["--shape", f"{inp}={','.join(str(d) for d in load_pb(path).shape)}"]
+        # Probe one Orrery run to size the iteration count to ~target seconds per side.
+        rc, out, err = run([args.orrery_run, model, "--bench", "1", *shape_flags], args.timeout)
+        if rc != 0:
+            skipped.append((name, short_error(err)))
+            continue
+        probe_ms = max(parse_json_line(out)["p50_ms"], 1e-3)
+        iters = int(min(max(args.target_seconds * 1000 / probe_ms, args.min_iters), args.max_iters))
+        for t in threads:
+            o, err = orrery_bench(args, model, shape_flags, t, iters * t)
+            r = intra = None
+            if not err:
+                r, err = ort_bench(args, model, feeds, 1, t, iters * t)
+            if not err:
+                intra = r
+                if t > 1:
+                    intra, err = ort_bench(args, model, feeds, t, 1, iters)
+            if err:
+                skipped.append((f"{name} (threads {t})", err))
+                continue
+            ort_version = r.get("ort_version") or ort_version
+            ratio50 = o["p50_ms"] / r["p50_ms"]
+            ratio99 = o["p99_ms"] / r["p99_ms"]
+            ratios[t].append(ratio50)
+            if t > 1 and min(o["cores"], r["cores"]) < 0.75 * t:
+                starved.append(f"{name} T={t}")
+            rows.append([name, t, iters * t,
+                         f"{o['p50_ms']:.3f}", f"{o['p99_ms']:.3f}", f"{throughput(o, iters):.1f}",
+                         f"{r['p50_ms']:.3f}", f"{r['p99_ms']:.3f}", f"{throughput(r, iters):.1f}",
+                         f"{ratio50:.2f}", f"{ratio99:.2f}", f"{intra['p50_ms']:.3f}",
+                         f"{o['cores']:.2f} / {r['cores']:.2f}"])
+            print(f"{name} T={t} runs={iters * t}: orrery p50 {o['p50_ms']:.3f} ms, "
+                  f"ORT p50 {r['p50_ms']:.3f} ms, ratio {ratio50:.2f}; ORT 1 request x {t} "
+                  f"threads p50 {intra['p50_ms']:.3f} ms", flush=True)
+    load_after = os.getloadavg()
+
+    header = ["model", "T", "runs", "Orrery p50 ms", "Orrery p99 ms", "Orrery req/s",
+              "ORT p50 ms", "ORT p99 ms", "ORT req/s", "p50 ratio", "p99 ratio",
+              "ORT 1 req, T threads p50 ms", "cores Orrery / ORT"]
+    print()
+    print_table(header, rows)
+    gm = {t: geomean(v) for t, v in ratios.items()}
+    for t in threads:
+        print(f"geometric mean p50 ratio (Orrery/ORT), T={t}: "
+              f"{'-' if gm[t] is None else f'{gm[t]:.2f}'} over {len(ratios[t])} model(s)")
+    for name, err in skipped:
+        print(f"not timed: {name}: {err}")
+    if starved:
+        print(f"warning: fewer cores than T (machine busy): {', '.join(starved)}")
+
+    if args.doc:
+        write_doc(args, header, rows, gm, ratios, skipped, ort_version, load_before, load_after,
+                  starved)
+        print(f"wrote {args.doc}")
+    return 0
+
+
+def write_doc(args, header, rows, gm, ratios, skipped, ort_version, load_before, load_after,
+              starved):
+    root = os.path.dirname(HERE)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    cmd = args.command or " ".join(shlex.quote(a) for a in sys.argv)
+    md = ["# Benchmarks: Orrery vs ONNX Runtime", "",
+          "Generated by `bench/run_real_models.sh latency`; do not edit by hand, re-run it.",
+          "Ratios are Orrery / ORT latency measured side by side in one run on one machine",
+          "(below 1.0 means Orrery is faster). Absolute times depend on the machine; compare",
+          "ratios between runs, not milliseconds.", "",
+          f"- Date: {now}",
+          f"- Command: `{cmd}`",
+          f"- Machine: {machine_line()}",
+          f"- Load average (1 min) before / after: {load_before[0]:.2f} / {load_after[0]:.2f}",
+          f"- Orrery: `orrery-run --bench N --threads T` at commit {git_rev(root)}: T threads "
+          "each running requests back to back, concurrently, on one compiled model.",
+          f"- ONNX Runtime: onnxruntime-node {ort_version or '?'} via `bench/ort_run.js`, "
+          "interOpNumThreads=1, sequential, all graph optimizations. Like for like with Orrery: "
+          "T worker threads, each with its own session (intraOpNumThreads=1) running requests "
+          "back to back, concurrently (the ORT p50/p99/req/s and ratio columns). For reference: one request at a time with intraOpNumThreads=T "
+          "(`ORT 1 req, T threads`), the single-request latency intra-op parallelism buys.",
+          "- Models: bench/export_models.py (torchvision / torch.nn, random weights, seed 0, "
+          "opset 17), batch 1, float32; both sides get the same input shape.",
+          "- Per model and T: warm-up max(1, min(runs/10, 10)) runs, then `runs` timed runs "
+          "(T x N, N sized from one Orrery probe run to about "
+          f"{args.target_seconds:g} s, clamped to [{args.min_iters}, {args.max_iters}]); both sides "
+          "use the same count. Latency is per request, nearest-rank percentiles; req/s is runs / "
+          "wall time of the timed loop.",
+          "- Ratio = Orrery / ORT (like-for-like columns); above 1.0 means Orrery is slower.",
+          "- cores = the process's CPU seconds / wall seconds over the whole invocation (model "
+          "load included). On a 2-core machine shared with other work (see load average), a T=2 "
+          "run whose cores stay near 1 did not get two cores, and its latencies are inflated "
+          "for both sides alike; p99 is the most sensitive to that.",
+          "", "## Latency", ""]
+    if starved:
+        md += [f"**In this run {len(starved)} of the T>1 measurements got clearly fewer cores "
+               "than T on one side or both** (" + ", ".join(starved) + "): the machine was busy; "
+               "their latencies show contention, not scaling. Re-run on an idle machine for T>1.", ""]
+    md.append("| " + " | ".join(header) + " |")
+    md.append("|" + "|".join("---" for _ in header) + "|")
+    md += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    md += ["", "## Geometric mean of p50 ratios", "", "| T | models | Orrery/ORT p50 |",
+           "|---|---|---|"]
+    for t, g in gm.items():
+        md.append(f"| {t} | {len(ratios[t])} | {'-' if g is None else f'{g:.2f}'} |")
+    if skipped:
+        md += ["", "## Not timed", "", "Models (or thread counts) Orrery or ORT could not run:", ""]
+        md += [f"- {n}: {e}" for n, e in skipped]
+    md.append("")
+    with open(args.doc, "w") as f:
+        f.write("\n".join(md))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("mode", choices=["accuracy", "latency"])
+    p.add_argument("--models", required=True, help="dir written by export_models.py")
+    p.add_argument("--orrery-run", required=True, help="path to the orrery-run binary")
+    p.add_argument("--node-modules", required=True, help="dir holding onnxruntime-node")
+    p.add_argument("--only", nargs="*", default=[], help="model names (default: all)")
+    p.add_argument("--timeout", type=int, default=1800, help="seconds per tool invocation")
+    p.add_argument("--threads", default="1,2", help="latency: thread counts, comma-separated")
+    p.add_argument("--target-seconds", type=float, default=10.0,
+                   help="latency: approximate timed seconds per model, side and thread count")
+    p.add_argument("--min-iters", type=int, default=5)
+    p.add_argument("--max-iters", type=int, default=200)
+    p.add_argument("--doc", default="", help="latency: write the markdown report here")
+    p.add_argument("--command", default="", help="latency: command line to record in the report")
+    args = p.parse_args()
+    if not os.access(args.orrery_run, os.X_OK):
+        sys.exit(f"compare_models: {args.orrery_run} is not an executable (build orrery-run first)")
+    return accuracy(args) if args.mode == "accuracy" else latency(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
