@@ -16,6 +16,7 @@
 
 #include "api/proto/grpc_predict_v2.grpc.pb.h"
 #include "api/proto/orrery.grpc.pb.h"
+#include "base/json.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_proto.h"
 
@@ -79,24 +80,6 @@ std::string ToJson(const google::protobuf::Message& m) {
   opts.always_print_primitive_fields = true;
   (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
   return out;
-}
-
-// JSON string literal for `s` (quotes, backslashes and control chars escaped).
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string ShapeText(const google::protobuf::RepeatedField<int64_t>& shape) {
@@ -309,7 +292,7 @@ int ModelDelete(const GlobalOptions& g, const std::string& name) {
   v1::DeleteModelResponse resp;
   grpc::Status s = stub->DeleteModel(&ctx, req, &resp);
   if (!s.ok()) return Fail(s, g);
-  std::cout << (g.json ? "{\"deleted\":" + JsonString(name) + "}" : "deleted " + name) << "\n";
+  std::cout << (g.json ? "{\"deleted\":" + JsonQuote(name) + "}" : "deleted " + name) << "\n";
   return 0;
 }
 
@@ -343,8 +326,8 @@ int Infer(const GlobalOptions& g, const std::string& model, const std::string& v
 
   std::ostringstream json;
   json.precision(9);  // round-trips float32
-  json << "{\"model_name\":" << JsonString(resp.model_name()) << ",\"model_version\":"
-       << JsonString(resp.model_version()) << ",\"outputs\":[";
+  json << "{\"model_name\":" << JsonQuote(resp.model_name()) << ",\"model_version\":"
+       << JsonQuote(resp.model_version()) << ",\"outputs\":[";
   for (int i = 0; i < resp.outputs_size(); ++i) {
     const auto& o = resp.outputs(i);
     Result<Tensor> t = Tensor::FromBytes(DTypeFromOipName(o.datatype()), Shape(o.shape().begin(), o.shape().end()),
@@ -359,9 +342,9 @@ int Infer(const GlobalOptions& g, const std::string& model, const std::string& v
       if (!out) return Fail("cannot write '" + file + "'");
     }
     if (g.json) {
-      json << (i ? "," : "") << "{\"name\":" << JsonString(o.name()) << ",\"datatype\":"
-           << JsonString(o.datatype()) << ",\"shape\":" << ShapeText(o.shape());
-      if (!file.empty()) json << ",\"file\":" << JsonString(file);
+      json << (i ? "," : "") << "{\"name\":" << JsonQuote(o.name()) << ",\"datatype\":"
+           << JsonQuote(o.datatype()) << ",\"shape\":" << ShapeText(o.shape());
+      if (!file.empty()) json << ",\"file\":" << JsonQuote(file);
       json << ",\"data\":[";
       WriteValues(*t, json, INT64_MAX);
       json << "]}";
@@ -399,9 +382,9 @@ int Status(const GlobalOptions& g) {
     }
   }
   if (g.json) {
-    std::cout << "{\"server\":" << JsonString(g.server) << ",\"live\":" << (live.live() ? "true" : "false")
-              << ",\"ready\":" << (ready.ready() ? "true" : "false") << ",\"name\":" << JsonString(meta.name())
-              << ",\"version\":" << JsonString(meta.version()) << "}\n";
+    std::cout << "{\"server\":" << JsonQuote(g.server) << ",\"live\":" << (live.live() ? "true" : "false")
+              << ",\"ready\":" << (ready.ready() ? "true" : "false") << ",\"name\":" << JsonQuote(meta.name())
+              << ",\"version\":" << JsonQuote(meta.version()) << "}\n";
   } else {
     std::cout << meta.name() << " " << meta.version() << " at " << g.server << ": "
               << (live.live() ? "live" : "not live") << ", " << (ready.ready() ? "ready" : "not ready") << "\n";

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/json.h"
 #include "runtime/execution.h"
 #include "runtime/model.h"
 #include "runtime/tensor_proto.h"
@@ -299,23 +300,6 @@ int RunOnce(const Args& args, const CompiledModel& model) {
   return 0;
 }
 
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 int Bench(const Args& args, const CompiledModel& model) {
   const ModelSignature& sig = model.signature();
   for (const auto& [name, shape] : args.shapes) {
@@ -393,10 +377,10 @@ int Bench(const Args& args, const CompiledModel& model) {
   double sum = 0;
   for (double v : ms) sum += v;
   std::printf(
-      "{\"model\":\"%s\",\"iterations\":%lld,\"threads\":%lld,\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
+      "{\"model\":%s,\"iterations\":%lld,\"threads\":%lld,\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
       "\"min_ms\":%.4f,\"mean_ms\":%.4f,\"throughput_per_s\":%.2f,\"steps\":%zu,"
       "\"dynamic_steps\":%zu,\"folded_nodes\":%zu,\"arena_bytes\":%lld,\"naive_bytes\":%lld}\n",
-      JsonEscape(args.model).c_str(), static_cast<long long>(args.bench),
+      JsonQuote(args.model).c_str(), static_cast<long long>(args.bench),
       static_cast<long long>(threads), pct(50), pct(99), sorted.front(),
       sum / static_cast<double>(ms.size()), static_cast<double>(ms.size()) / wall_s,
       stats.num_steps, stats.dynamic_steps, stats.folded_nodes,

@@ -17,15 +17,7 @@
 
 namespace orrery::ops::testing {
 
-template <typename T>
-Tensor Make(DType dtype, Shape shape, const std::vector<T>& values) {
-  Tensor t(dtype, std::move(shape));
-  EXPECT_EQ(static_cast<size_t>(t.num_elements()), values.size());
-  EXPECT_EQ(DTypeSize(dtype), sizeof(T));
-  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
-  return t;
-}
-
+// Make() comes from op_test_util.h.
 inline Tensor I32(Shape shape, const std::vector<int32_t>& v) {
   return Make(DType::kInt32, std::move(shape), v);
 }

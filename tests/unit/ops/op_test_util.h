@@ -14,18 +14,22 @@
 
 namespace orrery::ops::testing {
 
-inline Tensor F32(Shape shape, std::vector<float> values) {
-  Tensor t(DType::kFloat32, std::move(shape));
+// A tensor of `dtype` holding `values` (T must have the dtype's size).
+template <typename T>
+Tensor Make(DType dtype, Shape shape, std::vector<T> values) {
+  Tensor t(dtype, std::move(shape));
   EXPECT_EQ(static_cast<size_t>(t.num_elements()), values.size());
-  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(float));
+  EXPECT_EQ(DTypeSize(dtype), sizeof(T));
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
   return t;
 }
 
+inline Tensor F32(Shape shape, std::vector<float> values) {
+  return Make(DType::kFloat32, std::move(shape), std::move(values));
+}
+
 inline Tensor I64(Shape shape, std::vector<int64_t> values) {
-  Tensor t(DType::kInt64, std::move(shape));
-  EXPECT_EQ(static_cast<size_t>(t.num_elements()), values.size());
-  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(int64_t));
-  return t;
+  return Make(DType::kInt64, std::move(shape), std::move(values));
 }
 
 template <typename T>

@@ -18,16 +18,9 @@ namespace {
 using testing::ExpectNear;
 using testing::F32;
 using testing::I64;
+using testing::Make;
 using testing::RunOp;
 using testing::Values;
-
-template <typename T>
-Tensor Make(DType dtype, Shape shape, std::vector<T> values) {
-  Tensor t(dtype, std::move(shape));
-  EXPECT_EQ(static_cast<size_t>(t.num_elements()), values.size());
-  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
-  return t;
-}
 
 Attributes Axes(std::vector<int64_t> axes, int64_t keepdims = 1) {
   Attributes a;
