@@ -120,8 +120,10 @@ WindowGeometry WindowGeometry::WithLeadingUnitAxis() const {
   return g;
 }
 
-Result<WindowGeometry> ResolveWindow(std::string_view op, const WindowAttrs& attrs,
-                                     std::span<const int64_t> input) {
+// The rank check and the fields both resolvers share; pads and output are
+// sized to the rank for the caller to fill.
+static Result<WindowGeometry> StartGeometry(std::string_view op, const WindowAttrs& attrs,
+                                            std::span<const int64_t> input) {
   const size_t rank = attrs.kernel.size();
   if (input.size() != rank) {
     return Status::InvalidArgument(std::string(op) + ": input has " +
@@ -136,6 +138,13 @@ Result<WindowGeometry> ResolveWindow(std::string_view op, const WindowAttrs& att
   g.pad_begin.resize(rank);
   g.pad_end.resize(rank);
   g.output.resize(rank);
+  return g;
+}
+
+Result<WindowGeometry> ResolveWindow(std::string_view op, const WindowAttrs& attrs,
+                                     std::span<const int64_t> input) {
+  const size_t rank = attrs.kernel.size();
+  ORRERY_ASSIGN_OR_RETURN(WindowGeometry g, StartGeometry(op, attrs, input));
   for (size_t i = 0; i < rank; ++i) {
     const int64_t in = input[i];
     switch (attrs.auto_pad) {
@@ -176,11 +185,7 @@ Result<WindowGeometry> ResolveTransposeWindow(std::string_view op, const WindowA
                                               std::span<const int64_t> output_shape) {
   const std::string name(op);
   const size_t rank = attrs.kernel.size();
-  if (input.size() != rank) {
-    return Status::InvalidArgument(name + ": input has " +
-                                   Str(static_cast<int64_t>(input.size())) +
-                                   " spatial axes, kernel has " + Str(static_cast<int64_t>(rank)));
-  }
+  ORRERY_ASSIGN_OR_RETURN(WindowGeometry g, StartGeometry(op, attrs, input));
   if (!output_padding.empty() && output_padding.size() != rank) {
     return Status::InvalidArgument(name + ": output_padding has " +
                                    Str(static_cast<int64_t>(output_padding.size())) +
@@ -201,14 +206,6 @@ Result<WindowGeometry> ResolveTransposeWindow(std::string_view op, const WindowA
                                    " values, expected " + Str(static_cast<int64_t>(rank)) +
                                    " spatial dims");
   }
-  WindowGeometry g;
-  g.input.assign(input.begin(), input.end());
-  g.kernel = attrs.kernel;
-  g.strides = attrs.strides;
-  g.dilations = attrs.dilations;
-  g.pad_begin.resize(rank);
-  g.pad_end.resize(rank);
-  g.output.resize(rank);
   for (size_t i = 0; i < rank; ++i) {
     const int64_t in = input[i];
     if (in < 1) {
