@@ -122,4 +122,20 @@ class ModelBuilder {
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 constexpr int kInt64 = onnx::TensorProto::INT64;
 
+// X[N,2] -> Gemm(W1,b1) -> Relu -> Gemm(W2^T,b2, transB) -> Softmax -> Y[N,2]
+inline ModelBuilder TinyMlp() {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {-1, 2});
+  b.FloatInit("W1", {2, 3}, {1, -1, 0.5f, 2, 0, -1});
+  b.FloatInit("b1", {3}, {0, 1, 0.5f});
+  b.FloatInit("W2T", {2, 3}, {1, 0, 1, 0, 1, 1});
+  b.FloatInit("b2", {2}, {0, -1});
+  b.Node("Gemm", {"X", "W1", "b1"}, {"h"}, "fc1");
+  b.Node("Relu", {"h"}, {"r"}, "relu");
+  ModelBuilder::AttrInt(b.Node("Gemm", {"r", "W2T", "b2"}, {"logits"}, "fc2"), "transB", 1);
+  b.Node("Softmax", {"logits"}, {"Y"}, "softmax");
+  b.Output("Y", kFloat, {-1, 2});
+  return b;
+}
+
 }  // namespace orrery::testing

@@ -15,6 +15,7 @@ namespace {
 using testing::kFloat;
 using testing::kInt64;
 using testing::ModelBuilder;
+using testing::TinyMlp;
 
 Tensor F32(Shape shape, const std::vector<float>& v) {
   Tensor t(DType::kFloat32, std::move(shape));
@@ -51,25 +52,8 @@ bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-// X[N,2] -> Gemm(W1,b1) -> Relu -> Gemm(W2^T,b2, transB) -> Softmax -> Y[N,2]
-ModelBuilder Mlp() {
-  ModelBuilder b(13);
-  b.Input("X", kFloat, {-1, 2});
-  b.FloatInit("W1", {2, 3}, {1, -1, 0.5f, 2, 0, -1});
-  b.FloatInit("b1", {3}, {0, 1, 0.5f});
-  b.FloatInit("W2T", {2, 3}, {1, 0, 1, 0, 1, 1});
-  b.FloatInit("b2", {2}, {0, -1});
-  b.Node("Gemm", {"X", "W1", "b1"}, {"h"}, "fc1");
-  b.Node("Relu", {"h"}, {"r"}, "relu");
-  auto* fc2 = b.Node("Gemm", {"r", "W2T", "b2"}, {"logits"}, "fc2");
-  ModelBuilder::AttrInt(fc2, "transB", 1);
-  b.Node("Softmax", {"logits"}, {"Y"}, "softmax");
-  b.Output("Y", kFloat, {-1, 2});
-  return b;
-}
-
 TEST(ModelTest, MlpEndToEnd) {
-  auto model = MustCompile(Mlp());
+  auto model = MustCompile(TinyMlp());
   ASSERT_NE(model, nullptr);
   const ModelSignature& sig = model->signature();
   ASSERT_EQ(sig.inputs.size(), 1u);  // initializers are not inputs
@@ -95,7 +79,7 @@ TEST(ModelTest, MlpEndToEnd) {
 }
 
 TEST(ModelTest, RunIsThreadSafe) {
-  auto model = MustCompile(Mlp());
+  auto model = MustCompile(TinyMlp());
   ASSERT_NE(model, nullptr);
   std::vector<std::vector<float>> results(4);
   std::vector<std::thread> threads;
@@ -310,7 +294,7 @@ TEST(ModelRejectTest, GarbageBytes) {
     EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
   }
   // Truncated valid model.
-  std::string good = Mlp().Bytes();
+  std::string good = TinyMlp().Bytes();
   auto m = CompiledModel::Compile(std::string_view(good).substr(0, good.size() / 2));
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
 }
@@ -382,7 +366,7 @@ TEST(ModelRejectTest, WrongArity) {
 // ---------------- Reject paths at run time ----------------
 
 TEST(ModelRunTest, InputValidation) {
-  auto model = MustCompile(Mlp());
+  auto model = MustCompile(TinyMlp());
   ASSERT_NE(model, nullptr);
   struct Case {
     std::vector<NamedTensor> inputs;
@@ -472,7 +456,7 @@ namespace {
 // Byte-level mutations of a valid model: Compile and Run must fail cleanly
 // (never crash, never report an internal error).
 TEST(ModelFuzzTest, MutatedModelsFailCleanly) {
-  const std::string good = Mlp().Bytes();
+  const std::string good = TinyMlp().Bytes();
   uint64_t state = 0x9E3779B97F4A7C15ull;
   auto next = [&state] {
     state ^= state << 13;

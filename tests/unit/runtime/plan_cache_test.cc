@@ -19,29 +19,15 @@ using testing::CompileBase;
 using testing::F32;
 using testing::kFloat;
 using testing::ModelBuilder;
+using testing::TinyMlp;
 using testing::Ramp;
-
-ModelBuilder Mlp() {
-  ModelBuilder b(13);
-  b.Input("X", kFloat, {-1, 2});
-  b.FloatInit("W1", {2, 3}, {1, -1, 0.5f, 2, 0, -1});
-  b.FloatInit("b1", {3}, {0, 1, 0.5f});
-  b.FloatInit("W2T", {2, 3}, {1, 0, 1, 0, 1, 1});
-  b.FloatInit("b2", {2}, {0, -1});
-  b.Node("Gemm", {"X", "W1", "b1"}, {"h"}, "fc1");
-  b.Node("Relu", {"h"}, {"r"}, "relu");
-  ModelBuilder::AttrInt(b.Node("Gemm", {"r", "W2T", "b2"}, {"logits"}, "fc2"), "transB", 1);
-  b.Node("Softmax", {"logits"}, {"Y"}, "softmax");
-  b.Output("Y", kFloat, {-1, 2});
-  return b;
-}
 
 Tensor Batch(int64_t n) {
   return F32({n, 2}, Ramp(static_cast<size_t>(2 * n), static_cast<uint32_t>(n)));
 }
 
 TEST(PlanCacheTest, HitsAndMisses) {
-  auto model = CompiledModel::Compile(Mlp().Bytes());
+  auto model = CompiledModel::Compile(TinyMlp().Bytes());
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const CompiledModel& m = **model;
   EXPECT_EQ(m.plan_cache_stats().entries, 0u);
@@ -58,7 +44,7 @@ TEST(PlanCacheTest, HitsAndMisses) {
 }
 
 TEST(PlanCacheTest, ManyShapesStayWithinTheBound) {
-  auto model = CompiledModel::Compile(Mlp().Bytes());
+  auto model = CompiledModel::Compile(TinyMlp().Bytes());
   ASSERT_TRUE(model.ok());
   const CompiledModel& m = **model;
   // A client cycling through 40 batch sizes.
@@ -122,7 +108,7 @@ TEST(PlanCacheTest, DtypeIsPartOfTheKey) {
 }
 
 TEST(PlanCacheTest, RunStatePoolIsBounded) {
-  auto base = CompileBase(Mlp());
+  auto base = CompileBase(TinyMlp());
   ASSERT_TRUE(base.ok());
   const std::vector<ops::TensorType> types = {ops::TensorType{DType::kFloat32, {64, 2}}};
   // Twelve concurrent runs: at most kMaxIdleRunStates arenas stay pooled.
@@ -163,7 +149,7 @@ TEST(PlanCacheTest, RunStatePoolIsBounded) {
 }
 
 TEST(PlanCacheTest, LookupCost) {
-  auto base = CompileBase(Mlp());
+  auto base = CompileBase(TinyMlp());
   ASSERT_TRUE(base.ok());
   runtime::PlanCache cache(*base);
   std::vector<Tensor> batches;
