@@ -50,6 +50,46 @@ Status OpRegistry::SetCost(std::string_view op_type, Backend backend, CostFn cos
   return Status::Ok();
 }
 
+Result<std::shared_ptr<const PreparedKernel>> NodeCache::GetOrMake(uint32_t key, MakeFn make) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = values_.find(key);
+  if (it != values_.end()) return it->second;
+  ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedKernel> value, make());
+  values_.emplace(key, value);
+  return value;
+}
+
+Status PrepareAndCompute(PrepareFn prepare, ComputeFn compute, const KernelContext& ctx,
+                         std::span<const TensorType> output_types, std::span<Tensor> outputs) {
+  if (prepare == nullptr) return compute(ctx, outputs);
+  std::vector<TensorType> in_types(ctx.inputs.size());
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    if (ctx.inputs[i] != nullptr) in_types[i] = {ctx.inputs[i]->dtype(), ctx.inputs[i]->shape()};
+  }
+  PrepareContext pctx{.inputs = in_types,
+                      .values = ctx.inputs,
+                      .outputs = output_types,
+                      .attrs = ctx.attrs,
+                      .opset = ctx.opset};
+  ORRERY_ASSIGN_OR_RETURN(Prepared prepared, prepare(pctx));
+  const int threads = NumThreads(ctx.threads);
+  const size_t per_thread = ScratchStride(prepared.scratch_bytes);
+  std::vector<std::byte> heap;
+  std::span<std::byte> scratch;
+  if (per_thread > 0) {
+    // Over-allocate to align the start like an arena.
+    heap.resize(per_thread * static_cast<size_t>(threads) + kTensorAlignment);
+    void* p = heap.data();
+    size_t space = heap.size();
+    std::align(kTensorAlignment, per_thread * static_cast<size_t>(threads), p, space);
+    scratch = std::span<std::byte>(static_cast<std::byte*>(p),
+                                   per_thread * static_cast<size_t>(threads));
+  }
+  KernelContext kctx{ctx.inputs, ctx.attrs, ctx.opset, prepared.kernel.get(), scratch,
+                     ctx.threads};
+  return compute(kctx, outputs);
+}
+
 OpCost BytesMovedCost(const CostContext& ctx) {
   OpCost c;
   auto add = [&c](const TensorType& t) {

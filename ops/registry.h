@@ -22,10 +22,22 @@
 // shared arena: they are zero-filled before each call, must not be replaced
 // and must not be referenced after Compute returns.
 // Kernels are stateless and must be safe to run concurrently.
+//
+// Optionally a kernel has a Prepare function, run once per specialised plan
+// (input types known, constant inputs such as weights known): it parses
+// attributes, computes geometry, packs weights and says how much scratch
+// memory one call needs. Compute then finds the result in ctx.prepared and
+// its scratch in ctx.scratch, so that steady-state runs allocate nothing.
+// Compute must also work without them (ctx.prepared == nullptr: the
+// reference executor, dynamic steps), typically by calling its own Prepare
+// and allocating scratch on the spot.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +46,7 @@
 
 #include "base/status.h"
 #include "ops/attributes.h"
+#include "ops/parallel.h"
 #include "ops/tensor.h"
 
 namespace orrery::ops {
@@ -61,14 +74,74 @@ struct InferContext {
   const Tensor* value(size_t i) const { return i < values.size() ? values[i] : nullptr; }
 };
 
+// What a kernel's Prepare derived for one node and one set of input types.
+// Immutable once built; shared by every concurrent run of the plan.
+class PreparedKernel {
+ public:
+  virtual ~PreparedKernel() = default;
+};
+
 struct KernelContext {
   std::span<const Tensor* const> inputs;  // nullptr for absent optional inputs
   const Attributes& attrs;
   int64_t opset = 0;
+  // From the kernel's Prepare for exactly these input types, or nullptr.
+  const PreparedKernel* prepared = nullptr;
+  // Scratch for every thread of `threads`, each slice at least
+  // Prepared::scratch_bytes and 64-byte aligned (see ThreadScratch).
+  // Empty when the kernel asked for none. Contents are undefined on entry.
+  std::span<std::byte> scratch = {};
+  // Threads lent by the caller (ops/parallel.h); nullptr = this thread only.
+  ThreadGroup* threads = nullptr;
+};
+
+// Rounds a per-thread scratch size up to the alignment of each slice.
+inline size_t ScratchStride(int64_t scratch_bytes) {
+  const int64_t a = static_cast<int64_t>(kTensorAlignment);
+  return scratch_bytes <= 0 ? 0 : static_cast<size_t>((scratch_bytes + a - 1) / a * a);
+}
+
+// Thread `thread`'s slice of ctx.scratch.
+inline std::span<std::byte> ThreadScratch(const KernelContext& ctx, int thread) {
+  const size_t stride = ctx.scratch.size() / static_cast<size_t>(NumThreads(ctx.threads));
+  return ctx.scratch.subspan(static_cast<size_t>(thread) * stride, stride);
+}
+
+// Shape-independent state of one node (packed weights), shared by the
+// node's preparations for every set of input shapes, so that a model
+// specialised for several shapes packs its weights once. Thread-safe.
+class NodeCache {
+ public:
+  using MakeFn = FunctionRef<Result<std::shared_ptr<const PreparedKernel>>()>;
+  // The value stored under `key`, made by `make` on first use (under a lock:
+  // concurrent callers wait rather than pack twice). Errors are not cached.
+  Result<std::shared_ptr<const PreparedKernel>> GetOrMake(uint32_t key, MakeFn make);
+
+ private:
+  std::mutex mu_;
+  std::map<uint32_t, std::shared_ptr<const PreparedKernel>> values_;
+};
+
+struct PrepareContext {
+  std::span<const TensorType> inputs;     // !present() for absent optional inputs
+  std::span<const Tensor* const> values;  // constant inputs (weights), else nullptr
+  std::span<const TensorType> outputs;    // as Infer returned them
+  const Attributes& attrs;
+  int64_t opset = 0;
+  NodeCache* node_cache = nullptr;  // may be null (no sharing across shapes)
+
+  const Tensor* value(size_t i) const { return i < values.size() ? values[i] : nullptr; }
+};
+
+struct Prepared {
+  std::shared_ptr<const PreparedKernel> kernel;  // may be null: nothing to keep
+  int64_t scratch_bytes = 0;                     // per thread, per call
 };
 
 using InferFn = Status (*)(const InferContext& ctx, std::vector<TensorType>* outputs);
 using ComputeFn = Status (*)(const KernelContext& ctx, std::span<Tensor> outputs);
+// Errors are reported as the node's errors (the plan is rejected).
+using PrepareFn = Result<Prepared> (*)(const PrepareContext& ctx);
 
 enum class OutputAlloc { kPreallocated, kByKernel };
 
@@ -103,7 +176,16 @@ struct KernelDef {
   ComputeFn compute = nullptr;
   OutputAlloc alloc = OutputAlloc::kPreallocated;
   CostFn cost = nullptr;  // optional, see CostFn
+  PrepareFn prepare = nullptr;  // optional, see the top of this file
 };
+
+// Runs `def` on inputs whose output types are known: Prepare (when the
+// kernel has one, with every input value known) with heap scratch, then
+// Compute. For the reference executor, dynamic steps and tests; planned
+// steps prepare once instead. `outputs` must already be sized and, for
+// kPreallocated kernels, allocated.
+Status PrepareAndCompute(PrepareFn prepare, ComputeFn compute, const KernelContext& ctx,
+                         std::span<const TensorType> output_types, std::span<Tensor> outputs);
 
 class OpRegistry {
  public:

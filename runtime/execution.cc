@@ -62,14 +62,14 @@ void Execution::Finish() {
   plan_->ReleaseState(std::move(state_));
 }
 
-Status Execution::Step() {
+Status Execution::Step(ops::ThreadGroup* threads) {
   if (!error_.ok()) return error_;
   if (state_ == nullptr || next_ >= num_steps_) {
     return Status::FailedPrecondition("execution is done (" + std::to_string(num_steps_) +
                                       " steps)");
   }
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = runtime::RunPlannedStep(*plan_, next_, *state_);
+  Status st = runtime::RunPlannedStep(*plan_, next_, *state_, threads);
   const auto t1 = std::chrono::steady_clock::now();
   state_->step_ns[next_] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
   if (!st.ok()) {

@@ -67,9 +67,11 @@ class Execution {
   Execution& operator=(const Execution&) = delete;
   ~Execution();
 
-  // Runs the next step. An error ends the execution (done() turns true and
-  // TakeOutputs returns it); FAILED_PRECONDITION when already done.
-  Status Step();
+  // Runs the next step, lending `threads` (may be null: this thread only)
+  // to its kernel; each step may get a different group. An error ends the
+  // execution (done() turns true and TakeOutputs returns it);
+  // FAILED_PRECONDITION when already done.
+  Status Step(ops::ThreadGroup* threads = nullptr);
   bool done() const { return !error_.ok() || next_ >= num_steps_; }
   size_t step_index() const { return next_; }  // steps completed
   size_t num_steps() const { return num_steps_; }

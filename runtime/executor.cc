@@ -42,9 +42,25 @@ Status Recheck(const SpecializedPlan& plan, const PlannedStep& ps,
   return Status::Ok();
 }
 
+Result<std::span<std::byte>> Scratch(const SpecializedPlan& plan, const PlannedStep& ps,
+                                     RunState& state, ops::ThreadGroup* threads) {
+  const size_t stride = ops::ScratchStride(ps.prepared.scratch_bytes);
+  if (stride == 0) return std::span<std::byte>();
+  const size_t threads_n = static_cast<size_t>(ops::NumThreads(threads));
+  if (static_cast<size_t>(state.scratch.byte_size()) < plan.scratch_stride * threads_n) {
+    // Sized for the largest step so it grows once per thread count.
+    ORRERY_ASSIGN_OR_RETURN(state.scratch,
+                            Tensor::Allocate(DType::kUint8, {static_cast<int64_t>(
+                                                                plan.scratch_stride * threads_n)}));
+  }
+  // Each thread's slice is `stride` bytes: ThreadScratch divides evenly.
+  return std::span<std::byte>(static_cast<std::byte*>(state.scratch.raw_data()),
+                              stride * threads_n);
+}
+
 Status RunStatic(const SpecializedPlan& plan, const PlannedStep& ps,
                  std::span<const Tensor* const> inputs, std::span<Tensor> outputs,
-                 RunState& state) {
+                 RunState& state, ops::ThreadGroup* threads) {
   const Step& step = *ps.step;
   if (ps.recheck) ORRERY_RETURN_IF_ERROR(Recheck(plan, ps, inputs));
   const bool preallocated = step.alloc == ops::OutputAlloc::kPreallocated;
@@ -54,7 +70,13 @@ Status RunStatic(const SpecializedPlan& plan, const PlannedStep& ps,
       if (t.byte_size() > 0) std::memset(t.raw_data(), 0, t.byte_size());
     }
   }
-  ops::KernelContext kctx{inputs, step.attrs, plan.base->opset};
+  ORRERY_ASSIGN_OR_RETURN(std::span<std::byte> scratch, Scratch(plan, ps, state, threads));
+  ops::KernelContext kctx{.inputs = inputs,
+                          .attrs = step.attrs,
+                          .opset = plan.base->opset,
+                          .prepared = ps.prepared.kernel.get(),
+                          .scratch = scratch,
+                          .threads = threads};
   Status st = step.compute(kctx, outputs);
   if (!st.ok()) return st.WithPrefix(step.label);
   for (uint32_t o = 0; o < ps.out_count; ++o) {
@@ -114,15 +136,16 @@ Status BeginRun(const SpecializedPlan& plan, std::span<const Tensor* const> inpu
   return Status::Ok();
 }
 
-Status RunPlannedStep(const SpecializedPlan& plan, size_t index, RunState& state) {
+Status RunPlannedStep(const SpecializedPlan& plan, size_t index, RunState& state,
+                      ops::ThreadGroup* threads) {
   const PlannedStep& ps = plan.steps[index];
   std::span<const Tensor* const> inputs(state.step_inputs.data() + ps.in_begin, ps.in_count);
   std::span<Tensor> outputs(state.entries.data() + ps.out_begin, ps.out_count);
   if (ps.dynamic) {
     ORRERY_RETURN_IF_ERROR(
-        RunKernel(*ps.step, plan.base->opset, inputs, outputs, &state.step_cost[index]));
+        RunKernel(*ps.step, plan.base->opset, inputs, outputs, &state.step_cost[index], threads));
   } else {
-    ORRERY_RETURN_IF_ERROR(RunStatic(plan, ps, inputs, outputs, state));
+    ORRERY_RETURN_IF_ERROR(RunStatic(plan, ps, inputs, outputs, state, threads));
   }
   for (int e : ps.release) state.entries[static_cast<size_t>(e)] = Tensor();
   return Status::Ok();

@@ -21,7 +21,10 @@ Status BeginRun(const SpecializedPlan& plan, std::span<const Tensor* const> inpu
 // Runs step `index`. Static steps call the kernel on arena-bound tensors
 // (outputs zero-filled first) without inference; dynamic steps infer and
 // allocate. Errors name the step.
-Status RunPlannedStep(const SpecializedPlan& plan, size_t index, RunState& state);
+// `threads` (may be null) are lent to the kernel; the state's scratch grows
+// on first use with a larger group, so steady-state steps allocate nothing.
+Status RunPlannedStep(const SpecializedPlan& plan, size_t index, RunState& state,
+                      ops::ThreadGroup* threads = nullptr);
 
 // The graph outputs after the last step; values that live in the arena (a
 // kernel's view of an arena slot) are copied out.

@@ -109,9 +109,10 @@ Result<std::unique_ptr<CompiledModel>> CompiledModel::Compile(std::string_view o
   return std::unique_ptr<CompiledModel>(new CompiledModel(std::move(impl)));
 }
 
-Result<std::vector<NamedTensor>> CompiledModel::Run(const std::vector<NamedTensor>& inputs) const {
+Result<std::vector<NamedTensor>> CompiledModel::Run(const std::vector<NamedTensor>& inputs,
+                                                    ops::ThreadGroup* threads) const {
   ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(*this, inputs));
-  while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step());
+  while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step(threads));
   return ex.TakeOutputs();
 }
 

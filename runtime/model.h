@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ops/parallel.h"
 #include "runtime/tensor.h"
 
 namespace orrery {
@@ -62,8 +63,10 @@ class CompiledModel {
   // Runs one inference. Inputs are matched by name; every graph input must be
   // given exactly once with the right dtype and a shape compatible with the
   // declared one (INVALID_ARGUMENT naming the input otherwise). Returns the
-  // graph outputs in signature order.
-  Result<std::vector<NamedTensor>> Run(const std::vector<NamedTensor>& inputs) const;
+  // graph outputs in signature order. Kernels may use `threads` (lent by
+  // the caller, see ops/parallel.h); by default they run on this thread.
+  Result<std::vector<NamedTensor>> Run(const std::vector<NamedTensor>& inputs,
+                                       ops::ThreadGroup* threads = nullptr) const;
 
   PlanCacheStats plan_cache_stats() const;
 

@@ -25,6 +25,8 @@ Result<Step> ResolveStep(const Node& node, const ops::OpRegistry& registry,
   step.infer = def->infer;
   step.compute = def->compute;
   step.cost = def->cost;
+  step.prepare = def->prepare;
+  if (def->prepare != nullptr) step.node_cache = std::make_shared<ops::NodeCache>();
   step.alloc = def->alloc;
   step.inputs = node.inputs;
   step.outputs = node.outputs;
@@ -110,7 +112,8 @@ Status InferStep(const Step& step, int64_t opset, std::span<const ops::TensorTyp
 }
 
 Status ComputeStep(const Step& step, int64_t opset, std::span<const Tensor* const> inputs,
-                   std::span<const ops::TensorType> types, std::span<Tensor> outputs) {
+                   std::span<const ops::TensorType> types, std::span<Tensor> outputs,
+                   ops::ThreadGroup* threads) {
   if (step.alloc == ops::OutputAlloc::kPreallocated) {
     for (size_t o = 0; o < outputs.size(); ++o) {
       Result<Tensor> t = Tensor::Allocate(types[o].dtype, types[o].shape);
@@ -118,8 +121,8 @@ Status ComputeStep(const Step& step, int64_t opset, std::span<const Tensor* cons
       outputs[o] = std::move(t).value();
     }
   }
-  ops::KernelContext kctx{inputs, step.attrs, opset};
-  Status st = step.compute(kctx, outputs);
+  ops::KernelContext kctx{.inputs = inputs, .attrs = step.attrs, .opset = opset, .threads = threads};
+  Status st = ops::PrepareAndCompute(step.prepare, step.compute, kctx, types, outputs);
   if (!st.ok()) return st.WithPrefix(step.label);
   for (size_t o = 0; o < outputs.size(); ++o) {
     if (outputs[o].dtype() != types[o].dtype || outputs[o].shape() != types[o].shape) {
@@ -134,7 +137,7 @@ Status ComputeStep(const Step& step, int64_t opset, std::span<const Tensor* cons
 }
 
 Status RunKernel(const Step& step, int64_t opset, std::span<const Tensor* const> inputs,
-                 std::span<Tensor> outputs, ops::OpCost* cost) {
+                 std::span<Tensor> outputs, ops::OpCost* cost, ops::ThreadGroup* threads) {
   std::vector<ops::TensorType> in_types;
   in_types.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -156,7 +159,7 @@ Status RunKernel(const Step& step, int64_t opset, std::span<const Tensor* const>
   }
   ORRERY_RETURN_IF_ERROR(st);
   if (cost != nullptr) *cost = StepCost(step, in_types, out_types);
-  return ComputeStep(step, opset, inputs, out_types, outputs);
+  return ComputeStep(step, opset, inputs, out_types, outputs, threads);
 }
 
 ops::OpCost StepCost(const Step& step, std::span<const ops::TensorType> in_types,

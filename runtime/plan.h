@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,6 +31,9 @@ struct Step {
   ops::InferFn infer = nullptr;
   ops::ComputeFn compute = nullptr;
   ops::CostFn cost = nullptr;  // nullptr: ops::BytesMovedCost
+  ops::PrepareFn prepare = nullptr;
+  // Set when prepare is: what the node's preparations share across shapes.
+  std::shared_ptr<ops::NodeCache> node_cache;
   ops::OutputAlloc alloc = ops::OutputAlloc::kPreallocated;
   std::vector<int> inputs;   // slots; -1 for absent optional inputs
   std::vector<int> outputs;  // slots; -1 for absent optional outputs
@@ -70,12 +74,15 @@ Status InferStep(const Step& step, int64_t opset, std::span<const ops::TensorTyp
 // Computes a step whose output types are known: allocates zero-filled
 // outputs for kPreallocated kernels, calls the kernel and checks that the
 // outputs have `types`. `outputs` has one tensor per step output.
+// Kernels with a Prepare are prepared on the spot (heap scratch).
 Status ComputeStep(const Step& step, int64_t opset, std::span<const Tensor* const> inputs,
-                   std::span<const ops::TensorType> types, std::span<Tensor> outputs);
+                   std::span<const ops::TensorType> types, std::span<Tensor> outputs,
+                   ops::ThreadGroup* threads = nullptr);
 
 // Infers on the actual inputs, then ComputeStep. Fills `cost` when non-null.
 Status RunKernel(const Step& step, int64_t opset, std::span<const Tensor* const> inputs,
-                 std::span<Tensor> outputs, ops::OpCost* cost = nullptr);
+                 std::span<Tensor> outputs, ops::OpCost* cost = nullptr,
+                 ops::ThreadGroup* threads = nullptr);
 
 // The step's cost for these types (its CostFn, else bytes moved).
 ops::OpCost StepCost(const Step& step, std::span<const ops::TensorType> in_types,

@@ -17,6 +17,7 @@ class SpecializedPlan;
 
 struct RunState {
   Tensor arena;                 // kUint8 [memory.peak_bytes], 64-byte aligned
+  Tensor scratch;               // kUint8, kernels' scratch; grown for more threads
   std::vector<Tensor> entries;  // one per plan entry (SpecializedPlan::entries)
   std::vector<const Tensor*> step_inputs;  // parallel to SpecializedPlan::step_inputs
   std::vector<int64_t> step_ns;            // per step, last run

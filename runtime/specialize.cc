@@ -182,6 +182,19 @@ class Builder {
         }
       }
       ps.cost = StepCost(step, in_types_, out_types_);
+      if (step.prepare != nullptr) {
+        ops::PrepareContext pctx{.inputs = in_types_,
+                                 .values = in_values_,
+                                 .outputs = out_types_,
+                                 .attrs = step.attrs,
+                                 .opset = base_.opset,
+                                 .node_cache = step.node_cache.get()};
+        Result<ops::Prepared> prepared = step.prepare(pctx);
+        if (!prepared.ok()) return prepared.status().WithPrefix(step.label);
+        ps.prepared = std::move(prepared).value();
+        sp_->scratch_stride =
+            std::max(sp_->scratch_stride, ops::ScratchStride(ps.prepared.scratch_bytes));
+      }
     }
     sp_->steps.push_back(std::move(ps));
     return Status::Ok();

@@ -61,6 +61,7 @@ struct PlannedStep {
   uint32_t out_begin = 0, out_count = 0;  // consecutive entries
   std::vector<int> release;               // kKernel entries last needed here
   ops::OpCost cost;                       // static steps (dynamic: per run)
+  ops::Prepared prepared;                 // static steps of kernels with a Prepare
 };
 
 // Idle run states are pooled per plan; this caps the bytes their arenas
@@ -96,6 +97,8 @@ class SpecializedPlan {
   std::vector<BufferRequest> buffers;  // one per kArena entry ...
   std::vector<int> buffer_entries;     // ... namely these
   MemoryPlan memory;
+  // Largest per-thread scratch of any static step (ops::ScratchStride'd).
+  size_t scratch_stride = 0;
   PlanStats stats;
 
   // A run state for one run (from the pool, else new); give it back with

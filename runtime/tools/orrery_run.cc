@@ -3,11 +3,14 @@
 //   orrery-run MODEL.onnx --input NAME=FILE.pb ... --output-dir DIR
 //       One inference; inputs and outputs are ONNX TensorProto files
 //       (outputs written as DIR/<output_name>.pb), one summary line per output.
-//   orrery-run MODEL.onnx --bench N --threads T [--shape NAME=D1,D2,...] [--profile]
+//   orrery-run MODEL.onnx --bench N --threads T [--concurrency C]
+//              [--shape NAME=D1,D2,...] [--profile]
 //       Random inputs (dynamic dims from --shape, default 1), a warm-up, then
-//       N timed runs spread over T threads running concurrently; prints one
-//       JSON line with p50/p99/min/mean latency, throughput and the plan
-//       (steps, peak arena bytes vs. the naive sum of intermediates).
+//       N timed runs, each using a lane group of T threads (like ONNX
+//       Runtime's intra-op threads), spread over C runs in flight (default
+//       1); prints one JSON line with p50/p99/min/mean latency, throughput
+//       and the plan (steps, peak arena bytes vs. the naive sum of
+//       intermediates).
 //   --profile (either mode) then prints one line per executed step: op,
 //       node name, mean time, share, GFLOP/s and GB/s.
 //
@@ -28,6 +31,7 @@
 
 #include "base/json.h"
 #include "runtime/execution.h"
+#include "runtime/lane_group.h"
 #include "runtime/model.h"
 #include "runtime/tensor_proto.h"
 
@@ -40,8 +44,8 @@ constexpr int kRuntimeError = 1;
 constexpr const char* kUsage =
     "usage: orrery-run MODEL.onnx --input NAME=FILE.pb [--input ...] --output-dir DIR "
     "[--profile]\n"
-    "       orrery-run MODEL.onnx --bench N [--threads T] [--shape NAME=D1,D2,...] "
-    "[--profile]\n";
+    "       orrery-run MODEL.onnx --bench N [--threads T] [--concurrency C] "
+    "[--shape NAME=D1,D2,...] [--profile]\n";
 
 struct Args {
   std::string model;
@@ -49,6 +53,7 @@ struct Args {
   std::string output_dir;
   int64_t bench = -1;
   int64_t threads = 1;
+  int64_t concurrency = 1;
   std::map<std::string, Shape> shapes;
   bool profile = false;
 };
@@ -104,6 +109,11 @@ std::string ParseArgs(int argc, char** argv, Args* args) {
     } else if (arg == "--threads") {
       if (!need_value(i) || !ParseInt(a[i + 1], &args->threads) || args->threads < 1) {
         return "--threads needs a positive count";
+      }
+      ++i;
+    } else if (arg == "--concurrency") {
+      if (!need_value(i) || !ParseInt(a[i + 1], &args->concurrency) || args->concurrency < 1) {
+        return "--concurrency needs a positive count";
       }
       ++i;
     } else if (arg == "--shape") {
@@ -242,9 +252,10 @@ struct ProfileSum {
 // step times to `profile` when given.
 Result<std::vector<NamedTensor>> RunSteps(const CompiledModel& model,
                                           const std::vector<NamedTensor>& inputs,
-                                          ProfileSum* profile, PlanStats* stats) {
+                                          ProfileSum* profile, PlanStats* stats,
+                                          ops::ThreadGroup* threads) {
   ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(model, inputs));
-  while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step());
+  while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step(threads));
   ORRERY_ASSIGN_OR_RETURN(std::vector<NamedTensor> outs, ex.TakeOutputs());
   if (profile != nullptr) profile->Add(ex.Profile());
   if (stats != nullptr) *stats = ex.plan_stats();
@@ -278,8 +289,9 @@ int RunOnce(const Args& args, const CompiledModel& model) {
     inputs.push_back(NamedTensor{name, std::move(t->tensor)});
   }
   ProfileSum profile;
+  runtime::LaneGroup lanes(runtime::LaneGroupOptions{.threads = static_cast<int>(args.threads)});
   Result<std::vector<NamedTensor>> outs =
-      RunSteps(model, inputs, args.profile ? &profile : nullptr, nullptr);
+      RunSteps(model, inputs, args.profile ? &profile : nullptr, nullptr, &lanes);
   if (!outs.ok()) return RuntimeError(outs.status());
   std::error_code ec;
   std::filesystem::create_directories(args.output_dir, ec);
@@ -321,27 +333,34 @@ int Bench(const Args& args, const CompiledModel& model) {
     if (!t.ok()) return RuntimeError(t.status().WithPrefix("input '" + spec.name + "'"));
     inputs.push_back(NamedTensor{spec.name, std::move(t).value()});
   }
-  const int64_t warmup = std::max<int64_t>(1, std::min<int64_t>(args.bench / 10, 10));
+  // N runs in total, spread over C workers that run concurrently, each with
+  // its own lane group of T threads (each run takes its own arena from the
+  // plan's pool).
+  const int64_t workers = std::min(args.concurrency, args.bench);
+  std::vector<std::vector<double>> per_thread(static_cast<size_t>(workers));
+  std::vector<ProfileSum> profiles(static_cast<size_t>(workers));
+  std::vector<Status> errors(static_cast<size_t>(workers));
   PlanStats stats;
-  for (int64_t i = 0; i < warmup; ++i) {
-    Result<std::vector<NamedTensor>> r = RunSteps(model, inputs, nullptr, &stats);
-    if (!r.ok()) return RuntimeError(r.status());
-  }
-  // N runs in total, spread over T threads that run concurrently (each run
-  // takes its own arena from the plan's pool).
-  const int64_t threads = std::min(args.threads, args.bench);
-  std::vector<std::vector<double>> per_thread(static_cast<size_t>(threads));
-  std::vector<ProfileSum> profiles(static_cast<size_t>(threads));
-  std::vector<Status> errors(static_cast<size_t>(threads));
   auto worker = [&](int64_t t) {
-    const int64_t n = args.bench / threads + (t < args.bench % threads ? 1 : 0);
+    runtime::LaneGroup lanes(runtime::LaneGroupOptions{.threads = static_cast<int>(args.threads)});
+    // Warm-up: specialise the plan, fill the arena pool, pack weights.
+    const int64_t warmup = std::max<int64_t>(1, std::min<int64_t>(args.bench / 10, 10));
+    for (int64_t i = 0; i < warmup; ++i) {
+      Result<std::vector<NamedTensor>> r =
+          RunSteps(model, inputs, nullptr, t == 0 ? &stats : nullptr, &lanes);
+      if (!r.ok()) {
+        errors[static_cast<size_t>(t)] = r.status();
+        return;
+      }
+    }
+    const int64_t n = args.bench / workers + (t < args.bench % workers ? 1 : 0);
     std::vector<double>& ms = per_thread[static_cast<size_t>(t)];
     ms.reserve(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       Result<std::vector<NamedTensor>> r =
           RunSteps(model, inputs, args.profile ? &profiles[static_cast<size_t>(t)] : nullptr,
-                   nullptr);
+                   nullptr, &lanes);
       const auto t1 = std::chrono::steady_clock::now();
       if (!r.ok()) {
         errors[static_cast<size_t>(t)] = r.status();
@@ -352,7 +371,7 @@ int Bench(const Args& args, const CompiledModel& model) {
   };
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
-  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(worker, t);
+  for (int64_t t = 1; t < workers; ++t) pool.emplace_back(worker, t);
   worker(0);
   for (std::thread& th : pool) th.join();
   const double wall_s =
@@ -377,11 +396,13 @@ int Bench(const Args& args, const CompiledModel& model) {
   double sum = 0;
   for (double v : ms) sum += v;
   std::printf(
-      "{\"model\":%s,\"iterations\":%lld,\"threads\":%lld,\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
+      "{\"model\":%s,\"iterations\":%lld,\"threads\":%lld,\"concurrency\":%lld,"
+      "\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
       "\"min_ms\":%.4f,\"mean_ms\":%.4f,\"throughput_per_s\":%.2f,\"steps\":%zu,"
       "\"dynamic_steps\":%zu,\"folded_nodes\":%zu,\"arena_bytes\":%lld,\"naive_bytes\":%lld}\n",
       JsonQuote(args.model).c_str(), static_cast<long long>(args.bench),
-      static_cast<long long>(threads), pct(50), pct(99), sorted.front(),
+      static_cast<long long>(args.threads), static_cast<long long>(workers), pct(50), pct(99),
+      sorted.front(),
       sum / static_cast<double>(ms.size()), static_cast<double>(ms.size()) / wall_s,
       stats.num_steps, stats.dynamic_steps, stats.folded_nodes,
       static_cast<long long>(stats.arena_bytes), static_cast<long long>(stats.naive_bytes));

@@ -69,7 +69,7 @@ inline Result<std::vector<Tensor>> TryOp(const std::string& op_type,
     }
   }
   KernelContext kctx{inputs, attrs, o.opset};
-  ORRERY_RETURN_IF_ERROR(def->compute(kctx, outs));
+  ORRERY_RETURN_IF_ERROR(PrepareAndCompute(def->prepare, def->compute, kctx, out_types, outs));
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].dtype() != out_types[i].dtype || outs[i].shape() != out_types[i].shape) {
       return Status::Internal("output " + std::to_string(i) + " does not match inferred type");

@@ -36,7 +36,8 @@ Result<std::vector<Tensor>> RunNorm(const std::string& op, const std::vector<con
   for (size_t i = 0; i < outs.size(); ++i) {
     ORRERY_ASSIGN_OR_RETURN(outs[i], Tensor::Allocate(out_types[i].dtype, out_types[i].shape));
   }
-  ORRERY_RETURN_IF_ERROR(def->compute(KernelContext{in, a, opset}, outs));
+  ORRERY_RETURN_IF_ERROR(
+      PrepareAndCompute(def->prepare, def->compute, KernelContext{in, a, opset}, out_types, outs));
   return outs;
 }
 

@@ -57,7 +57,7 @@ inline Result<std::vector<Tensor>> RunOp(const std::string& op_type,
     }
   }
   KernelContext kctx{inputs, attrs, opset};
-  ORRERY_RETURN_IF_ERROR(def->compute(kctx, outs));
+  ORRERY_RETURN_IF_ERROR(PrepareAndCompute(def->prepare, def->compute, kctx, out_types, outs));
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].dtype() != out_types[i].dtype || outs[i].shape() != out_types[i].shape) {
       return Status::Internal("output does not match inferred type");

@@ -18,6 +18,7 @@
 #include "plan_util.h"
 #include "runtime/execution.h"
 #include "runtime/executor.h"
+#include "runtime/lane_group.h"
 #include "runtime/model.h"
 #include "runtime/run_state.h"
 
@@ -130,7 +131,15 @@ Overhead MeasureStepOverhead(const runtime::SpecializedPlan& plan,
     std::span<const Tensor* const> ins(st.step_inputs.data() + ps.in_begin, ps.in_count);
     std::span<Tensor> outs(st.entries.data() + ps.out_begin, ps.out_count);
     before = Allocations();
-    EXPECT_TRUE(ps.step->compute({ins, ps.step->attrs, plan.base->opset}, outs).ok());
+    // The same call the runtime makes (prepared state, the state's scratch).
+    const size_t stride = ops::ScratchStride(ps.prepared.scratch_bytes);
+    const ops::KernelContext kctx{
+        .inputs = ins,
+        .attrs = ps.step->attrs,
+        .opset = plan.base->opset,
+        .prepared = ps.prepared.kernel.get(),
+        .scratch = std::span<std::byte>(static_cast<std::byte*>(st.scratch.raw_data()), stride)};
+    EXPECT_TRUE(ps.step->compute(kctx, outs).ok());
     const uint64_t kernel = Allocations() - before;
     o.kernels += kernel;
     o.runtime += total - kernel;
@@ -248,6 +257,95 @@ TEST(AllocationTest, StepLoopAllocatesNothingWithNonAllocatingKernels) {
     EXPECT_LE(begin, 3u);
   }
   EXPECT_EQ((*sp)->idle_states(), 1u);  // one state, reused
+}
+
+// A kernel with a Prepare: Y = X * scale, where Prepare "packs" the scale
+// (a constant input) once per node and asks for scratch the size of X.
+struct PackedScale : ops::PreparedKernel {
+  float scale = 0;
+};
+std::atomic<int> g_packs{0};
+
+Result<ops::Prepared> PrepareTestScale(const ops::PrepareContext& ctx) {
+  const Tensor* s = ctx.value(1);
+  auto make = [&]() -> Result<std::shared_ptr<const ops::PreparedKernel>> {
+    g_packs.fetch_add(1);
+    auto p = std::make_shared<PackedScale>();
+    p->scale = s == nullptr ? 1.0f : s->data<float>()[0];
+    return std::shared_ptr<const ops::PreparedKernel>(std::move(p));
+  };
+  ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const ops::PreparedKernel> packed,
+                          ctx.node_cache != nullptr ? ctx.node_cache->GetOrMake(0, make) : make());
+  return ops::Prepared{.kernel = packed,
+                       .scratch_bytes = NumElements(ctx.inputs[0].shape) *
+                                        static_cast<int64_t>(sizeof(float))};
+}
+Status ComputeTestScale(const ops::KernelContext& ctx, std::span<Tensor> outputs) {
+  const auto* p = dynamic_cast<const PackedScale*>(ctx.prepared);
+  if (p == nullptr) return Status::Internal("not prepared");
+  const int64_t n = outputs[0].num_elements();
+  const size_t need = static_cast<size_t>(n) * sizeof(float);
+  for (int t = 0; t < ops::NumThreads(ctx.threads); ++t) {
+    if (ops::ThreadScratch(ctx, t).size() < need) return Status::Internal("scratch too small");
+  }
+  const float* x = ctx.inputs[0]->data<float>();
+  float* y = outputs[0].data<float>();
+  // Two halves on two threads, staged through each thread's scratch.
+  ops::ParallelFor(ctx.threads, 2, [&](int64_t half, int thread) {
+    auto* tmp = reinterpret_cast<float*>(ops::ThreadScratch(ctx, thread).data());
+    const int64_t lo = half * n / 2, hi = (half + 1) * n / 2;
+    for (int64_t i = lo; i < hi; ++i) tmp[i] = x[i] * p->scale;
+    for (int64_t i = lo; i < hi; ++i) y[i] = tmp[i];
+  });
+  return Status::Ok();
+}
+
+TEST(AllocationTest, PreparedKernelsGetScratchAndThreadsWithoutAllocating) {
+  ops::OpRegistry reg;
+  ASSERT_TRUE(reg.Register(ops::KernelDef{.op_type = "TestScale",
+                                          .min_inputs = 2,
+                                          .max_inputs = 2,
+                                          .infer = InferTestRelu,
+                                          .compute = ComputeTestScale,
+                                          .prepare = PrepareTestScale})
+                  .ok());
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {-1, 16});
+  b.FloatInit("s", {1}, {3.0f});
+  b.Node("TestScale", {"X", "s"}, {"Y"});
+  b.Output("Y", kFloat, {-1, 16});
+  auto graph = runtime::ImportModel(b.model(), reg);
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  auto base = runtime::CompilePlan(*graph, reg);
+  ASSERT_TRUE(base.ok());
+  auto plan = std::make_shared<const runtime::Plan>(std::move(base).value());
+  g_packs = 0;
+  runtime::LaneGroup lanes(runtime::LaneGroupOptions{.threads = 2});
+  for (int64_t rows : {8, 4}) {
+    auto sp = runtime::Specialize(plan, {ops::TensorType{DType::kFloat32, {rows, 16}}}, nullptr);
+    ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+    EXPECT_GE((*sp)->scratch_stride, static_cast<size_t>(rows * 16 * 4));
+    const Tensor x = F32({rows, 16}, Ramp(rows * 16, 9));
+    const Tensor* in[] = {&x};
+    for (int run = 0; run < 3; ++run) {
+      auto state = (*sp)->AcquireState();
+      ASSERT_TRUE(state.ok());
+      ASSERT_TRUE(runtime::BeginRun(**sp, in, **state).ok());
+      const uint64_t before = Allocations();
+      ASSERT_TRUE(runtime::RunPlannedStep(**sp, 0, **state, &lanes).ok());
+      const uint64_t steps = Allocations() - before;
+      const std::vector<float> got = Floats((*state)->entries[static_cast<size_t>(
+          (*sp)->output_entries[0])]);
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_FLOAT_EQ(got[i], 3.0f * Floats(x)[i]);
+      runtime::EndRun(**sp, **state);
+      (*sp)->ReleaseState(std::move(state).value());
+      if (run > 0) {
+        EXPECT_EQ(steps, 0u) << "run " << run;  // run 0 grows the scratch
+      }
+    }
+  }
+  // Both shapes share the node's packed state.
+  EXPECT_EQ(g_packs.load(), 1);
 }
 
 }  // namespace

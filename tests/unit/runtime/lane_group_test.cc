@@ -1,0 +1,63 @@
+#include "runtime/lane_group.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace orrery::runtime {
+namespace {
+
+TEST(LaneGroupTest, EveryTaskRunsExactlyOnceOnAValidThread) {
+  for (int threads : {1, 2, 3}) {
+    LaneGroup group(LaneGroupOptions{.threads = threads});
+    EXPECT_EQ(group.size(), threads);
+    for (int64_t tasks : {0, 1, 2, 7, 100}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(tasks));
+      std::atomic<bool> bad_thread{false};
+      group.ParallelFor(tasks, [&](int64_t task, int thread) {
+        hits[static_cast<size_t>(task)].fetch_add(1);
+        if (thread < 0 || thread >= threads) bad_thread = true;
+      });
+      for (int64_t t = 0; t < tasks; ++t) EXPECT_EQ(hits[static_cast<size_t>(t)].load(), 1);
+      EXPECT_FALSE(bad_thread.load());
+    }
+  }
+}
+
+TEST(LaneGroupTest, ManyBackToBackCallsSeeEachOthersWrites) {
+  LaneGroup group(LaneGroupOptions{.threads = 2, .spin_ns = 0});  // sleep at once
+  std::vector<int64_t> data(64, 0);
+  for (int round = 0; round < 2000; ++round) {
+    // Each round reads what the previous round wrote on any thread.
+    group.ParallelFor(64, [&](int64_t task, int) { data[static_cast<size_t>(task)] += 1; });
+  }
+  for (int64_t v : data) EXPECT_EQ(v, 2000);
+}
+
+TEST(LaneGroupTest, BothThreadsTakePartWhenTasksBlockEachOther) {
+  // Two tasks that each wait for the other can only finish if two threads
+  // run them at once.
+  LaneGroup group(LaneGroupOptions{.threads = 2});
+  std::atomic<int> arrived{0};
+  std::vector<int> ran_on(2, -1);
+  group.ParallelFor(2, [&](int64_t task, int thread) {
+    ran_on[static_cast<size_t>(task)] = thread;
+    arrived.fetch_add(1);
+    while (arrived.load() < 2) std::this_thread::yield();
+  });
+  EXPECT_NE(ran_on[0], ran_on[1]);
+}
+
+TEST(LaneGroupTest, FreeParallelForRunsInlineWithoutAGroup) {
+  std::vector<int> order;
+  ops::ParallelFor(nullptr, 4, [&](int64_t task, int thread) {
+    EXPECT_EQ(thread, 0);
+    order.push_back(static_cast<int>(task));
+  });
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace orrery::runtime
