@@ -165,6 +165,22 @@ using CostFn = OpCost (*)(const CostContext& ctx);
 // Bytes of every present input and output; 0 FLOPs.
 OpCost BytesMovedCost(const CostContext& ctx);
 
+// Fusions a kernel implements (see runtime/fuse.h), as internal attributes
+// the runtime's fusion pass may set on its nodes:
+//   kFuseBias: `_fused_bias` = 1, input #2 is a bias [N] added to every row;
+//   kFuseResidual: `_fused_residual` = 1, the last input Z has exactly the
+//     output's shape and is added (after any bias);
+//   kFuseActivation: `_fused_activation` (Relu, LeakyRelu, Clip,
+//     HardSigmoid, HardSwish, Sigmoid, Tanh) applied last, with
+//     `_fused_alpha` / `_fused_beta` (LeakyRelu alpha, Clip min / max,
+//     HardSigmoid alpha / beta).
+// Inference must reject malformed fused inputs with INVALID_ARGUMENT.
+enum FusionFlags : uint32_t {
+  kFuseBias = 1u << 0,
+  kFuseResidual = 1u << 1,
+  kFuseActivation = 1u << 2,
+};
+
 struct KernelDef {
   std::string op_type;
   Backend backend = Backend::kCpu;
@@ -177,6 +193,7 @@ struct KernelDef {
   OutputAlloc alloc = OutputAlloc::kPreallocated;
   CostFn cost = nullptr;  // optional, see CostFn
   PrepareFn prepare = nullptr;  // optional, see the top of this file
+  uint32_t fusions = 0;         // FusionFlags
 };
 
 // Runs `def` on inputs whose output types are known: Prepare (when the

@@ -50,6 +50,7 @@ struct PlanStats {
   size_t view_nodes = 0;     // Reshape/Flatten/Squeeze/... resolved to aliases (no step)
   size_t folded_nodes = 0;   // evaluated at compile or specialisation time
   size_t removed_nodes = 0;  // not contributing to any graph output
+  size_t fused_nodes = 0;    // merged into a Conv / Gemm / MatMul (runtime/fuse.h)
   int64_t arena_bytes = 0;   // one arena per concurrently running Execution
   int64_t naive_bytes = 0;   // the same values without buffer reuse
   int64_t output_bytes = 0;  // graph outputs, allocated per run outside the arena

@@ -251,6 +251,11 @@ Result<Graph> ImportModel(const onnx::ModelProto& model, const ops::OpRegistry& 
       node.outputs.push_back(id);
     }
     for (const auto& a : n.attribute()) {
+      if (!a.name().empty() && a.name()[0] == '_') {
+        // Reserved for Orrery's own rewrites (runtime/fuse.h).
+        return Status::InvalidArgument(label + ": unsupported attribute '" + a.name() +
+                                       "' (names starting with '_' are reserved)");
+      }
       Result<ops::AttrValue> v = ConvertAttribute(a);
       if (!v.ok()) return v.status().WithPrefix(label);
       node.attrs.Set(a.name(), std::move(v).value());

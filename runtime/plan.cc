@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/fold.h"
+#include "runtime/fuse.h"
 
 namespace orrery::runtime {
 namespace {
@@ -26,6 +27,7 @@ Result<Step> ResolveStep(const Node& node, const ops::OpRegistry& registry,
   step.compute = def->compute;
   step.cost = def->cost;
   step.prepare = def->prepare;
+  step.fusions = def->fusions;
   if (def->prepare != nullptr) step.node_cache = std::make_shared<ops::NodeCache>();
   step.alloc = def->alloc;
   step.inputs = node.inputs;
@@ -84,6 +86,11 @@ void PruneConstants(Plan* plan) {
   for (const Step& s : plan->steps) {
     for (int id : s.inputs) {
       if (id >= 0) used[static_cast<size_t>(id)] = true;
+    }
+    for (const Step& u : s.unfused) {
+      for (int id : u.inputs) {
+        if (id >= 0) used[static_cast<size_t>(id)] = true;
+      }
     }
   }
   for (int id : plan->output_slots) used[static_cast<size_t>(id)] = true;
@@ -169,7 +176,7 @@ ops::OpCost StepCost(const Step& step, std::span<const ops::TensorType> in_types
 }
 
 Result<Plan> CompilePlan(const Graph& graph, const ops::OpRegistry& registry,
-                         ops::Backend backend) {
+                         ops::Backend backend, const CompileOptions& options) {
   Plan plan;
   plan.opset = graph.opset;
   plan.num_slots = graph.values.size();
@@ -223,6 +230,9 @@ Result<Plan> CompilePlan(const Graph& graph, const ops::OpRegistry& registry,
   for (size_t id = 0; id < plan.num_slots; ++id) {
     if (!known[id].empty()) plan.constants.emplace_back(static_cast<int>(id), known[id]);
   }
+  if (options.fuse) {
+    ORRERY_ASSIGN_OR_RETURN(plan.fusion, FusePlan(&plan));
+  }
   PruneConstants(&plan);
   ComputeReleases(&plan);
   return plan;
@@ -241,7 +251,18 @@ Result<std::vector<std::optional<ops::TensorType>>> InferPlanTypes(
   }
   std::vector<ops::TensorType> in_types, out_types;
   std::vector<const Tensor*> in_values;
+  // Fused steps with a fallback are inferred through their original steps:
+  // the types are the same, and only those accept every shape.
+  std::vector<const Step*> order;
   for (const Step& step : plan.steps) {
+    if (step.unfused.empty()) {
+      order.push_back(&step);
+    } else {
+      for (const Step& u : step.unfused) order.push_back(&u);
+    }
+  }
+  for (const Step* sp : order) {
+    const Step& step = *sp;
     in_types.clear();
     in_values.clear();
     bool known = true;
@@ -303,7 +324,17 @@ Result<std::vector<Tensor>> ExecutePlan(const Plan& plan, std::vector<Tensor> in
     slots[static_cast<size_t>(plan.input_slots[i])] = std::move(inputs[i]);
   }
   for (const Step& step : plan.steps) {
-    ORRERY_RETURN_IF_ERROR(RunStep(plan, step, slots));
+    if (step.unfused.empty()) {
+      ORRERY_RETURN_IF_ERROR(RunStep(plan, step, slots));
+    } else {
+      // The reference semantics: the original steps, whatever the shapes.
+      for (const Step& u : step.unfused) ORRERY_RETURN_IF_ERROR(RunStep(plan, u, slots));
+      for (size_t u = 0; u + 1 < step.unfused.size(); ++u) {
+        for (int id : step.unfused[u].outputs) {
+          if (id >= 0) slots[static_cast<size_t>(id)] = Tensor();
+        }
+      }
+    }
     for (int id : step.release) slots[static_cast<size_t>(id)] = Tensor();
   }
   std::vector<Tensor> outputs;

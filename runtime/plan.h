@@ -32,6 +32,7 @@ struct Step {
   ops::ComputeFn compute = nullptr;
   ops::CostFn cost = nullptr;  // nullptr: ops::BytesMovedCost
   ops::PrepareFn prepare = nullptr;
+  uint32_t fusions = 0;  // ops::FusionFlags the kernel implements
   // Set when prepare is: what the node's preparations share across shapes.
   std::shared_ptr<ops::NodeCache> node_cache;
   ops::OutputAlloc alloc = ops::OutputAlloc::kPreallocated;
@@ -39,6 +40,17 @@ struct Step {
   std::vector<int> outputs;  // slots; -1 for absent optional outputs
   std::vector<int> release;  // slots last used by this step
   ops::Attributes attrs;
+  // A fused step (runtime/fuse.h) whose fusion is exact only for some input
+  // shapes: the original steps, run instead when the shapes do not allow it.
+  std::vector<Step> unfused;
+};
+
+// Nodes runtime/fuse.h merged into a preceding Conv / Gemm / MatMul.
+struct FusionStats {
+  size_t batchnorms_folded = 0;
+  size_t biases = 0;
+  size_t residuals = 0;
+  size_t activations = 0;
 };
 
 struct Plan {
@@ -51,14 +63,19 @@ struct Plan {
   std::vector<Step> steps;
   size_t folded_nodes = 0;   // evaluated at compile time (Constant nodes included)
   size_t removed_nodes = 0;  // dropped: they do not contribute to any graph output
+  FusionStats fusion;
 };
 
 // Compiles `graph` for `backend`: resolves kernels, drops nodes that no graph
 // output depends on, folds nodes whose inputs are all constants (bounded, see
 // runtime/fold.h) and computes liveness. Inference errors on constant-only
 // nodes reject the graph (they would fail every run).
+struct CompileOptions {
+  bool fuse = true;  // run runtime/fuse.h (off: every node is its own step)
+};
 Result<Plan> CompilePlan(const Graph& graph, const ops::OpRegistry& registry,
-                         ops::Backend backend = ops::Backend::kCpu);
+                         ops::Backend backend = ops::Backend::kCpu,
+                         const CompileOptions& options = {});
 
 // Type of every slot for the given graph-input types, as far as inference
 // can go without computed values (nullopt beyond that). Errors name the step.

@@ -58,7 +58,7 @@ class Builder {
       slot_entry_[static_cast<size_t>(base_.input_slots[i])] = id;
       sp_->input_entries.push_back(id);
     }
-    for (const Step& step : base_.steps) ORRERY_RETURN_IF_ERROR(Visit(step));
+    for (const Step& step : base_.steps) ORRERY_RETURN_IF_ERROR(VisitFusedOrNot(step));
     for (int slot : base_.output_slots) {
       const int e = slot_entry_[static_cast<size_t>(slot)];
       if (e < 0) {
@@ -92,6 +92,38 @@ class Builder {
   }
 
   const Entry& At(int e) const { return sp_->entries[static_cast<size_t>(e)]; }
+
+  // A fused step with a fallback runs fused only when its inference accepts
+  // these types (the residual has the output's shape); else its original
+  // steps run.
+  Status VisitFusedOrNot(const Step& step) {
+    if (step.unfused.empty()) return Visit(step);
+    if (FusedApplies(step)) return Visit(step);
+    for (const Step& u : step.unfused) ORRERY_RETURN_IF_ERROR(Visit(u));
+    return Status::Ok();
+  }
+
+  bool FusedApplies(const Step& step) {
+    std::vector<ops::TensorType> types;
+    std::vector<const Tensor*> values;
+    for (int slot : step.inputs) {
+      if (slot < 0) {
+        types.emplace_back();
+        values.push_back(nullptr);
+        continue;
+      }
+      const int e = slot_entry_[static_cast<size_t>(slot)];
+      if (e < 0 || !At(e).typed) return false;
+      types.push_back(At(e).type);
+      values.push_back(At(e).kind == EntryKind::kConstant
+                           ? &sp_->constants[static_cast<size_t>(At(e).index)]
+                           : nullptr);
+    }
+    std::vector<ops::TensorType> out;
+    if (!InferStep(step, base_.opset, types, values, &out).ok() || out.size() != 1) return false;
+    // The residual (last input) must be exactly output-shaped.
+    return !step.attrs.Has("_fused_residual") || types.back() == out[0];
+  }
 
   Status Visit(const Step& step) {
     in_entries_.clear();
@@ -278,6 +310,8 @@ class Builder {
     st.view_nodes = views_;
     st.folded_nodes = base_.folded_nodes + folded_;
     st.removed_nodes = base_.removed_nodes;
+    st.fused_nodes = base_.fusion.batchnorms_folded + base_.fusion.biases +
+                     base_.fusion.residuals + base_.fusion.activations;
     st.arena_bytes = sp_->memory.peak_bytes;
     st.naive_bytes = sp_->memory.naive_bytes;
     for (int e : sp_->output_buffers) st.output_bytes += Bytes(At(e).type);
