@@ -1,7 +1,8 @@
 // CRC32C (Castagnoli), the checksum of segment files.
 //
-// Why CRC32C: SSE4.2 computes it in hardware (one 8-byte step per cycle of
-// throughput, several GB/s on one core, far above what a disk delivers), it is
+// Why CRC32C: SSE4.2 computes it in hardware (8 bytes per instruction; with
+// three interleaved streams over 10 GB/s on one core, well above what a disk
+// delivers, so verifying a segment costs little next to reading it), it is
 // a real CRC (detects every burst error up to 32 bits, unlike a plain sum), and
 // it is the checksum ext4, iSCSI and RocksDB use, so test vectors abound.
 //
