@@ -14,13 +14,14 @@
 //             flight, every section's CRC32C verified) into a reused,
 //             pre-faulted buffer, and again into a fresh buffer per read
 //             (page faults included, as when filling a new cache entry);
+//   the reader's fallback paths (io_uring buffered, pread), for reference;
 //   pread     a pread loop of 1 MiB reads into the same buffer (buffered, no
 //             checksum);
 //   dd        `dd if=FILE of=/dev/null bs=1M`, run as a child process, timed
 //             from spawn to exit.
 // Prints the median / min / max time and median MB/s of each, and the ratio
 // io_uring / dd (target: <= 1.2). --sweep first times io_uring alone over a
-// grid of queue depths and chunk sizes. Reports ratios measured in one run;
+// grid of queue depths and chunk sizes (interleaved). Reports ratios measured in one run;
 // absolute numbers depend on the disk and on whatever else the machine does.
 #include <fcntl.h>
 #include <spawn.h>
@@ -224,25 +225,44 @@ int Run(const Args& args) {
   }
 
   if (args.sweep) {
-    std::printf("\nsweep: io_uring reader, median of %d cold reads\n", args.reps);
-    std::printf("| queue depth | chunk KiB | median ms | MB/s |\n|---|---|---|---|\n");
+    // Every configuration once per rep, in turn, so drift in the machine's
+    // load hits them alike.
+    struct Config {
+      uint32_t qd, kib;
+      std::unique_ptr<SegmentReader> reader;
+      std::vector<double> t;
+    };
+    std::vector<Config> configs;
     for (uint32_t qd : {1u, 2u, 4u, 8u, 16u, 32u}) {
-      for (uint32_t kib : {256u, 1024u, 4096u}) {
-        auto reader = MakeReader(qd, kib);
-        std::vector<double> t;
-        for (int r = 0; r < args.reps; ++r) {
-          Evict(path);
-          t.push_back(TimeUring(reader.get(), path, &buf));
-        }
-        const Stats s = Summarize(t);
-        std::printf("| %u | %u | %.1f | %.0f |\n", qd, kib, s.median * 1e3, mb / s.median);
-        std::fflush(stdout);
+      for (uint32_t kib : {128u, 256u, 1024u, 4096u}) configs.push_back({qd, kib, MakeReader(qd, kib), {}});
+    }
+    for (int r = 0; r < args.reps; ++r) {
+      for (auto& c : configs) {
+        Evict(path);
+        c.t.push_back(TimeUring(c.reader.get(), path, &buf));
       }
+    }
+    std::printf("\nsweep: io_uring reader, median of %d cold reads, configurations interleaved\n",
+                args.reps);
+    std::printf("| queue depth | chunk KiB | median ms | MB/s |\n|---|---|---|---|\n");
+    for (const auto& c : configs) {
+      const Stats s = Summarize(c.t);
+      std::printf("| %u | %u | %.1f | %.0f |\n", c.qd, c.kib, s.median * 1e3, mb / s.median);
     }
   }
 
   auto reader = MakeReader(args.queue_depth, args.chunk_kib);
-  std::vector<double> tu, tf, tp, td;
+  // The reader's fallback paths, for reference.
+  SegmentReader::Options fallback_options;
+  fallback_options.queue_depth = args.queue_depth;
+  fallback_options.chunk_bytes = args.chunk_kib * 1024;
+  fallback_options.use_direct_io = false;
+  auto buffered_reader = SegmentReader::Create(fallback_options);
+  Check(buffered_reader.status(), "SegmentReader::Create");
+  fallback_options.use_io_uring = false;
+  auto pread_reader = SegmentReader::Create(fallback_options);
+  Check(pread_reader.status(), "SegmentReader::Create");
+  std::vector<double> tu, tf, tb, tr, tp, td;
   for (int r = 0; r < args.reps; ++r) {  // interleaved, so drift hits all methods alike
     Evict(path);
     tu.push_back(TimeUring(reader.get(), path, &buf));
@@ -250,11 +270,16 @@ int Run(const Args& args) {
     AlignedBuffer fresh;  // as a loader filling a new host-cache entry: page faults included
     tf.push_back(TimeUring(reader.get(), path, &fresh));
     Evict(path);
+    tb.push_back(TimeUring(buffered_reader->get(), path, &buf));
+    Evict(path);
+    tr.push_back(TimeUring(pread_reader->get(), path, &buf));
+    Evict(path);
     tp.push_back(TimePread(path, &buf));
     Evict(path);
     td.push_back(TimeDd(path));
   }
-  const Stats su = Summarize(tu), sf = Summarize(tf), sp = Summarize(tp), sd = Summarize(td);
+  const Stats su = Summarize(tu), sf = Summarize(tf), sb = Summarize(tb), sr = Summarize(tr),
+              sp = Summarize(tp), sd = Summarize(td);
   std::printf("\ncold reads, %d reps each, interleaved; io_uring reader: %s, queue depth %u x %u KiB\n",
               args.reps, std::string(SegmentReadPathName(reader->last_path())).c_str(),
               args.queue_depth, args.chunk_kib);
@@ -265,6 +290,8 @@ int Run(const Args& args) {
   };
   row("io_uring reader (CRC verified)", su);
   row("io_uring reader, fresh buffer each read", sf);
+  row("reader fallback: io_uring buffered (no O_DIRECT)", sb);
+  row("reader fallback: pread path", sr);
   row("pread loop, 1 MiB", sp);
   row("dd bs=1M", sd);
   const double ratio = su.median / sd.median;

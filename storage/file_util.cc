@@ -21,8 +21,6 @@ Status ErrnoStatus(std::string_view op, std::string_view path, int err) {
     case ENOSPC:
     case EDQUOT:
       return Status::ResourceExhausted(std::move(msg));
-    case EIO:
-      return Status::DataLoss(std::move(msg));
     default:
       return Status::Unavailable(std::move(msg));
   }

@@ -37,8 +37,8 @@ class UniqueFd {
 };
 
 // "<op> <path>: <strerror>" with a code for `err`: ENOENT -> NOT_FOUND,
-// ENOSPC / EDQUOT -> RESOURCE_EXHAUSTED, EIO -> DATA_LOSS (the medium lost
-// bytes), anything else -> UNAVAILABLE (the I/O may work next time).
+// ENOSPC / EDQUOT -> RESOURCE_EXHAUSTED, anything else (EIO included) ->
+// UNAVAILABLE, as the catalog maps RocksDB I/O errors.
 Status ErrnoStatus(std::string_view op, std::string_view path, int err);
 
 // fsync of a directory, so a rename or unlink in it is durable.
