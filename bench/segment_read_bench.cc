@@ -175,7 +175,9 @@ std::unique_ptr<SegmentReader> MakeReader(uint32_t qd, uint32_t chunk_kib) {
 
 int Run(const Args& args) {
   std::string tmpl = args.dir + "/orrery_segbench_XXXXXX";
-  if (::mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp in " + args.dir + ": " + std::strerror(errno));
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    Die("mkdtemp in " + args.dir + ": " + std::strerror(errno));
+  }
   const std::string dir = tmpl;
   struct Cleanup {
     std::string dir;
@@ -199,7 +201,8 @@ int Run(const Args& args) {
   uint64_t off = 0;
   for (int i = 0; i < kSections; ++i) {
     // Sizes grow with depth, like ResNet's stages; the last takes the rest.
-    const uint64_t n = i == kSections - 1 ? total - off : total * (i + 1) / (kSections * (kSections + 1) / 2) + 13;
+    const uint64_t n =
+        i == kSections - 1 ? total - off : total * (i + 1) / (kSections * (kSections + 1) / 2) + 13;
     names.push_back("layer" + std::to_string(i));
     sections.push_back({names.back(), std::span<const std::byte>(payload.data() + off, n)});
     off += n;
@@ -234,7 +237,9 @@ int Run(const Args& args) {
     };
     std::vector<Config> configs;
     for (uint32_t qd : {1u, 2u, 4u, 8u, 16u, 32u}) {
-      for (uint32_t kib : {128u, 256u, 1024u, 4096u}) configs.push_back({qd, kib, MakeReader(qd, kib), {}});
+      for (uint32_t kib : {128u, 256u, 1024u, 4096u}) {
+        configs.push_back({qd, kib, MakeReader(qd, kib), {}});
+      }
     }
     for (int r = 0; r < args.reps; ++r) {
       for (auto& c : configs) {
@@ -280,9 +285,10 @@ int Run(const Args& args) {
   }
   const Stats su = Summarize(tu), sf = Summarize(tf), sb = Summarize(tb), sr = Summarize(tr),
               sp = Summarize(tp), sd = Summarize(td);
-  std::printf("\ncold reads, %d reps each, interleaved; io_uring reader: %s, queue depth %u x %u KiB\n",
-              args.reps, std::string(SegmentReadPathName(reader->last_path())).c_str(),
-              args.queue_depth, args.chunk_kib);
+  std::printf(
+      "\ncold reads, %d reps each, interleaved; io_uring reader: %s, queue depth %u x %u KiB\n",
+      args.reps, std::string(SegmentReadPathName(reader->last_path())).c_str(), args.queue_depth,
+      args.chunk_kib);
   std::printf("| method | median ms | min ms | max ms | median MB/s |\n|---|---|---|---|---|\n");
   auto row = [&](const char* name, const Stats& s) {
     std::printf("| %s | %.1f | %.1f | %.1f | %.0f |\n", name, s.median * 1e3, s.min * 1e3,
@@ -295,8 +301,9 @@ int Run(const Args& args) {
   row("pread loop, 1 MiB", sp);
   row("dd bs=1M", sd);
   const double ratio = su.median / sd.median;
-  std::printf("\ntime io_uring / time dd = %.2f (target <= 1.20: %s); time pread / time dd = %.2f\n",
-              ratio, ratio <= 1.2 ? "met" : "NOT met", sp.median / sd.median);
+  std::printf(
+      "\ntime io_uring / time dd = %.2f (target <= 1.20: %s); time pread / time dd = %.2f\n", ratio,
+      ratio <= 1.2 ? "met" : "NOT met", sp.median / sd.median);
   return 0;
 }
 

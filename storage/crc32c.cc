@@ -43,8 +43,8 @@ uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t n) {
     std::memcpy(&w, p, 8);  // little-endian host (x86-64 only, like the rest of Orrery)
     w ^= c;
     c = kTables[7][w & 0xFF] ^ kTables[6][(w >> 8) & 0xFF] ^ kTables[5][(w >> 16) & 0xFF] ^
-        kTables[4][(w >> 24) & 0xFF] ^ kTables[3][(w >> 32) & 0xFF] ^
-        kTables[2][(w >> 40) & 0xFF] ^ kTables[1][(w >> 48) & 0xFF] ^ kTables[0][w >> 56];
+        kTables[4][(w >> 24) & 0xFF] ^ kTables[3][(w >> 32) & 0xFF] ^ kTables[2][(w >> 40) & 0xFF] ^
+        kTables[1][(w >> 48) & 0xFF] ^ kTables[0][w >> 56];
     p += 8;
     n -= 8;
   }

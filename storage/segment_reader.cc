@@ -30,8 +30,8 @@ constexpr int kMaxSubmitRetries = 1000;
 void LogPathOnce(SegmentReadPath path, std::string_view why) {
   static std::atomic<bool> logged[3];
   if (!logged[static_cast<int>(path)].exchange(true)) {
-    spdlog::info("segment reader: using {}{}{}", SegmentReadPathName(path),
-                 why.empty() ? "" : ": ", why);
+    spdlog::info("segment reader: using {}{}{}", SegmentReadPathName(path), why.empty() ? "" : ": ",
+                 why);
   }
 }
 
@@ -63,8 +63,8 @@ class SectionVerifier {
       if (end < s_end) break;
       if (crc_ != s.crc32c) {
         return Status::DataLoss("segment " + path_ + ": section \"" + s.name +
-                                "\" checksum mismatch (stored " + Hex32(s.crc32c) +
-                                ", computed " + Hex32(crc_) + ")");
+                                "\" checksum mismatch (stored " + Hex32(s.crc32c) + ", computed " +
+                                Hex32(crc_) + ")");
       }
       ++next_;
       crc_ = 0;
@@ -249,9 +249,9 @@ Result<SegmentHeader> SegmentReader::Read(const std::string& path, AlignedBuffer
       return std::move(seg.header);
     }
   } else {
-    LogPathOnce(SegmentReadPath::kUringBuffered,
-                options_.use_direct_io ? "O_DIRECT not supported by the file system"
-                                       : "O_DIRECT disabled by options");
+    const char* why = options_.use_direct_io ? "O_DIRECT not supported by the file system"
+                                             : "O_DIRECT disabled by options";
+    LogPathOnce(SegmentReadPath::kUringBuffered, why);
   }
   last_path_ = SegmentReadPath::kUringBuffered;
   bool unused = false;
@@ -259,8 +259,8 @@ Result<SegmentHeader> SegmentReader::Read(const std::string& path, AlignedBuffer
   return std::move(seg.header);
 }
 
-Status SegmentReader::ReadPayloadPread(int fd, const std::string& path,
-                                       const SegmentHeader& header, AlignedBuffer* buffer) {
+Status SegmentReader::ReadPayloadPread(int fd, const std::string& path, const SegmentHeader& header,
+                                       AlignedBuffer* buffer) {
   SectionVerifier verifier(path, header, buffer->data());
   const uint64_t end = header.file_size();
   for (uint64_t off = kSegmentPageSize; off < end;) {
@@ -279,21 +279,22 @@ Status SegmentReader::ReadPayloadPread(int fd, const std::string& path,
 // to queue_depth slots reads one chunk at a time (resubmitting the rest after
 // a short read or EAGAIN). Chunks complete in any order; `contiguous` tracks
 // the prefix that is fully read, which the verifier checksums.
-Status SegmentReader::ReadPayloadUring(int fd, const std::string& path,
-                                       const SegmentHeader& header, AlignedBuffer* buffer,
-                                       bool direct, bool* einval_on_direct) {
+Status SegmentReader::ReadPayloadUring(int fd, const std::string& path, const SegmentHeader& header,
+                                       AlignedBuffer* buffer, bool direct, bool* einval_on_direct) {
   io_uring* ring = &ring_->ring;
   const uint64_t end = header.file_size();
   const uint64_t chunk = options_.chunk_bytes;
   const uint64_t num_chunks = (end - kSegmentPageSize + chunk - 1) / chunk;
   auto chunk_end = [&](uint64_t i) { return std::min(end, kSegmentPageSize + (i + 1) * chunk); };
   std::vector<uint64_t> remaining(num_chunks);  // bytes still to read per chunk
-  for (uint64_t i = 0; i < num_chunks; ++i) remaining[i] = chunk_end(i) - kSegmentPageSize - i * chunk;
+  for (uint64_t i = 0; i < num_chunks; ++i) {
+    remaining[i] = chunk_end(i) - kSegmentPageSize - i * chunk;
+  }
   SectionVerifier verifier(path, header, buffer->data());
-  uint64_t next_chunk = 0;   // next chunk to start
-  uint64_t contiguous = 0;   // chunks [0, contiguous) are complete
-  unsigned prepared = 0;     // SQEs prepared, not yet submitted
-  unsigned in_flight = 0;    // submitted, not yet completed
+  uint64_t next_chunk = 0;  // next chunk to start
+  uint64_t contiguous = 0;  // chunks [0, contiguous) are complete
+  unsigned prepared = 0;    // SQEs prepared, not yet submitted
+  unsigned in_flight = 0;   // submitted, not yet completed
   bool fail_next_direct = direct && options_.testing_fail_first_direct_read;
   Status error;
 
@@ -316,7 +317,8 @@ Status SegmentReader::ReadPayloadUring(int fd, const std::string& path,
         prepared -= static_cast<unsigned>(r);
         in_flight += static_cast<unsigned>(r);
         submit_retries = 0;
-      } else if (r == -EINTR || ((r == -EAGAIN || r == -EBUSY) && ++submit_retries < kMaxSubmitRetries)) {
+      } else if (r == -EINTR ||
+                 ((r == -EAGAIN || r == -EBUSY) && ++submit_retries < kMaxSubmitRetries)) {
         if (in_flight == 0) continue;  // nothing to wait for: submit again
       } else {
         error = ErrnoStatus("io_uring submit for", path, -r);

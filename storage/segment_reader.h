@@ -44,10 +44,10 @@ std::string_view SegmentReadPathName(SegmentReadPath path);
 class SegmentReader {
  public:
   struct Options {
-    uint32_t queue_depth = 8;          // io_uring reads in flight, 1..256
-    uint32_t chunk_bytes = 1u << 20;   // bytes per read, a multiple of 4096, <= 64 MiB
-    bool use_io_uring = true;          // false: the pread path, as if io_uring were unavailable
-    bool use_direct_io = true;         // false: never open with O_DIRECT
+    uint32_t queue_depth = 8;         // io_uring reads in flight, 1..256
+    uint32_t chunk_bytes = 1u << 20;  // bytes per read, a multiple of 4096, <= 64 MiB
+    bool use_io_uring = true;         // false: the pread path, as if io_uring were unavailable
+    bool use_direct_io = true;        // false: never open with O_DIRECT
     // Test only: the first O_DIRECT io_uring read of each Read completes with
     // EINVAL, as on a file system that accepts O_DIRECT at open but not at read.
     bool testing_fail_first_direct_read = false;

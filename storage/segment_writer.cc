@@ -113,9 +113,9 @@ Result<SegmentHeader> WriteSegment(const std::string& dir, std::string_view name
   std::vector<SegmentSectionSpec> specs;
   specs.reserve(contents.sections.size());
   for (const auto& s : contents.sections) specs.push_back({s.name, s.bytes.size()});
-  ORRERY_ASSIGN_OR_RETURN(SegmentHeader header,
-                          PlanSegment(contents.layout_version, contents.content_id, contents.key,
-                                      specs));
+  ORRERY_ASSIGN_OR_RETURN(
+      SegmentHeader header,
+      PlanSegment(contents.layout_version, contents.content_id, contents.key, specs));
 
   const std::string tmp = dir + "/" + TempName(name);
   const std::string final_path = dir + "/" + std::string(name);

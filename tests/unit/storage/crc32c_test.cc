@@ -43,8 +43,8 @@ TEST(Crc32c, InterleavedBlocksMatchPortableOnLongInputs) {
   std::mt19937 rng(11);
   std::vector<uint8_t> data(3 * 8192 * 5 + 4096);
   for (auto& b : data) b = static_cast<uint8_t>(rng());
-  std::vector<size_t> lengths = {767, 768, 769, 775, 776, 1536, 2000, 24575, 24576, 24577,
-                                 24576 + 768, 49152 + 700, 3 * 8192 * 5};
+  std::vector<size_t> lengths = {767,   768,   769,   775,         776,         1536,        2000,
+                                 24575, 24576, 24577, 24576 + 768, 49152 + 700, 3 * 8192 * 5};
   for (size_t off : {0, 1, 3, 8}) {
     for (size_t n : lengths) {
       ASSERT_EQ(Crc32c(data.data() + off, n), Crc32cExtendPortable(0, data.data() + off, n))

@@ -53,7 +53,9 @@ struct TestSegment {
   std::vector<std::byte> tail = RandomBytes(1, 3);
   std::vector<SegmentSectionData> sections{
       {"weights", weights}, {"empty", {}}, {"bias", bias}, {"tail", tail}};
-  SegmentContents contents() const { return {7, 0x0123456789ABCDEFull, "tenant-a/resnet/2", sections}; }
+  SegmentContents contents() const {
+    return {7, 0x0123456789ABCDEFull, "tenant-a/resnet/2", sections};
+  }
 };
 
 std::string WriteTestSegment(const TempDir& dir, const TestSegment& seg,
@@ -147,16 +149,17 @@ TEST(SegmentIo, EveryPathReadsIdenticalBytes) {
   // many chunks; then the defaults.
   for (auto [qd, chunk] : {std::pair<uint32_t, uint32_t>{3, 4096}, {8, 1u << 20}, {1, 8192}}) {
     for (const auto& c : PathCases(qd, chunk)) {
-      SCOPED_TRACE(std::string(c.label) + " qd=" + std::to_string(qd) + " chunk=" + std::to_string(chunk));
+      SCOPED_TRACE(std::string(c.label) + " qd=" + std::to_string(qd) +
+                   " chunk=" + std::to_string(chunk));
       if (c.expected != SegmentReadPath::kPread && !uring) continue;
       auto reader = MakeReader(c.options);
       ASSERT_NE(reader, nullptr);
       AlignedBuffer buf;
       auto h = reader->Read(path, &buf);
       ASSERT_TRUE(h.ok()) << h.status().ToString();
-      const SegmentReadPath expected =
-          c.expected == SegmentReadPath::kUringDirect && !direct ? SegmentReadPath::kUringBuffered
-                                                                 : c.expected;
+      const SegmentReadPath expected = c.expected == SegmentReadPath::kUringDirect && !direct
+                                           ? SegmentReadPath::kUringBuffered
+                                           : c.expected;
       EXPECT_EQ(reader->last_path(), expected) << SegmentReadPathName(reader->last_path());
       EXPECT_EQ(h->layout_version, 7u);
       EXPECT_EQ(h->content_id, 0x0123456789ABCDEFull);
@@ -243,7 +246,8 @@ TEST(SegmentIo, CorruptHeaderIsDataLoss) {
   AlignedBuffer buf;
   auto r = reader->Read(path, &buf);
   EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(r.status().message().find("header checksum"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("header checksum"), std::string::npos)
+      << r.status().message();
   EXPECT_NE(r.status().message().find(path), std::string::npos);
   EXPECT_EQ(ReadSegmentHeader(path).status().code(), StatusCode::kDataLoss);
 }
@@ -313,12 +317,14 @@ TEST(SegmentIo, ReadSegmentHeaderReturnsTheTable) {
 }
 
 TEST(SegmentIo, BadReaderOptionsAreInvalidArgument) {
-  EXPECT_EQ(SegmentReader::Create({.queue_depth = 0}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SegmentReader::Create({.queue_depth = 0}).status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(SegmentReader::Create({.queue_depth = 1000}).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(SegmentReader::Create({.chunk_bytes = 1000}).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(SegmentReader::Create({.chunk_bytes = 0}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SegmentReader::Create({.chunk_bytes = 0}).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 // ---- writer and directory housekeeping
