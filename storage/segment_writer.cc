@@ -24,16 +24,16 @@ constexpr size_t kMaxNameBytes = 200;
 constexpr std::string_view kTempMarker = ".tmp-";
 
 // Distinguishes this process's temp files from those of earlier runs, which
-// may have had the same pid (containers restart as pid 1).
-const std::string& ProcessNonce() {
-  static const std::string nonce = [] {
+// may have had the same pid (containers restart as pid 1), and from those of
+// forked children, which inherit the random part: "<random>.<pid>".
+std::string ProcessNonce() {
+  static const uint64_t random = [] {
     std::random_device rd;
-    const uint64_t v = (uint64_t{rd()} << 32) ^ rd();
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-    return std::string(buf);
+    return (uint64_t{rd()} << 32) ^ rd();
   }();
-  return nonce;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64 ".%ld", random, static_cast<long>(::getpid()));
+  return buf;
 }
 
 std::string TempName(std::string_view name) {
