@@ -1,9 +1,9 @@
 // Writing segment files atomically, and the directory housekeeping start-up
 // recovery needs. Format: storage/segment_format.h.
 //
-// WriteSegment writes "<dir>/.<name>.tmp-<nonce>-<n>" (a hidden temp name in
-// the same directory), fdatasyncs it, renames it over "<dir>/<name>" and
-// fsyncs the directory. A crash at any point leaves either the old file (or
+// WriteSegment writes "<dir>/.<name>.tmp-<nonce>.<pid>-<n>" (a hidden temp
+// name in the same directory), fdatasyncs it, renames it over "<dir>/<name>"
+// and fsyncs the directory. A crash at any point leaves either the old file (or
 // none) or the complete new one under the final name, plus at worst a temp
 // file that RemoveStaleSegmentTempFiles deletes. Files are created mode 0600
 // (tenants' weights).
@@ -54,9 +54,9 @@ Result<std::vector<std::string>> ListSegmentFiles(const std::string& dir);
 
 // Deletes the temp files other processes (or an earlier run of this one) left
 // in `dir` and returns how many. Temp files of writers still running in this
-// process are kept (they carry a per-process random nonce), so this is safe to
-// call at any time; temp files of another live process writing into the same
-// dir are not (one orreryd owns a data dir).
+// process are kept (their names carry a random per-run nonce and the pid), so
+// this is safe to call at any time; temp files of another live process
+// writing into the same dir are not (one orreryd owns a data dir).
 Result<size_t> RemoveStaleSegmentTempFiles(const std::string& dir);
 
 // Unlinks `<dir>/<name>` and fsyncs the directory. NOT_FOUND if absent.
