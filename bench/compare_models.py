@@ -13,9 +13,11 @@ Also prints ORT against PyTorch's own output (a check of the export, not of
 Orrery). Exit 0 only when every model passes.
 
 latency: orrery-run --bench and ort_run.js --iterations on the same model and
-input shape at each thread count; p50/p99 and Orrery/ORT ratios (lower is
-better for Orrery), geometric mean of the p50 ratios; with --doc, also writes
-the markdown report. Models Orrery cannot run are listed, not timed.
+input shape at each thread count (intra-op threads, one request at a time), at
+batch 1 and batch 8; p50/p99, Orrery's p99/p50 and GFLOP/s, Orrery/ORT ratios
+(lower is better for Orrery), geometric means; with --doc, also rewrites the
+generated block of the markdown report (other sections stay). Models Orrery
+cannot run are listed, not timed.
 """
 import argparse
 import datetime
@@ -254,6 +256,17 @@ def orrery_bench(args, model, shape_flags, threads, iters):
     return o, ""
 
 
+def batched_input(path, batch, tmpdir):
+    """input_i.pb repeated `batch` times along axis 0 (every exported model's batch
+    axis), written to tmpdir; returns (path, shape)."""
+    a = load_pb(path)
+    b = np.concatenate([a] * batch, axis=0)
+    out = os.path.join(tmpdir, f"b{batch}_" + os.path.basename(path))
+    with open(out, "wb") as f:
+        f.write(numpy_helper.from_array(b).SerializeToString())
+    return out, b.shape
+
+
 def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
@@ -294,134 +307,176 @@ def throughput(res, iters):
 
 
 def latency(args):
-    """orrery-run --bench N --threads T runs T concurrent single-threaded requests;
-    the like-for-like ORT run is T concurrent session.run() calls with one
-    intra-op thread each. ORT with one request on T intra-op threads is shown
-    beside it: the single-request latency Orrery would need intra-op parallelism
-    for."""
+    """One request at a time on both sides: orrery-run --bench N --threads T (a lane
+    group of T threads) against ort_run.js --threads T (intraOpNumThreads=T), same
+    model, same input shape, at batch 1 (latency) and batch 8 (throughput)."""
     threads = [int(t) for t in args.threads.split(",")]
-    rows, skipped, starved = [], [], []
+    rows, brows, skipped, starved = [], [], [], []
     ratios = {t: [] for t in threads}
+    bratios = {t: [] for t in threads}
+    jitter = []
     ort_version = ""
     load_before = os.getloadavg()
+    tmpdir = tempfile.mkdtemp(prefix="orrery-bench-")
     for name in model_dirs(args.models, args.only):
         mdir = os.path.join(args.models, name)
         model = os.path.join(mdir, "model.onnx")
         _, inputs, _ = model_info(model)
         data = os.path.join(mdir, "test_data_set_0")
-        feeds, shape_flags = [], []
-        for i, inp in enumerate(inputs):
-            path = os.path.join(data, f"input_{i}.pb")
-            feeds += ["--input", f"{inp}={path}"]
-            # Same shape on both sides; orrery-run's --bench makes its own random data.
-            shape_flags += ["--shape", f"{inp}={','.join(str(d) for d in load_pb(path).shape)}"]
+        sides = {}
+        for batch in (1, args.batch):
+            feeds, shape_flags = [], []
+            for i, inp in enumerate(inputs):
+                path = os.path.join(data, f"input_{i}.pb")
+                shape = load_pb(path).shape
+                if batch != 1:
+                    path, shape = batched_input(path, batch, tmpdir)
+                feeds += ["--input", f"{inp}={path}"]
+                # Same shape on both sides; orrery-run's --bench makes its own random data.
+                shape_flags += ["--shape", f"{inp}={','.join(str(d) for d in shape)}"]
+            sides[batch] = (feeds, shape_flags)
         # Probe one Orrery run to size the iteration count to ~target seconds per side.
-        rc, out, err = run([args.orrery_run, model, "--bench", "1", *shape_flags], args.timeout)
+        rc, out, err = run([args.orrery_run, model, "--bench", "1", *sides[1][1]], args.timeout)
         if rc != 0:
             skipped.append((name, short_error(err)))
             continue
         probe_ms = max(parse_json_line(out)["p50_ms"], 1e-3)
         iters = int(min(max(args.target_seconds * 1000 / probe_ms, args.min_iters), args.max_iters))
         for t in threads:
-            o, err = orrery_bench(args, model, shape_flags, t, iters * t)
-            r = intra = None
-            if not err:
-                r, err = ort_bench(args, model, feeds, 1, t, iters * t)
-            if not err:
-                intra = r
-                if t > 1:
-                    intra, err = ort_bench(args, model, feeds, t, 1, iters)
-            if err:
-                skipped.append((f"{name} (threads {t})", err))
-                continue
-            ort_version = r.get("ort_version") or ort_version
-            ratio50 = o["p50_ms"] / r["p50_ms"]
-            ratio99 = o["p99_ms"] / r["p99_ms"]
-            ratios[t].append(ratio50)
-            if t > 1 and min(o["cores"], r["cores"]) < 0.75 * t:
-                starved.append(f"{name} T={t}")
-            rows.append([name, t, iters * t,
-                         f"{o['p50_ms']:.3f}", f"{o['p99_ms']:.3f}", f"{throughput(o, iters):.1f}",
-                         f"{r['p50_ms']:.3f}", f"{r['p99_ms']:.3f}", f"{throughput(r, iters):.1f}",
-                         f"{ratio50:.2f}", f"{ratio99:.2f}", f"{intra['p50_ms']:.3f}",
-                         f"{o['cores']:.2f} / {r['cores']:.2f}"])
-            print(f"{name} T={t} runs={iters * t}: orrery p50 {o['p50_ms']:.3f} ms, "
-                  f"ORT p50 {r['p50_ms']:.3f} ms, ratio {ratio50:.2f}; ORT 1 request x {t} "
-                  f"threads p50 {intra['p50_ms']:.3f} ms", flush=True)
+            for batch in (1, args.batch):
+                feeds, shape_flags = sides[batch]
+                n = iters if batch == 1 else max(args.min_iters, iters // batch)
+                o, err = orrery_bench(args, model, shape_flags, t, n)
+                r = None
+                if not err:
+                    r, err = ort_bench(args, model, feeds, t, 1, n)
+                if err:
+                    skipped.append((f"{name} (threads {t}, batch {batch})", err))
+                    continue
+                ort_version = r.get("ort_version") or ort_version
+                if t > 1 and min(o["cores"], r["cores"]) < 0.75 * t:
+                    starved.append(f"{name} T={t} batch {batch}")
+                ratio50 = o["p50_ms"] / r["p50_ms"]
+                if batch == 1:
+                    ratio99 = o["p99_ms"] / r["p99_ms"]
+                    gflops = o.get("flops", 0) / (o["p50_ms"] * 1e6) if o["p50_ms"] > 0 else 0
+                    ratios[t].append(ratio50)
+                    jitter.append(o["p99_ms"] / o["p50_ms"])
+                    rows.append([name, t, n,
+                                 f"{o['p50_ms']:.3f}", f"{o['p99_ms']:.3f}",
+                                 f"{o['p99_ms'] / o['p50_ms']:.2f}", f"{gflops:.1f}",
+                                 f"{r['p50_ms']:.3f}", f"{r['p99_ms']:.3f}",
+                                 f"{ratio50:.2f}", f"{ratio99:.2f}",
+                                 f"{o['cores']:.2f} / {r['cores']:.2f}"])
+                else:
+                    bratios[t].append(ratio50)
+                    brows.append([name, t, batch, n,
+                                  f"{batch * 1000 / o['p50_ms']:.1f}",
+                                  f"{batch * 1000 / r['p50_ms']:.1f}", f"{ratio50:.2f}"])
+                print(f"{name} T={t} batch={batch} runs={n}: orrery p50 {o['p50_ms']:.3f} ms "
+                      f"p99 {o['p99_ms']:.3f}, ORT p50 {r['p50_ms']:.3f} ms, ratio {ratio50:.2f}",
+                      flush=True)
     load_after = os.getloadavg()
 
-    header = ["model", "T", "runs", "Orrery p50 ms", "Orrery p99 ms", "Orrery req/s",
-              "ORT p50 ms", "ORT p99 ms", "ORT req/s", "p50 ratio", "p99 ratio",
-              "ORT 1 req, T threads p50 ms", "cores Orrery / ORT"]
+    header = ["model", "T", "runs", "Orrery p50 ms", "Orrery p99 ms", "Orrery p99/p50",
+              "Orrery GFLOP/s", "ORT p50 ms", "ORT p99 ms", "p50 ratio", "p99 ratio",
+              "cores Orrery / ORT"]
+    bheader = ["model", "T", "batch", "runs", "Orrery images/s", "ORT images/s",
+               "latency ratio"]
     print()
     print_table(header, rows)
+    print()
+    print_table(bheader, brows)
     gm = {t: geomean(v) for t, v in ratios.items()}
+    bgm = {t: geomean(v) for t, v in bratios.items()}
     for t in threads:
         print(f"geometric mean p50 ratio (Orrery/ORT), T={t}: "
-              f"{'-' if gm[t] is None else f'{gm[t]:.2f}'} over {len(ratios[t])} model(s)")
+              f"{'-' if gm[t] is None else f'{gm[t]:.2f}'} over {len(ratios[t])} model(s); "
+              f"batch {args.batch}: {'-' if bgm[t] is None else f'{bgm[t]:.2f}'}")
     for name, err in skipped:
         print(f"not timed: {name}: {err}")
     if starved:
         print(f"warning: fewer cores than T (machine busy): {', '.join(starved)}")
 
     if args.doc:
-        write_doc(args, header, rows, gm, ratios, skipped, ort_version, load_before, load_after,
-                  starved)
+        write_doc(args, dict(header=header, rows=rows, bheader=bheader, brows=brows, gm=gm,
+                             bgm=bgm, ratios=ratios, jitter=jitter, skipped=skipped,
+                             ort_version=ort_version, load_before=load_before,
+                             load_after=load_after, starved=starved))
         print(f"wrote {args.doc}")
     return 0
 
 
-def write_doc(args, header, rows, gm, ratios, skipped, ort_version, load_before, load_after,
-              starved):
+BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"
+
+
+def write_doc(args, r):
+    """Replaces the generated block of args.doc (between the latency markers),
+    keeping every other section of the file."""
     root = os.path.dirname(HERE)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     cmd = args.command or " ".join(shlex.quote(a) for a in sys.argv)
-    md = ["# Benchmarks: Orrery vs ONNX Runtime", "",
-          "Generated by `bench/run_real_models.sh latency`; do not edit by hand, re-run it.",
-          "Ratios are Orrery / ORT latency measured side by side in one run on one machine",
-          "(below 1.0 means Orrery is faster). Absolute times depend on the machine; compare",
-          "ratios between runs, not milliseconds.", "",
+    fmt = lambda g: "-" if g is None else f"{g:.2f}"
+    md = [BEGIN, "## Latency: Orrery vs ONNX Runtime", "",
+          "Generated by `bench/run_real_models.sh latency`; do not edit this block by hand, "
+          "re-run it. Ratios are Orrery / ORT latency measured side by side in one run on one "
+          "machine (below 1.0 means Orrery is faster). Compare ratios between runs, not "
+          "milliseconds.", "",
           f"- Date: {now}",
           f"- Command: `{cmd}`",
           f"- Machine: {machine_line()}",
-          f"- Load average (1 min) before / after: {load_before[0]:.2f} / {load_after[0]:.2f}",
-          f"- Orrery: `orrery-run --bench N --threads T` at commit {git_rev(root)}: T threads "
-          "each running requests back to back, concurrently, on one compiled model.",
-          f"- ONNX Runtime: onnxruntime-node {ort_version or '?'} via `bench/ort_run.js`, "
-          "interOpNumThreads=1, sequential, all graph optimizations. Like for like with Orrery: "
-          "T worker threads, each with its own session (intraOpNumThreads=1) running requests "
-          "back to back, concurrently (the ORT p50/p99/req/s and ratio columns). For reference: one request at a time with intraOpNumThreads=T "
-          "(`ORT 1 req, T threads`), the single-request latency intra-op parallelism buys.",
+          f"- Load average (1 min) before / after: {r['load_before'][0]:.2f} / "
+          f"{r['load_after'][0]:.2f}",
+          f"- Orrery: `orrery-run --bench N --threads T` at commit {git_rev(root)}: one request "
+          "at a time, each on a lane group of T threads.",
+          f"- ONNX Runtime: onnxruntime-node {r['ort_version'] or '?'} via `bench/ort_run.js "
+          "--threads T`: one request at a time, intraOpNumThreads=T, interOpNumThreads=1, "
+          "all graph optimizations.",
           "- Models: bench/export_models.py (torchvision / torch.nn, random weights, seed 0, "
-          "opset 17), batch 1, float32; both sides get the same input shape.",
-          "- Per model and T: warm-up max(1, min(runs/10, 10)) runs, then `runs` timed runs "
-          "(T x N, N sized from one Orrery probe run to about "
-          f"{args.target_seconds:g} s, clamped to [{args.min_iters}, {args.max_iters}]); both sides "
-          "use the same count. Latency is per request, nearest-rank percentiles; req/s is runs / "
-          "wall time of the timed loop.",
-          "- Ratio = Orrery / ORT (like-for-like columns); above 1.0 means Orrery is slower.",
-          "- cores = the process's CPU seconds / wall seconds over the whole invocation (model "
-          "load included). On a 2-core machine shared with other work (see load average), a T=2 "
-          "run whose cores stay near 1 did not get two cores, and its latencies are inflated "
-          "for both sides alike; p99 is the most sensitive to that.",
-          "", "## Latency", ""]
-    if starved:
-        md += [f"**In this run {len(starved)} of the T>1 measurements got clearly fewer cores "
-               "than T on one side or both** (" + ", ".join(starved) + "): the machine was busy; "
-               "their latencies show contention, not scaling. Re-run on an idle machine for T>1.", ""]
-    md.append("| " + " | ".join(header) + " |")
-    md.append("|" + "|".join("---" for _ in header) + "|")
-    md += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    md += ["", "## Geometric mean of p50 ratios", "", "| T | models | Orrery/ORT p50 |",
-           "|---|---|---|"]
-    for t, g in gm.items():
-        md.append(f"| {t} | {len(ratios[t])} | {'-' if g is None else f'{g:.2f}'} |")
-    if skipped:
-        md += ["", "## Not timed", "", "Models (or thread counts) Orrery or ORT could not run:", ""]
-        md += [f"- {n}: {e}" for n, e in skipped]
-    md.append("")
+          "opset 17), float32; both sides get the same input shape.",
+          "- Per model, T and batch: warm-up max(1, min(runs/10, 10)) runs, then `runs` timed "
+          f"runs (sized from one Orrery probe to about {args.target_seconds:g} s, clamped to "
+          f"[{args.min_iters}, {args.max_iters}]; batch {args.batch} uses runs/{args.batch}); "
+          "nearest-rank percentiles. GFLOP/s = the plan's FLOPs (kernels' cost functions) / "
+          "p50.",
+          "- cores = CPU seconds / wall seconds of the whole invocation (model load included): "
+          "a T=2 row whose cores stay near 1 did not get two cores.",
+          "", "### Batch 1", ""]
+    if r["starved"]:
+        md += [f"**{len(r['starved'])} of the T>1 measurements got clearly fewer cores than T** "
+               "(" + ", ".join(r["starved"]) + "): the machine was busy; their latencies show "
+               "contention, not scaling.", ""]
+    md.append("| " + " | ".join(r["header"]) + " |")
+    md.append("|" + "|".join("---" for _ in r["header"]) + "|")
+    md += ["| " + " | ".join(str(c) for c in row) + " |" for row in r["rows"]]
+    md += ["", f"### Batch {args.batch} throughput", ""]
+    md.append("| " + " | ".join(r["bheader"]) + " |")
+    md.append("|" + "|".join("---" for _ in r["bheader"]) + "|")
+    md += ["| " + " | ".join(str(c) for c in row) + " |" for row in r["brows"]]
+    md += ["", "### Summary", "", f"| T | models | geomean p50 ratio, batch 1 | geomean ratio, "
+           f"batch {args.batch} |", "|---|---|---|---|"]
+    for t, g in r["gm"].items():
+        md.append(f"| {t} | {len(r['ratios'][t])} | {fmt(g)} | {fmt(r['bgm'][t])} |")
+    if r["jitter"]:
+        md += ["", f"Worst Orrery p99/p50 at batch 1: {max(r['jitter']):.2f}."]
+    if r["skipped"]:
+        md += ["", "### Not timed", "", "Models (or settings) Orrery or ORT could not run:", ""]
+        md += [f"- {n}: {e}" for n, e in r["skipped"]]
+    md.append(END)
+    block = "\n".join(md)
+    try:
+        with open(args.doc) as f:
+            old = f.read()
+    except OSError:
+        old = ""
+    if BEGIN in old and END in old:
+        new = old[:old.index(BEGIN)] + block + old[old.index(END) + len(END):]
+    else:
+        # No block yet: put it first, keep everything else below.
+        rest = old.split("\n", 1)[1] if old.startswith("# ") and "\n" in old else old
+        new = "# Benchmarks\n\n" + block + "\n\n" + rest.lstrip("\n")
     with open(args.doc, "w") as f:
-        f.write("\n".join(md))
+        f.write(new if new.endswith("\n") else new + "\n")
 
 
 def main():
@@ -437,6 +492,7 @@ def main():
                    help="latency: approximate timed seconds per model, side and thread count")
     p.add_argument("--min-iters", type=int, default=5)
     p.add_argument("--max-iters", type=int, default=200)
+    p.add_argument("--batch", type=int, default=8, help="latency: batch size for throughput")
     p.add_argument("--doc", default="", help="latency: write the markdown report here")
     p.add_argument("--command", default="", help="latency: command line to record in the report")
     args = p.parse_args()

@@ -54,6 +54,7 @@ struct PlanStats {
   int64_t arena_bytes = 0;   // one arena per concurrently running Execution
   int64_t naive_bytes = 0;   // the same values without buffer reuse
   int64_t output_bytes = 0;  // graph outputs, allocated per run outside the arena
+  int64_t flops = 0;         // per run, by the kernels' CostFns (static steps)
 };
 
 class Execution {

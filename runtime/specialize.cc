@@ -310,6 +310,7 @@ class Builder {
     st.view_nodes = views_;
     st.folded_nodes = base_.folded_nodes + folded_;
     st.removed_nodes = base_.removed_nodes;
+    for (const PlannedStep& ps : sp_->steps) st.flops += ps.cost.flops;
     st.fused_nodes = base_.fusion.batchnorms_folded + base_.fusion.biases +
                      base_.fusion.residuals + base_.fusion.activations;
     st.arena_bytes = sp_->memory.peak_bytes;

@@ -399,12 +399,14 @@ int Bench(const Args& args, const CompiledModel& model) {
       "{\"model\":%s,\"iterations\":%lld,\"threads\":%lld,\"concurrency\":%lld,"
       "\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
       "\"min_ms\":%.4f,\"mean_ms\":%.4f,\"throughput_per_s\":%.2f,\"steps\":%zu,"
-      "\"dynamic_steps\":%zu,\"folded_nodes\":%zu,\"fused_nodes\":%zu,\"arena_bytes\":%lld,\"naive_bytes\":%lld}\n",
+      "\"dynamic_steps\":%zu,\"folded_nodes\":%zu,\"fused_nodes\":%zu,\"flops\":%lld,"
+      "\"arena_bytes\":%lld,\"naive_bytes\":%lld}\n",
       JsonQuote(args.model).c_str(), static_cast<long long>(args.bench),
       static_cast<long long>(args.threads), static_cast<long long>(workers), pct(50), pct(99),
       sorted.front(),
       sum / static_cast<double>(ms.size()), static_cast<double>(ms.size()) / wall_s,
       stats.num_steps, stats.dynamic_steps, stats.folded_nodes, stats.fused_nodes,
+      static_cast<long long>(stats.flops),
       static_cast<long long>(stats.arena_bytes), static_cast<long long>(stats.naive_bytes));
   if (args.profile) PrintProfile(profile);
   return 0;
