@@ -1,0 +1,57 @@
+// Inter-arrival times of one model and the keep-alive / pre-warm windows
+// derived from them, after INFless (and Shahrad et al.'s hybrid histogram):
+// after a request at time t, the next one is expected in
+//   [t + prewarm window, t + keep-alive window],
+// the prewarm window being a low percentile (default 5th) and the keep-alive
+// window a high one (default 99th) of the observed gaps. A model expected
+// soon is kept; one not expected for longer than a reload can be unloaded and
+// pre-warmed (reloaded) just before its window opens.
+//
+// Buckets are log-spaced, 4 per octave from 1 ms (about 19% wide) up to
+// 2^25 ms (~9 h); longer gaps land in an overflow bucket. Counts age: when
+// they reach a maximum (Add's max_total) all are halved, so the windows follow a change of
+// pattern. Not thread-safe; Add O(1), Windows O(buckets).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace orrery {
+
+struct KeepAliveOptions {
+  double prewarm_percentile = 0.05;
+  double keepalive_percentile = 0.99;
+  int min_samples = 4;        // fewer gaps than this: no windows (plain cost eviction)
+};
+
+struct KeepAliveWindows {
+  bool valid = false;       // enough samples to predict
+  int64_t prewarm_ns = 0;   // next request not expected before last + prewarm_ns
+  int64_t keepalive_ns = 0; // ... nor after last + keepalive_ns (INT64_MAX: unbounded)
+};
+
+class IdleHistogram {
+ public:
+  static constexpr int kBucketsPerOctave = 4;
+  static constexpr int kOctaves = 25;
+  static constexpr int kBuckets = kBucketsPerOctave * kOctaves + 1;  // + overflow
+  static constexpr int64_t kBaseNs = 1'000'000;                      // 1 ms
+
+  // Records one gap; halves every count first when the total has reached
+  // `max_total`.
+  void Add(int64_t gap_ns, double max_total = 256);
+  double total() const { return total_; }
+  KeepAliveWindows Windows(const KeepAliveOptions& options) const;
+
+  // Bucket bounds, exposed for tests: bucket b holds gaps in [Lower(b), Upper(b)).
+  static int BucketOf(int64_t gap_ns);
+  static int64_t Lower(int b);
+  static int64_t Upper(int b);
+
+ private:
+  std::array<double, kBuckets> counts_{};
+  double total_ = 0;
+  double samples_ = 0;  // not aged: decides `valid`
+};
+
+}  // namespace orrery

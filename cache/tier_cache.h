@@ -1,0 +1,236 @@
+// The residency logic shared by the host cache (disk -> RAM) and the device
+// cache (RAM -> device pages): which model versions are resident in one
+// bounded tier, which are moving into it, which are pinned, what to evict and
+// when to pre-warm. It moves no bytes itself: moves are returned as actions
+// with a predicted start and end on the tier's resource timeline (the loader
+// or the link), the caller performs them in predicted-start order and reports
+// each one's end with FinishMove. All times come from the injected Clock, so
+// every decision is deterministic under a FakeClock.
+//
+// States per registered model: kAbsent (on the tier below) -> kMoving
+// (bytes reserved, move in flight) -> kResident. Pinned (pin count > 0) while
+// a request uses it; a pinned or moving entry is never evicted.
+//
+// Eviction (policy kMissCost), one victim at a time until the new entry fits,
+// among resident unpinned entries, smallest first of:
+//   1. tenant within its fair share (those over it go first: share =
+//      capacity * weight / sum of weights of tenants holding bytes, the
+//      requester included; the requester's incoming bytes count);
+//   2. protected by keep-alive (inside its expected window, idle_histogram.h);
+//   3. expected miss cost per byte: rate (req/s) * predicted reload time / bytes;
+//   4. last use, then key (determinism).
+// Policy kLru is plain least-recently-used (no shares, no keep-alive), the
+// baseline the benchmarks compare against. A model larger than the tier can
+// never fit and is refused at Register (RESOURCE_EXHAUSTED naming both sizes).
+//
+// Thread-safe (one mutex); every call is O(entries) at most, except eviction,
+// O(entries x victims).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "cache/clock.h"
+#include "cache/idle_histogram.h"
+#include "cache/model_key.h"
+#include "cache/rate_estimator.h"
+#include "cache/timeline.h"
+#include "cache/transfer_model.h"
+
+namespace orrery {
+
+enum class Residency { kAbsent, kMoving, kResident };
+std::string_view ResidencyName(Residency r);
+
+enum class EvictionPolicy { kMissCost, kLru };
+
+struct TierOptions {
+  std::string name = "tier";        // "host", "device": used in messages
+  int64_t capacity_bytes = 0;       // > 0
+  int64_t granule_bytes = 1;        // entries are charged whole granules (device pages)
+  int concurrency = 1;              // moves in flight (slots of the timeline)
+  TransferModel::Options transfer;  // the move's cost model
+  EvictionPolicy policy = EvictionPolicy::kMissCost;
+  bool keepalive = true;            // protect / expire / pre-warm by idle-time windows
+  KeepAliveOptions keepalive_options;
+  // Pre-warm this long before the predicted reload must start (covers the
+  // caller's polling period and queueing on the timeline).
+  int64_t prewarm_margin_ns = 50 * kNsPerMs;
+  int64_t rate_tau_ns = 30 * kNsPerSec;  // horizon of the request-rate estimate
+};
+
+// A move into the tier (a load or a transfer) the caller must perform.
+struct TierAction {
+  uint64_t id = 0;  // pass to FinishMove
+  ModelKey key;
+  int64_t bytes = 0;
+  Interval predicted;  // on the tier's timeline
+  bool prewarm = false;
+};
+
+struct Acquisition {
+  Residency state_before = Residency::kAbsent;
+  int64_t ready_ns = 0;  // predicted time the weights are resident (now when they are)
+  std::optional<TierAction> action;  // the move this call started, if any
+  std::vector<ModelKey> evicted;     // entries dropped to make room
+};
+
+struct TierEntryInfo {
+  ModelKey key;
+  int64_t bytes = 0;
+  int64_t charged_bytes = 0;
+  Residency state = Residency::kAbsent;
+  int pins = 0;
+  int64_t last_use_ns = 0;
+  double rate_per_sec = 0;
+  KeepAliveWindows windows;
+};
+
+struct TierStats {
+  std::string name;
+  int64_t capacity_bytes = 0;
+  int64_t used_bytes = 0;      // resident + moving (charged)
+  int64_t resident_bytes = 0;
+  int64_t pinned_bytes = 0;    // resident and pinned
+  size_t entries = 0;          // registered
+  size_t resident = 0;
+  uint64_t hits = 0;           // acquired while resident
+  uint64_t joins = 0;          // acquired while moving (waits for a move in flight)
+  uint64_t misses = 0;         // acquired while absent: a cold move
+  uint64_t moves_started = 0;
+  uint64_t moves_failed = 0;
+  uint64_t prewarms = 0;       // moves started ahead of demand
+  uint64_t evictions = 0;
+  uint64_t expirations = 0;    // unloaded by the keep-alive policy
+  int64_t bytes_moved = 0;
+  // Integral of resident-but-unpinned bytes over time (byte-ns): memory held
+  // for models nobody is using.
+  double idle_byte_ns = 0;
+  double bytes_per_sec = 0;    // the transfer model's current bandwidth
+};
+
+class TierCache {
+ public:
+  TierCache(const TierOptions& options, const Clock* clock);
+  virtual ~TierCache() = default;
+
+  // INVALID_ARGUMENT unless capacity > 0, granule > 0 and capacity is a
+  // multiple of granule, concurrency >= 1.
+  static Status Validate(const TierOptions& options);
+
+  // RESOURCE_EXHAUSTED if `bytes` can never fit this tier (checked at upload).
+  Status CheckFits(const ModelKey& key, int64_t bytes) const;
+  // Makes a model known (absent). Idempotent for the same size; a new size is
+  // taken only while absent (FAILED_PRECONDITION otherwise). INVALID_ARGUMENT
+  // for bytes <= 0; RESOURCE_EXHAUSTED as CheckFits.
+  Status Register(const ModelKey& key, int64_t bytes);
+  // Forgets it (model deleted). FAILED_PRECONDITION while pinned or moving.
+  Status Unregister(const ModelKey& key);
+  // A tenant's weight for the fair share of this tier (default 1).
+  Status SetTenantWeight(const std::string& tenant, double weight);
+
+  // A request needs `key` now: records the arrival (rate, idle gaps), pins
+  // the entry and, if absent, makes room and starts a move. NOT_FOUND if not
+  // registered; UNAVAILABLE (nothing changed) when the room cannot be made
+  // because pinned or moving entries hold it: retry after a Release.
+  Result<Acquisition> Acquire(const ModelKey& key);
+  // Undoes one Acquire. FAILED_PRECONDITION if not pinned.
+  Status Release(const ModelKey& key);
+  // The caller's move `action_id` ended now; `started_ns` is when it really
+  // began (for the bandwidth sample). A failed move leaves the entry absent
+  // (its pins stay until released). NOT_FOUND for an unknown action.
+  Status FinishMove(uint64_t action_id, int64_t started_ns, const Status& outcome);
+
+  // Starts a move ahead of demand, without pinning, if it fits in free memory
+  // or by evicting only unprotected entries that are worth less (lower miss
+  // cost per byte) and, when the tenant is over its share, only its own.
+  // nullopt when already resident/moving or no such room exists.
+  Result<std::optional<TierAction>> Prewarm(const ModelKey& key);
+  // True if `key` is absent and, by its windows, should be moving in at time
+  // `t_ns` (its expected window opens within the reload time + margin and has
+  // not closed).
+  bool ShouldPrewarm(const ModelKey& key, int64_t t_ns) const;
+  // Every registered key for which ShouldPrewarm(key, t_ns) holds, in key order.
+  std::vector<ModelKey> PrewarmDue(int64_t t_ns) const;
+  // Unloads resident unpinned entries the keep-alive policy does not expect
+  // to be used before they could be reloaded: past their keep-alive window,
+  // or before their prewarm window by more than the reload time + margin.
+  // Returns them. No-op unless options.keepalive.
+  std::vector<ModelKey> ExpireIdle();
+  // Operator eviction. FAILED_PRECONDITION while pinned or moving.
+  Status Evict(const ModelKey& key);
+
+  Residency state(const ModelKey& key) const;  // kAbsent for unknown keys
+  std::optional<TierEntryInfo> Info(const ModelKey& key) const;
+  // Predicted time `key` would be resident if acquired now: now when resident,
+  // the move's predicted end when moving, else now's prediction of a new move
+  // on the timeline (evictions assumed possible). NOT_FOUND if unknown.
+  Result<int64_t> PredictReadyNs(const ModelKey& key) const;
+  // Predicted duration of a move of `bytes` (the transfer model's).
+  int64_t PredictMoveNs(int64_t bytes) const;
+  // Where a move of `key`'s bytes that cannot start before `earliest_ns`
+  // would sit on the timeline if started now (placement: a device transfer
+  // after a host load). NOT_FOUND if unknown.
+  Result<Interval> PredictMove(const ModelKey& key, int64_t earliest_ns) const;
+  TierStats Stats() const;
+  const TierOptions& options() const { return options_; }
+
+ protected:
+  // Hooks for a tier that must place the bytes (device pages): called under
+  // the lock when an entry's bytes are reserved (a move starts) and freed
+  // (evicted, expired, failed). Never fail: the accounting guarantees room.
+  virtual void OnReserve(const ModelKey& /*key*/, int64_t /*charged_bytes*/) {}
+  virtual void OnFree(const ModelKey& /*key*/) {}
+
+ private:
+  struct Entry {
+    explicit Entry(int64_t tau_ns) : rate(tau_ns) {}
+    int64_t bytes = 0;
+    int64_t charged = 0;
+    Residency state = Residency::kAbsent;
+    int pins = 0;
+    bool seen = false;        // has had a request
+    int64_t last_use_ns = 0;  // last request arrival
+    RateEstimator rate;
+    IdleHistogram idle;
+    uint64_t action_id = 0;   // while moving
+    bool prewarmed = false;   // the move in flight was a prewarm
+  };
+  using Entries = std::map<ModelKey, Entry>;
+
+  int64_t Charge(int64_t bytes) const;
+  void Tick(int64_t now_ns);
+  double ValuePerByte(const Entry& e, int64_t now_ns) const;
+  bool Protected(const Entry& e, int64_t now_ns) const;
+  bool ShouldPrewarmLocked(const Entry& e, int64_t t_ns) const;
+  double Share(const std::string& tenant, const std::string& requester) const;
+  // Victims whose eviction frees `needed` bytes for `requester`, or nullopt.
+  std::optional<std::vector<Entries::iterator>> PlanEviction(const ModelKey& requester,
+                                                             int64_t needed, bool prewarm,
+                                                             int64_t now_ns);
+  void Drop(Entries::iterator it, bool expired);
+  TierAction StartMove(Entries::iterator it, int64_t now_ns, bool prewarm);
+  double Weight(const std::string& tenant) const;
+
+  TierOptions options_;
+  const Clock* clock_;
+  mutable std::mutex mu_;
+  Entries entries_;
+  std::map<std::string, double> weights_;
+  std::map<std::string, int64_t> tenant_used_;  // charged bytes, resident + moving
+  std::map<uint64_t, ModelKey> actions_;
+  ResourceTimeline timeline_;
+  TransferModel transfer_;
+  int64_t used_ = 0;
+  int64_t resident_ = 0;
+  int64_t pinned_resident_ = 0;
+  int64_t last_tick_ns_ = 0;
+  TierStats stats_;
+};
+
+}  // namespace orrery
