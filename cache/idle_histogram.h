@@ -22,12 +22,19 @@ struct KeepAliveOptions {
   double prewarm_percentile = 0.05;
   double keepalive_percentile = 0.99;
   int min_samples = 4;        // fewer gaps than this: no windows (plain cost eviction)
+  // A model is "predictable" (periodic-like) when prewarm >= this x keep-alive:
+  // only then is it unloaded before its window and pre-warmed. A Poisson-like
+  // model (p5 / p99 of exponential gaps ~ 0.01) is only kept until its
+  // keep-alive window closes, as in Shahrad et al.'s fallback for
+  // unrepresentative histograms.
+  double min_predictability = 0.25;
 };
 
 struct KeepAliveWindows {
   bool valid = false;       // enough samples to predict
   int64_t prewarm_ns = 0;   // next request not expected before last + prewarm_ns
   int64_t keepalive_ns = 0; // ... nor after last + keepalive_ns (INT64_MAX: unbounded)
+  bool predictable = false; // narrow window: unload before it and pre-warm
 };
 
 class IdleHistogram {

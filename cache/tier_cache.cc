@@ -138,8 +138,23 @@ double TierCache::Share(const std::string& tenant, const std::string& requester)
   return static_cast<double>(options_.capacity_bytes) * Weight(tenant) / sum;
 }
 
+double TierCache::ExpectedRate(const Entry& e, int64_t now_ns) const {
+  const double rate = e.rate.PerSec(now_ns);
+  if (!options_.keepalive || !e.seen) return rate;
+  const KeepAliveWindows w = e.idle.Windows(options_.keepalive_options);
+  if (!w.valid || !w.predictable) return rate;
+  const int64_t since = now_ns - e.last_use_ns;
+  if (since > w.keepalive_ns) return rate;  // the window was missed: no better guess than the rate
+  const int64_t reload = transfer_.PredictNs(e.bytes) + options_.prewarm_margin_ns;
+  // Not expected before it could be reloaded: holding it is worth nothing now.
+  if (w.prewarm_ns > reload && since < w.prewarm_ns - reload) return 0;
+  // Expected within the window: at least one request before it closes.
+  const double remaining_s = static_cast<double>(std::max<int64_t>(w.keepalive_ns - since, kNsPerMs)) / 1e9;
+  return std::max(rate, 1.0 / remaining_s);
+}
+
 double TierCache::ValuePerByte(const Entry& e, int64_t now_ns) const {
-  return e.rate.PerSec(now_ns) * static_cast<double>(transfer_.PredictNs(e.bytes)) /
+  return ExpectedRate(e, now_ns) * static_cast<double>(transfer_.PredictNs(e.bytes)) /
          static_cast<double>(e.charged);
 }
 
@@ -151,14 +166,14 @@ bool TierCache::Protected(const Entry& e, int64_t now_ns) const {
   const int64_t reload = transfer_.PredictNs(e.bytes) + options_.prewarm_margin_ns;
   if (since > w.keepalive_ns) return false;
   // Not expected before it could be reloaded: holding it now only idles memory.
-  if (w.prewarm_ns > reload && since < w.prewarm_ns - reload) return false;
+  if (w.predictable && w.prewarm_ns > reload && since < w.prewarm_ns - reload) return false;
   return true;
 }
 
 bool TierCache::ShouldPrewarmLocked(const Entry& e, int64_t t_ns) const {
   if (!options_.keepalive || !e.seen || e.state != Residency::kAbsent) return false;
   const KeepAliveWindows w = e.idle.Windows(options_.keepalive_options);
-  if (!w.valid) return false;
+  if (!w.valid || !w.predictable) return false;
   const int64_t since = t_ns - e.last_use_ns;
   const int64_t reload = transfer_.PredictNs(e.bytes) + options_.prewarm_margin_ns;
   return since >= 0 && since <= w.keepalive_ns && since >= w.prewarm_ns - reload;
@@ -215,8 +230,8 @@ std::optional<std::vector<TierCache::Entries::iterator>> TierCache::PlanEviction
         const std::string& tb = b.it->first.tenant;
         const int ca = static_cast<double>(used[ta]) > share[ta] ? 0 : 1;
         const int cb = static_cast<double>(used[tb]) > share[tb] ? 0 : 1;
-        better = std::make_tuple(ca, a.prot, a.value, a.it->second.last_use_ns, std::cref(a.it->first)) <
-                 std::make_tuple(cb, b.prot, b.value, b.it->second.last_use_ns, std::cref(b.it->first));
+        better = std::make_tuple(ca, a.value, a.it->second.last_use_ns, std::cref(a.it->first)) <
+                 std::make_tuple(cb, b.value, b.it->second.last_use_ns, std::cref(b.it->first));
       }
       if (better) best = i;
     }

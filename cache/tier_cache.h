@@ -16,9 +16,12 @@
 //   1. tenant within its fair share (those over it go first: share =
 //      capacity * weight / sum of weights of tenants holding bytes, the
 //      requester included; the requester's incoming bytes count);
-//   2. protected by keep-alive (inside its expected window, idle_histogram.h);
-//   3. expected miss cost per byte: rate (req/s) * predicted reload time / bytes;
-//   4. last use, then key (determinism).
+//   2. expected miss cost per byte: expected rate (req/s) * predicted reload
+//      time / bytes. The expected rate is the recent rate (rate_estimator.h),
+//      except for a predictable model (idle_histogram.h): 0 before its
+//      window opens (it will be pre-warmed), at least 1 / (time left in the
+//      window) inside it;
+//   3. last use, then key (determinism).
 // Policy kLru is plain least-recently-used (no shares, no keep-alive), the
 // baseline the benchmarks compare against. A model larger than the tier can
 // never fit and is refused at Register (RESOURCE_EXHAUSTED naming both sizes).
@@ -151,15 +154,16 @@ class TierCache {
   // cost per byte) and, when the tenant is over its share, only its own.
   // nullopt when already resident/moving or no such room exists.
   Result<std::optional<TierAction>> Prewarm(const ModelKey& key);
-  // True if `key` is absent and, by its windows, should be moving in at time
-  // `t_ns` (its expected window opens within the reload time + margin and has
-  // not closed).
+  // True if `key` is absent, predictable (idle_histogram.h) and should be
+  // moving in at time `t_ns`: its expected window opens within the reload
+  // time + margin and has not closed.
   bool ShouldPrewarm(const ModelKey& key, int64_t t_ns) const;
   // Every registered key for which ShouldPrewarm(key, t_ns) holds, in key order.
   std::vector<ModelKey> PrewarmDue(int64_t t_ns) const;
   // Unloads resident unpinned entries the keep-alive policy does not expect
   // to be used before they could be reloaded: past their keep-alive window,
-  // or before their prewarm window by more than the reload time + margin.
+  // or (predictable ones) before their prewarm window by more than the
+  // reload time + margin.
   // Returns them. No-op unless options.keepalive.
   std::vector<ModelKey> ExpireIdle();
   // Operator eviction. FAILED_PRECONDITION while pinned or moving.
@@ -205,6 +209,7 @@ class TierCache {
 
   int64_t Charge(int64_t bytes) const;
   void Tick(int64_t now_ns);
+  double ExpectedRate(const Entry& e, int64_t now_ns) const;
   double ValuePerByte(const Entry& e, int64_t now_ns) const;
   bool Protected(const Entry& e, int64_t now_ns) const;
   bool ShouldPrewarmLocked(const Entry& e, int64_t t_ns) const;
