@@ -19,7 +19,9 @@ std::string_view ResidencyName(Residency r) {
 TierCache::TierCache(const TierOptions& options, const Clock* clock)
     : options_(options),
       clock_(clock),
-      timeline_(std::max(options.concurrency, 1)),
+      timeline_(options.timeline != nullptr
+                    ? options.timeline
+                    : std::make_shared<ResourceTimeline>(std::max(options.concurrency, 1))),
       transfer_(options.transfer) {
   if (options_.granule_bytes <= 0) options_.granule_bytes = 1;
   last_tick_ns_ = clock_->NowNs();
@@ -267,7 +269,7 @@ TierAction TierCache::StartMove(Entries::iterator it, int64_t now_ns, bool prewa
   action.key = it->first;
   action.bytes = e.bytes;
   action.prewarm = prewarm;
-  action.id = timeline_.Reserve(now_ns, transfer_.PredictNs(e.bytes), &action.predicted);
+  action.id = timeline_->Reserve(now_ns, transfer_.PredictNs(e.bytes), &action.predicted);
   e.action_id = action.id;
   actions_.emplace(action.id, it->first);
   ++stats_.moves_started;
@@ -310,7 +312,7 @@ Result<Acquisition> TierCache::Acquire(const ModelKey& key) {
       break;
     case Residency::kMoving: {
       ++stats_.joins;
-      std::optional<Interval> iv = timeline_.Get(e.action_id);
+      std::optional<Interval> iv = timeline_->Get(e.action_id);
       acq.ready_ns = iv.has_value() ? iv->end_ns : now;
       break;
     }
@@ -351,7 +353,7 @@ Status TierCache::FinishMove(uint64_t action_id, int64_t started_ns, const Statu
   }
   auto it = entries_.find(a->second);
   actions_.erase(a);
-  timeline_.Finish(action_id, now);
+  timeline_->Finish(action_id, now);
   if (it == entries_.end()) return Status::Ok();  // cannot happen: Unregister refuses moving entries
   Entry& e = it->second;
   e.action_id = 0;
@@ -471,12 +473,12 @@ Result<int64_t> TierCache::PredictReadyNs(const ModelKey& key) const {
   switch (e.state) {
     case Residency::kResident: return now;
     case Residency::kMoving: {
-      std::optional<Interval> iv = timeline_.Get(e.action_id);
+      std::optional<Interval> iv = timeline_->Get(e.action_id);
       return iv.has_value() ? std::max(now, iv->end_ns) : now;
     }
     case Residency::kAbsent: break;
   }
-  return timeline_.Predict(now, transfer_.PredictNs(e.bytes)).end_ns;
+  return timeline_->Predict(now, transfer_.PredictNs(e.bytes)).end_ns;
 }
 
 int64_t TierCache::PredictMoveNs(int64_t bytes) const {
@@ -491,7 +493,7 @@ Result<Interval> TierCache::PredictMove(const ModelKey& key, int64_t earliest_ns
     return Status::NotFound("model " + key.ToString() + " is not registered with the " + options_.name +
                             " cache");
   }
-  return timeline_.Predict(std::max(earliest_ns, clock_->NowNs()), transfer_.PredictNs(it->second.bytes));
+  return timeline_->Predict(std::max(earliest_ns, clock_->NowNs()), transfer_.PredictNs(it->second.bytes));
 }
 
 TierStats TierCache::Stats() const {

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -57,6 +58,10 @@ struct TierOptions {
   int64_t capacity_bytes = 0;       // > 0
   int64_t granule_bytes = 1;        // entries are charged whole granules (device pages)
   int concurrency = 1;              // moves in flight (slots of the timeline)
+  // The resource moves run on; null: the cache makes its own with
+  // `concurrency` slots. A device cache passes its device's link, so that
+  // its transfers queue with every other copy on that link.
+  std::shared_ptr<ResourceTimeline> timeline;
   TransferModel::Options transfer;  // the move's cost model
   EvictionPolicy policy = EvictionPolicy::kMissCost;
   bool keepalive = true;            // protect / expire / pre-warm by idle-time windows
@@ -183,6 +188,8 @@ class TierCache {
   Result<Interval> PredictMove(const ModelKey& key, int64_t earliest_ns) const;
   TierStats Stats() const;
   const TierOptions& options() const { return options_; }
+  // The resource moves run on (the loader; a device's link).
+  const ResourceTimeline& timeline() const { return *timeline_; }
 
  protected:
   // Hooks for a tier that must place the bytes (device pages): called under
@@ -229,7 +236,7 @@ class TierCache {
   std::map<std::string, double> weights_;
   std::map<std::string, int64_t> tenant_used_;  // charged bytes, resident + moving
   std::map<uint64_t, ModelKey> actions_;
-  ResourceTimeline timeline_;
+  std::shared_ptr<ResourceTimeline> timeline_;
   TransferModel transfer_;
   int64_t used_ = 0;
   int64_t resident_ = 0;

@@ -11,6 +11,7 @@ int64_t ResourceTimeline::TailNs(const Slot& slot) const {
 }
 
 Interval ResourceTimeline::Predict(int64_t earliest_ns, int64_t duration_ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
   duration_ns = std::max<int64_t>(duration_ns, 0);
   int64_t best = INT64_MAX;
   for (const Slot& s : slots_) best = std::min(best, std::max(earliest_ns, TailNs(s)));
@@ -18,6 +19,7 @@ Interval ResourceTimeline::Predict(int64_t earliest_ns, int64_t duration_ns) con
 }
 
 uint64_t ResourceTimeline::Reserve(int64_t earliest_ns, int64_t duration_ns, Interval* predicted) {
+  std::lock_guard<std::mutex> lock(mu_);
   duration_ns = std::max<int64_t>(duration_ns, 0);
   size_t best_slot = 0;
   int64_t best = INT64_MAX;
@@ -35,6 +37,7 @@ uint64_t ResourceTimeline::Reserve(int64_t earliest_ns, int64_t duration_ns, Int
 }
 
 std::optional<Interval> ResourceTimeline::Get(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
   for (const Slot& s : slots_) {
     for (const Reservation& r : s.queue) {
       if (r.id == id) return r.at;
@@ -44,6 +47,7 @@ std::optional<Interval> ResourceTimeline::Get(uint64_t id) const {
 }
 
 bool ResourceTimeline::Remove(uint64_t id, std::optional<int64_t> end_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
   for (Slot& s : slots_) {
     for (size_t i = 0; i < s.queue.size(); ++i) {
       if (s.queue[i].id != id) continue;
@@ -77,18 +81,21 @@ bool ResourceTimeline::Finish(uint64_t id, int64_t end_ns) { return Remove(id, e
 bool ResourceTimeline::Cancel(uint64_t id) { return Remove(id, std::nullopt); }
 
 int64_t ResourceTimeline::FreeAtNs() const {
+  std::lock_guard<std::mutex> lock(mu_);
   int64_t best = INT64_MAX;
   for (const Slot& s : slots_) best = std::min(best, TailNs(s));
   return best;
 }
 
 size_t ResourceTimeline::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   for (const Slot& s : slots_) n += s.queue.size();
   return n;
 }
 
 int64_t ResourceTimeline::BusyNs(int64_t from_ns, int64_t to_ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
   auto overlap = [&](const Interval& iv) {
     return std::max<int64_t>(0, std::min(to_ns, iv.end_ns) - std::max(from_ns, iv.start_ns));
   };
@@ -101,6 +108,7 @@ int64_t ResourceTimeline::BusyNs(int64_t from_ns, int64_t to_ns) const {
 }
 
 void ResourceTimeline::Prune(int64_t before_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
   std::erase_if(history_, [&](const Interval& iv) { return iv.end_ns < before_ns; });
 }
 

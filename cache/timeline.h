@@ -9,12 +9,14 @@
 // stay true as measurements arrive. Finished intervals are kept as busy
 // periods for utilisation until Prune drops them.
 //
-// Not thread-safe (the owning cache locks). Costs: Predict/Reserve O(slots),
-// Finish/Get O(reservations on the timeline), BusyNs O(history).
+// Thread-safe (one mutex), so that a device's link can be shared by its cache
+// and other copies. Costs: Predict/Reserve O(slots), Finish/Get
+// O(reservations on the timeline), BusyNs O(history).
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -29,6 +31,9 @@ struct Interval {
 class ResourceTimeline {
  public:
   explicit ResourceTimeline(int slots);
+
+  ResourceTimeline(const ResourceTimeline&) = delete;
+  ResourceTimeline& operator=(const ResourceTimeline&) = delete;
 
   int slots() const { return static_cast<int>(slots_.size()); }
 
@@ -68,6 +73,7 @@ class ResourceTimeline {
   int64_t TailNs(const Slot& slot) const;
   bool Remove(uint64_t id, std::optional<int64_t> end_ns);
 
+  mutable std::mutex mu_;
   std::vector<Slot> slots_;
   std::vector<Interval> history_;
   uint64_t next_id_ = 1;
