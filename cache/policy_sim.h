@@ -60,7 +60,7 @@ struct PolicySimResult {
   double duration_s = 0;
   uint64_t unavailable_retries = 0;
 
-  // One JSON object, for logs and docs/benchmarks.md.
+  // One JSON object, for logs and cache/README.md.
   std::string ToJson(SimPolicy policy) const;
 };
 

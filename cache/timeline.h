@@ -50,7 +50,7 @@ class ResourceTimeline {
   // Drops a pending reservation (never ran); later ones move up.
   bool Cancel(uint64_t id);
 
-  // Earliest time any slot has nothing reserved.
+  // Earliest time any slot has nothing reserved (INT64_MIN if never used).
   int64_t FreeAtNs() const;
   size_t pending() const;
   // Slot-nanoseconds busy within [from_ns, to_ns), finished and pending work

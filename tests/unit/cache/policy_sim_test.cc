@@ -19,7 +19,7 @@ TEST(PolicySimTest, IsDeterministic) {
 // Zipf background + periodic models, the cache holding a quarter of the
 // weights: memory is always full whatever the policy (idle resident bytes
 // stay ~ the budget), so the comparison is cold loads. Prints one JSON line
-// per policy (the numbers in docs/benchmarks.md).
+// per policy (the numbers in cache/README.md).
 TEST(PolicySimTest, UnderMemoryPressureKeepAliveHasFewerColdLoadsThanLru) {
   PolicySimParams p;
   PolicySimResult lru = RunPolicySim(p, SimPolicy::kLru);
