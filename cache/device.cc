@@ -1,5 +1,6 @@
 #include "cache/device.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -180,16 +181,17 @@ std::string SimulatedDevice::Describe() const {
 }
 
 int64_t SimulatedDevice::link_latency_ns() const {
-  return static_cast<int64_t>(std::llround(config_.latency_us * 1000));
+  return static_cast<int64_t>(std::llround(std::min(config_.latency_us * 1000, 1e15)));
 }
 
 int64_t SimulatedDevice::CopyNs(int64_t bytes) const {
-  return link_latency_ns() +
-         static_cast<int64_t>(std::ceil(static_cast<double>(std::max<int64_t>(bytes, 0)) / link_bytes_per_sec() * 1e9));
+  // Clamped (1e18 ns, 31 years) so that absurd configurations cannot overflow.
+  const double ns = std::ceil(static_cast<double>(std::max<int64_t>(bytes, 0)) / link_bytes_per_sec() * 1e9);
+  return link_latency_ns() + static_cast<int64_t>(std::min(ns, 1e18));
 }
 
 int64_t SimulatedDevice::ExecNs(int64_t cpu_exec_ns) const {
-  return static_cast<int64_t>(std::ceil(static_cast<double>(cpu_exec_ns) / config_.speedup));
+  return static_cast<int64_t>(std::min(std::ceil(static_cast<double>(cpu_exec_ns) / config_.speedup), 1e18));
 }
 
 }  // namespace orrery

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <queue>
+#include <tuple>
 #include <vector>
 
 #include "cache/host_cache.h"

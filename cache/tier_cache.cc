@@ -264,7 +264,6 @@ TierAction TierCache::StartMove(Entries::iterator it, int64_t now_ns, bool prewa
   used_ += e.charged;
   tenant_used_[it->first.tenant] += e.charged;
   e.state = Residency::kMoving;
-  e.prewarmed = prewarm;
   TierAction action;
   action.key = it->first;
   action.bytes = e.bytes;

@@ -210,7 +210,6 @@ class TierCache {
     RateEstimator rate;
     IdleHistogram idle;
     uint64_t action_id = 0;   // while moving
-    bool prewarmed = false;   // the move in flight was a prewarm
   };
   using Entries = std::map<ModelKey, Entry>;
 

@@ -12,8 +12,9 @@ TransferModel::TransferModel(const Options& options) : options_(options) {
 }
 
 int64_t TransferModel::PredictNs(int64_t bytes) const {
-  const double ns = static_cast<double>(std::max<int64_t>(bytes, 0)) / bytes_per_ns_;
-  return options_.latency_ns + static_cast<int64_t>(std::ceil(ns));
+  // Clamped so that absurd inputs cannot overflow int64 (1e18 ns is 31 years).
+  const double ns = std::min(std::ceil(static_cast<double>(std::max<int64_t>(bytes, 0)) / bytes_per_ns_), 1e18);
+  return options_.latency_ns + static_cast<int64_t>(ns);
 }
 
 void TransferModel::Observe(int64_t bytes, int64_t measured_ns) {
