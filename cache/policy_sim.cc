@@ -209,6 +209,7 @@ PolicySimResult RunPolicySim(const PolicySimParams& p, SimPolicy policy) {
         break;
       }
     }
+    r.max_used_bytes = std::max(r.max_used_bytes, cache->Stats().used_bytes);
   }
   clock.AdvanceTo(end_ns);
   const TierStats s = cache->Stats();

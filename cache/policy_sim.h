@@ -59,6 +59,7 @@ struct PolicySimResult {
   double budget_bytes = 0;
   double duration_s = 0;
   uint64_t unavailable_retries = 0;
+  int64_t max_used_bytes = 0;  // sampled after every event: must stay <= budget_bytes
 
   // One JSON object, for logs and cache/README.md.
   std::string ToJson(SimPolicy policy) const;

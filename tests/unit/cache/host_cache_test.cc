@@ -1,5 +1,10 @@
 #include "cache/host_cache.h"
 
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace orrery {
@@ -336,6 +341,54 @@ TEST_F(HostCacheTest, ModelExpectedSoonIsKeptOverAColderOne) {
     ASSERT_EQ(n->evicted.size(), 1u);
     EXPECT_EQ(n->evicted[0], keepalive ? other : bursty) << "keepalive=" << keepalive;
   }
+}
+
+}  // namespace
+}  // namespace orrery
+
+namespace orrery {
+namespace {
+
+// Many threads acquiring, loading and releasing: the accounting stays within
+// the budget and balances at the end (run under ASan/UBSan too).
+TEST(HostCacheConcurrencyTest, AccountingHoldsUnderConcurrentUse) {
+  FakeClock clock(0);
+  HostCacheOptions o = Opts(4000, 2);
+  auto cache = std::move(HostCache::Create(o, &clock)).value();
+  // Fixed names: "t" + std::to_string(...) trips g++ 12's false -Wrestrict at -O3.
+  static const char* const kTenants[] = {"t0", "t1", "t2"};
+  static const char* const kModels[] = {"m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"};
+  auto key = [&](int m) { return K(kTenants[m % 3], kModels[m]); };
+  for (int m = 0; m < 8; ++m) ASSERT_TRUE(cache->Register(key(m), 1000).ok());
+  std::atomic<int> unavailable{0};
+  std::atomic<bool> over_budget{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        const int m = (i * 7 + t * 3) % 8;
+        const ModelKey k = key(m);
+        clock.AdvanceNs(1000);
+        Result<Acquisition> a = cache->Acquire(k);
+        if (!a.ok()) {
+          ++unavailable;
+          continue;
+        }
+        if (a->action.has_value()) {
+          (void)cache->FinishMove(a->action->id, a->action->predicted.start_ns, Status::Ok());
+        }
+        if (cache->Stats().used_bytes > 4000) over_budget = true;
+        (void)cache->Release(k);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  TierStats s = cache->Stats();
+  EXPECT_FALSE(over_budget.load());
+  EXPECT_LE(s.used_bytes, 4000);
+  EXPECT_EQ(s.pinned_bytes, 0);
+  EXPECT_EQ(s.used_bytes, s.resident_bytes);  // nothing left moving
+  EXPECT_EQ(s.hits + s.joins + s.misses + static_cast<uint64_t>(unavailable.load()), 4u * 300u);
 }
 
 }  // namespace

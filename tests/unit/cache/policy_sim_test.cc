@@ -31,6 +31,10 @@ TEST(PolicySimTest, UnderMemoryPressureKeepAliveHasFewerColdLoadsThanLru) {
   EXPECT_LT(cost.cold_loads, lru.cold_loads);
   EXPECT_LT(ka.cold_loads, lru.cold_loads);
   EXPECT_LT(ka.periodic_cold_loads, cost.periodic_cold_loads);  // pre-warming catches periodic calls
+  for (const PolicySimResult* r : {&lru, &cost, &ka}) {
+    EXPECT_LE(static_cast<double>(r->max_used_bytes), r->budget_bytes);
+    EXPECT_EQ(r->unavailable_retries, 0u);
+  }
 }
 
 // The same trace with room for every model: LRU never evicts, so every model
