@@ -15,18 +15,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cache/model_cache.h"
-#include "runtime/tensor.h"
+#include "scheduler/request.h"
 
 namespace orrery {
-
-struct InferenceRequest {
-  std::string tenant_id;
-  ModelCache::ModelPtr model;
-  std::vector<NamedTensor> inputs;
-};
-
-using InferenceCallback = std::function<void(Result<std::vector<NamedTensor>>)>;
 
 class FifoScheduler {
  public:
