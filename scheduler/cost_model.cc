@@ -36,12 +36,12 @@ CostPrediction CostModel::Predict(const std::string& model_id, int batch) const 
   if (it == models_.end()) return {};
   const ModelEntry& e = it->second;
   if (double ns = ScaledFrom(e.estimate_ns, batch); ns >= 0) {
-    return {.ns = std::llround(ns), .known = true, .measured = e.estimate_ns.count(batch) > 0};
+    return {.ns = std::llround(ns), .known = true, .measured = e.estimate_ns.count(batch) > 0, .steps = e.steps};
   }
   if (double ns = ScaledFrom(e.prior_ns, batch); ns >= 0) {
-    return {.ns = std::llround(ns), .known = true, .measured = false};
+    return {.ns = std::llround(ns), .known = true, .measured = false, .steps = e.steps};
   }
-  return {};
+  return {.steps = e.steps};
 }
 
 void CostModel::Calibrate(const std::string& model_id, int batch, int64_t measured_ns) {
@@ -71,6 +71,8 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
     it->second += options_.ewma_alpha * (static_cast<double>(measured_ns) - it->second);
   }
 }
+
+void CostModel::SetSteps(const std::string& model_id, size_t steps) { models_[model_id].steps = steps; }
 
 void CostModel::Erase(const std::string& model_id) { models_.erase(model_id); }
 

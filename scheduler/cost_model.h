@@ -37,6 +37,7 @@ struct CostPrediction {
   int64_t ns = 0;
   bool known = false;     // false: no measurement and no prior; ns is 0
   bool measured = false;  // from a measurement of this exact (model, batch)
+  size_t steps = 0;       // layers a run executes, once seen (0 = unknown)
 };
 
 // Per model, for stats.
@@ -69,6 +70,10 @@ class CostModel {
   // ignored (a fake clock in tests).
   void Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns);
 
+  // The number of steps (layers) the model's plan runs, for per-layer
+  // estimates (predicted / steps).
+  void SetSteps(const std::string& model_id, size_t steps);
+
   // Forgets a model (deleted, or a new version compiled under the same id).
   void Erase(const std::string& model_id);
 
@@ -80,6 +85,7 @@ class CostModel {
     std::map<int, double> prior_ns;     // from FLOPs/bytes
     std::deque<double> errors;
     uint64_t samples = 0;
+    size_t steps = 0;
     int64_t last_predicted_ns = 0;
     int64_t last_measured_ns = 0;
   };

@@ -16,6 +16,7 @@ struct FairScheduler::Job {
   std::string model_id;
   int batch = 1;
   int64_t predicted_ns = 0;
+  size_t predicted_steps = 0;  // 0 = unknown
   int64_t deadline_ns = kNoDeadline;
   int64_t admitted_ns = 0;
   FairQueue::Dispatch dispatch;
@@ -114,7 +115,9 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
     } else if (tenant.policy.default_timeout_ns > 0) {
       job->deadline_ns = now + tenant.policy.default_timeout_ns;
     }
-    job->predicted_ns = costs_.Predict(job->model_id, job->batch).ns;
+    const CostPrediction cost = costs_.Predict(job->model_id, job->batch);
+    job->predicted_ns = cost.ns;
+    job->predicted_steps = cost.steps;
     AdmissionInput in{.now_ns = now,
                       .deadline_ns = job->deadline_ns,
                       .own_cost_ns = job->predicted_ns,
@@ -186,7 +189,8 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::DispatchLocked(const FairQueu
   by_latest_start_.erase({job->latest_start(), job->id});
   job->dispatch = d;
   job->remaining_ns.store(job->predicted_ns, std::memory_order_relaxed);
-  job->step_ns.store(job->predicted_ns, std::memory_order_relaxed);
+  job->step_ns.store(job->predicted_ns / static_cast<int64_t>(std::max<size_t>(job->predicted_steps, 1)),
+                     std::memory_order_relaxed);
   TenantState& tenant = TenantLocked(job->request.tenant_id);
   tenant.max_wait_ns = std::max(tenant.max_wait_ns, now - job->admitted_ns);
   running_.insert(job.get());
@@ -292,7 +296,10 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
         tenant.service_ns += done->exec_ns;
         // exec_ns is 0 only under a fake clock: no measurement, no correction.
         if (done->exec_ns > 0) queue_.Complete(done->dispatch, done->exec_ns);
-        if (outputs.ok()) costs_.Record(done->model_id, done->batch, done->predicted_ns, done->exec_ns);
+        if (outputs.ok()) {
+          costs_.Record(done->model_id, done->batch, done->predicted_ns, done->exec_ns);
+          costs_.SetSteps(done->model_id, done->exec->num_steps());
+        }
         ++completed_;
       }
       // The Execution gives its arena back before the caller sees the outputs.

@@ -88,3 +88,19 @@ TEST(CostModelTest, NonPositiveMeasurementsAreIgnoredAndEraseForgets) {
 
 }  // namespace
 }  // namespace orrery
+
+namespace orrery {
+namespace {
+
+TEST(CostModelTest, StepsAreReportedWithPredictions) {
+  CostModel m;
+  EXPECT_EQ(m.Predict("m", 1).steps, 0u);
+  m.SetSteps("m", 12);
+  EXPECT_EQ(m.Predict("m", 1).steps, 12u);
+  EXPECT_FALSE(m.Predict("m", 1).known);
+  m.Calibrate("m", 1, 1200);
+  EXPECT_EQ(m.Predict("m", 4).steps, 12u);
+}
+
+}  // namespace
+}  // namespace orrery
