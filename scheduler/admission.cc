@@ -37,8 +37,9 @@ AdmissionDecision Admit(const AdmissionInput& in, const std::string& what) {
     d.status = Status::DeadlineExceeded(
         what + ": predicted completion in " + FormatDurationNs(d.predicted_completion_ns - in.now_ns) +
         " (waiting " + FormatDurationNs(wait_ns) + " for queued and running work over " + std::to_string(lanes) +
-        " lanes, then running " + FormatDurationNs(in.own_cost_ns) + ") is after the deadline in " +
-        FormatDurationNs(in.deadline_ns - in.now_ns));
+        " lanes, then running " + FormatDurationNs(in.own_cost_ns) + ") is after the deadline, " +
+        (in.deadline_ns >= in.now_ns ? "in " + FormatDurationNs(in.deadline_ns - in.now_ns)
+                                     : FormatDurationNs(in.now_ns - in.deadline_ns) + " ago"));
   }
   return d;
 }

@@ -26,8 +26,15 @@ TEST(AdmissionTest, RejectsAtOnceNamingThePredictedCompletion) {
   EXPECT_EQ(d.status.code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(d.predicted_completion_ns, clock.NowNs() + 6 * kMs);
   EXPECT_NE(d.status.message().find("predicted completion in 6.000 ms"), std::string::npos) << d.status.message();
-  EXPECT_NE(d.status.message().find("deadline in 5.000 ms"), std::string::npos) << d.status.message();
+  EXPECT_NE(d.status.message().find("after the deadline, in 5.000 ms"), std::string::npos) << d.status.message();
   EXPECT_NE(d.status.message().find("model 'm' of tenant 't'"), std::string::npos);
+}
+
+TEST(AdmissionTest, PassedDeadlineReadsAsAgo) {
+  AdmissionInput in{.now_ns = 10 * kMs, .deadline_ns = 9 * kMs, .own_cost_ns = 1};
+  AdmissionDecision d = Admit(in, "x");
+  EXPECT_EQ(d.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(d.status.message().find("after the deadline, 1.000 ms ago"), std::string::npos) << d.status.message();
 }
 
 TEST(AdmissionTest, NoDeadlineIsAlwaysFeasible) {
