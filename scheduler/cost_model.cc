@@ -68,7 +68,11 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
   }
   auto [it, inserted] = e.estimate_ns.try_emplace(batch, static_cast<double>(measured_ns));
   if (!inserted) {
-    it->second += options_.ewma_alpha * (static_cast<double>(measured_ns) - it->second);
+    double sample = static_cast<double>(measured_ns);
+    if (options_.max_update_factor >= 1) {
+      sample = std::clamp(sample, it->second / options_.max_update_factor, it->second * options_.max_update_factor);
+    }
+    it->second += options_.ewma_alpha * (sample - it->second);
   }
 }
 

@@ -28,6 +28,10 @@ namespace orrery {
 
 struct CostModelOptions {
   double ewma_alpha = 0.2;         // weight of a new measurement
+  // A measurement more than this factor off the estimate moves it as if it
+  // were at the bound: one run descheduled by the OS must not double the
+  // prediction, while a real change still converges in a few runs. < 1: off.
+  double max_update_factor = 2.0;
   size_t error_window = 4096;      // relative errors kept per model
   double flops_per_ns = 4.0;       // prior: assumed compute rate (4 GFLOP/s)
   double bytes_per_ns = 4.0;       // prior: assumed memory rate (4 GB/s)
@@ -66,8 +70,9 @@ class CostModel {
   void SetWorkPrior(const std::string& model_id, int batch, int64_t flops, int64_t bytes);
   // A finished run that was predicted to take `predicted_ns` (0 when nothing
   // was known: no error sample then). The first measurement of a batch size
-  // sets the estimate; later ones move it by the EWMA. measured_ns <= 0 is
-  // ignored (a fake clock in tests).
+  // sets the estimate; later ones move it by the EWMA (the sample clamped to
+  // max_update_factor of the estimate). measured_ns <= 0 is ignored (a fake
+  // clock in tests).
   void Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns);
 
   // The number of steps (layers) the model's plan runs, for per-layer

@@ -43,6 +43,20 @@ int BatchOf(const std::vector<NamedTensor>& inputs) {
   return static_cast<int>(std::clamp<int64_t>(inputs[0].tensor.shape()[0], 1, 1 << 20));
 }
 
+}  // namespace
+
+int64_t FairScheduler::ChargedNs(int64_t predicted_ns, int64_t measured_ns) const {
+  // A run far off its prediction is mostly interference (the OS, a noisy
+  // neighbour on the core), not the tenant's doing: the charge stays within
+  // a factor of the prediction; the cost model still learns the full value.
+  const double f = options_.max_charge_factor;
+  if (predicted_ns <= 0 || f < 1) return measured_ns;
+  const double p = static_cast<double>(predicted_ns);
+  return static_cast<int64_t>(std::clamp(static_cast<double>(measured_ns), p / f, p * f));
+}
+
+namespace {
+
 std::string AddressId(const void* p) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "model@%p", p);
@@ -295,7 +309,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
         if (!outputs.ok()) ++tenant.failed;
         tenant.service_ns += done->exec_ns;
         // exec_ns is 0 only under a fake clock: no measurement, no correction.
-        if (done->exec_ns > 0) queue_.Complete(done->dispatch, done->exec_ns);
+        if (done->exec_ns > 0) queue_.Complete(done->dispatch, ChargedNs(done->predicted_ns, done->exec_ns));
         if (outputs.ok()) {
           costs_.Record(done->model_id, done->batch, done->predicted_ns, done->exec_ns);
           costs_.SetSteps(done->model_id, done->exec->num_steps());

@@ -57,6 +57,9 @@ struct FairSchedulerOptions {
   CostModelOptions cost = {};
   int max_parked = 4;            // preempted Executions a lane may hold
   bool start_paused = false;     // queue without dispatching until Resume()
+  // A tenant is charged its measured lane time, kept within this factor of
+  // the prediction (when there is one); < 1: the measured time as it is.
+  double max_charge_factor = 2.0;
 };
 
 struct TenantSchedulerStats {
@@ -148,6 +151,7 @@ class FairScheduler {
   // Predicted lane time of running requests in the way of a new request
   // with this deadline.
   int64_t RunningRemainingLocked(int64_t deadline_ns) const;
+  int64_t ChargedNs(int64_t predicted_ns, int64_t measured_ns) const;
 
   void LaneLoop(int lane);
   void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group);

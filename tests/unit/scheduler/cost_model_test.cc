@@ -23,6 +23,16 @@ TEST(CostModelTest, CalibrationThenEwmaOfMeasurements) {
   EXPECT_EQ(m.Predict("m", 1).ns, 1500);
 }
 
+TEST(CostModelTest, OutliersMoveTheEstimateOnlyUpToTheFactor) {
+  CostModel m(CostModelOptions{.ewma_alpha = 0.5, .max_update_factor = 2.0});
+  m.Calibrate("m", 1, 1000);
+  m.Record("m", 1, 1000, 100'000);  // a 100x spike counts as 2000
+  EXPECT_EQ(m.Predict("m", 1).ns, 1500);
+  EXPECT_NEAR(m.Stats()[0].error_max, 0.99, 1e-9);  // the error is kept as measured
+  for (int i = 0; i < 20; ++i) m.Record("m", 1, 0, 8000);  // a real change converges
+  EXPECT_EQ(m.Predict("m", 1).ns, 8000);
+}
+
 TEST(CostModelTest, FirstMeasurementSetsTheEstimate) {
   CostModel m(CostModelOptions{.ewma_alpha = 0.1});
   m.Record("m", 2, 0, 5000);

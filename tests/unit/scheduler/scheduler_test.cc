@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -283,6 +284,116 @@ TEST(FairSchedulerTest, ShortRequestPreemptsLongOneBetweenLayers) {
   // Relative, not absolute: within its deadline, i.e. well before the long
   // request it would have waited for without preemption.
   EXPECT_LT(short_end, short_deadline);
+}
+
+}  // namespace
+}  // namespace orrery
+
+namespace orrery {
+namespace {
+
+// Many submitters, several lanes, a mix of deadlines (some impossible): every
+// admitted request gets exactly one callback and the counters add up.
+TEST(FairSchedulerTest, ConcurrentSubmittersEveryAdmittedRequestCompletesOnce) {
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 3});
+  scheduler.SetTenantPolicy("t1", TenantPolicy{.weight = 1, .max_in_flight = 16});
+  auto model = ReluModel();
+  constexpr int kThreads = 4, kPerThread = 300;
+  std::atomic<int> callbacks{0}, ok{0}, deadline{0}, rejected{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const std::string tenant = std::vector<std::string>{"t0", "t1", "t2", "t3"}[t];
+        // Every 5th has a deadline already in the past, every 7th a tight one.
+        int64_t dl = i % 5 == 0 ? scheduler.NowNs() - 1 : i % 7 == 0 ? scheduler.NowNs() + 50'000 : 0;
+        Status s = scheduler.Submit(Request(tenant, model, 1, dl), [&](Outputs r) {
+          ++callbacks;
+          if (r.ok()) ++ok;
+          if (r.status().code() == StatusCode::kDeadlineExceeded) ++deadline;
+        });
+        if (!s.ok()) {
+          EXPECT_TRUE(s.code() == StatusCode::kDeadlineExceeded || s.code() == StatusCode::kResourceExhausted)
+              << s.ToString();
+          ++rejected;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  scheduler.Shutdown();
+  EXPECT_EQ(callbacks.load() + rejected.load(), kThreads * kPerThread);
+  EXPECT_EQ(callbacks.load(), ok.load() + deadline.load());
+  EXPECT_GE(rejected.load(), kPerThread / 5);  // the past deadlines at least (once the model is measured)
+  SchedulerStats st = scheduler.Stats();
+  uint64_t admitted = 0, completed = 0, dropped = 0, rejections = 0;
+  for (const auto& t : st.tenants) {
+    EXPECT_EQ(t.in_flight, 0) << t.tenant;
+    EXPECT_EQ(t.queued, 0u) << t.tenant;
+    admitted += t.admitted;
+    completed += t.completed;
+    dropped += t.dropped;
+    rejections += t.rejected_deadline + t.rejected_in_flight;
+  }
+  EXPECT_EQ(admitted, completed + dropped);
+  EXPECT_EQ(rejections, static_cast<uint64_t>(rejected.load()));
+  EXPECT_EQ(completed, static_cast<uint64_t>(ok.load()));
+}
+
+// Real clock, one lane, three backlogged tenants with weights 1:2:4 and
+// backlogs of 100:200:400 requests of the same (measured) model: while all
+// three are backlogged they are served in proportion to their weights.
+TEST(FairSchedulerTest, BackloggedTenantsAreServedByWeight) {
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1});
+  auto model = ChainModel(4);
+  Tensor x(DType::kFloat32, {1, 1 << 15});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = 1.0f;
+  auto request = [&](const std::string& tenant) {
+    InferenceRequest r{tenant, model, {NamedTensor{"x", x}}};
+    r.model_id = "chain4";
+    return r;
+  };
+  for (int i = 0; i < 5; ++i) {  // measure the model first
+    std::promise<void> p;
+    ASSERT_TRUE(scheduler.Submit(request("warmup"), [&](Outputs) { p.set_value(); }).ok());
+    p.get_future().get();
+  }
+  scheduler.Pause();
+  const std::map<std::string, double> weights = {{"w1", 1}, {"w2", 2}, {"w4", 4}};
+  std::mutex mu;
+  std::map<std::string, int> served;  // while all three were backlogged
+  std::map<std::string, int> left;
+  bool all_backlogged = true;
+  for (const auto& [t, w] : weights) {
+    scheduler.SetTenantPolicy(t, TenantPolicy{.weight = w});
+    left[t] = static_cast<int>(100 * w);
+  }
+  for (int i = 0; i < 400; ++i) {
+    for (const auto& [t, w] : weights) {
+      if (i >= 100 * w) continue;
+      std::string tenant = t;
+      ASSERT_TRUE(scheduler.Submit(request(t), [&, tenant](Outputs out) {
+        EXPECT_TRUE(out.ok());
+        std::lock_guard<std::mutex> lock(mu);
+        if (all_backlogged) ++served[tenant];
+        if (--left[tenant] == 0) all_backlogged = false;
+      }).ok());
+    }
+  }
+  scheduler.Resume();
+  scheduler.Shutdown();
+  const double total = served["w1"] + served["w2"] + served["w4"];
+  std::printf("served while all backlogged: w1 %d, w2 %d, w4 %d (of %g)\n", served["w1"], served["w2"],
+              served["w4"], total);
+  for (const ModelCostStats& m : scheduler.Stats().models) {
+    std::printf("model %s: estimate %lld ns, |predicted - measured| / measured p50 %.3f p99 %.3f max %.3f over %zu runs\n",
+                m.model_id.c_str(), static_cast<long long>(m.estimate_ns.at(1)), m.error_p50, m.error_p99,
+                m.error_max, m.window);
+  }
+  EXPECT_GT(total, 600);  // the backlogs drain together
+  for (const auto& [t, w] : weights) {
+    EXPECT_NEAR(served[t] / total / (w / 7.0), 1.0, 0.10) << t;
+  }
 }
 
 }  // namespace
