@@ -1,7 +1,10 @@
 #include "api/inference_service.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <future>
+#include <limits>
 #include <set>
 
 #include "api/auth.h"
@@ -70,6 +73,34 @@ grpc::Status InferenceServiceImpl::ModelMetadata(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+namespace {
+
+// The request's deadline on the scheduler's clock: the earlier of the gRPC
+// deadline and the Open Inference Protocol parameter `timeout_us`; 0 when
+// neither is set (the scheduler applies the tenant's default).
+Result<int64_t> RequestDeadlineNs(const grpc::ServerContext& context, const inference::ModelInferRequest& request,
+                                  const FairScheduler& scheduler) {
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  int64_t timeout_ns = kNone;
+  auto param = request.parameters().find("timeout_us");
+  if (param != request.parameters().end()) {
+    if (param->second.parameter_choice_case() != inference::InferParameter::kInt64Param ||
+        param->second.int64_param() <= 0) {
+      return Status::InvalidArgument("parameter 'timeout_us' must be a positive int64 (microseconds)");
+    }
+    timeout_ns = param->second.int64_param() > kNone / 1000 ? kNone : param->second.int64_param() * 1000;
+  }
+  // No gRPC deadline reads as a time point centuries away.
+  const auto grpc_left = context.deadline() - std::chrono::system_clock::now();
+  if (grpc_left < std::chrono::hours(24 * 365)) {
+    timeout_ns = std::min<int64_t>(timeout_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(grpc_left).count());
+  }
+  if (timeout_ns == kNone) return int64_t{0};
+  return scheduler.NowNs() + std::max<int64_t>(timeout_ns, 0);
+}
+
+}  // namespace
+
 grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
                                               inference::ModelInferResponse* response) {
   if (!ctx_->ready.load()) return ToGrpcStatus(Status::Unavailable("server is draining"));
@@ -88,6 +119,8 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, cons
     wanted.insert(o.name());
   }
 
+  Result<int64_t> deadline = RequestDeadlineNs(*context, *request, *ctx_->scheduler);
+  if (!deadline.ok()) return ToGrpcStatus(deadline.status());
   Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request);
   if (!inputs.ok()) return ToGrpcStatus(inputs.status());
   Result<ModelCache::ModelPtr> model = ctx_->cache->Get(*record);
@@ -95,8 +128,11 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, cons
 
   std::promise<Result<std::vector<NamedTensor>>> done;
   std::future<Result<std::vector<NamedTensor>>> result = done.get_future();
+  InferenceRequest scheduled{record->tenant_id(), std::move(model).value(), std::move(inputs).value()};
+  scheduled.model_id = record->tenant_id() + "/" + record->name() + "@" + std::to_string(record->version());
+  scheduled.deadline_ns = *deadline;
   Status submitted = ctx_->scheduler->Submit(
-      InferenceRequest{record->tenant_id(), std::move(model).value(), std::move(inputs).value()},
+      std::move(scheduled),
       [&done](Result<std::vector<NamedTensor>> outputs) { done.set_value(std::move(outputs)); });
   if (!submitted.ok()) return ToGrpcStatus(submitted);
   Result<std::vector<NamedTensor>> outputs = result.get();

@@ -20,7 +20,7 @@ struct Server::Impl {
   std::unique_ptr<Catalog> catalog;
   std::unique_ptr<Tenants> tenants;
   std::unique_ptr<ModelCache> cache;
-  std::unique_ptr<FifoScheduler> scheduler;
+  std::unique_ptr<FairScheduler> scheduler;
   ServiceContext ctx;
   std::unique_ptr<AdminServiceImpl> admin;
   std::unique_ptr<ModelServiceImpl> models;
@@ -50,7 +50,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
   impl->cache = std::make_unique<ModelCache>(impl->catalog.get());
   int lanes = options.lanes > 0 ? options.lanes : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  impl->scheduler = std::make_unique<FifoScheduler>(lanes);
+  impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = lanes});
 
   impl->ctx.catalog = impl->catalog.get();
   impl->ctx.tenants = impl->tenants.get();

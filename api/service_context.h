@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cache/model_cache.h"
-#include "scheduler/fifo_scheduler.h"
+#include "scheduler/scheduler.h"
 #include "storage/catalog.h"
 #include "tenancy/tenants.h"
 
@@ -17,7 +17,7 @@ struct ServiceContext {
   Catalog* catalog = nullptr;
   Tenants* tenants = nullptr;
   ModelCache* cache = nullptr;
-  FifoScheduler* scheduler = nullptr;
+  FairScheduler* scheduler = nullptr;
   std::string admin_token;
   uint64_t max_model_bytes = 0;
   // False while draining: ServerReady reports it and new inferences are refused.

@@ -1,0 +1,47 @@
+#include "scheduler/admission.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace orrery {
+
+std::string FormatDurationNs(int64_t ns) {
+  char buf[64];
+  const char* sign = ns < 0 ? "-" : "";
+  const int64_t a = ns < 0 ? -ns : ns;
+  const double v = static_cast<double>(a);
+  if (a < 1'000) {
+    std::snprintf(buf, sizeof(buf), "%s%lld ns", sign, static_cast<long long>(a));
+  } else if (a < 1'000'000) {
+    std::snprintf(buf, sizeof(buf), "%s%.1f us", sign, v / 1e3);
+  } else if (a < 1'000'000'000) {
+    std::snprintf(buf, sizeof(buf), "%s%.3f ms", sign, v / 1e6);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%s%.3f s", sign, v / 1e9);
+  }
+  return buf;
+}
+
+AdmissionDecision Admit(const AdmissionInput& in, const std::string& what) {
+  AdmissionDecision d;
+  const int lanes = std::max(in.lanes, 1);
+  const int64_t wait_ns = (in.queued_ahead_ns + in.running_remaining_ns) / lanes;
+  d.predicted_completion_ns = in.now_ns + wait_ns + in.own_cost_ns;
+  if (in.max_in_flight > 0 && in.in_flight >= in.max_in_flight) {
+    d.status = Status::ResourceExhausted(what + ": " + std::to_string(in.in_flight) +
+                                         " requests in flight, the tenant's in-flight limit is " +
+                                         std::to_string(in.max_in_flight));
+    return d;
+  }
+  if (in.deadline_ns != kNoDeadline && d.predicted_completion_ns > in.deadline_ns) {
+    d.status = Status::DeadlineExceeded(
+        what + ": predicted completion in " + FormatDurationNs(d.predicted_completion_ns - in.now_ns) +
+        " (waiting " + FormatDurationNs(wait_ns) + " for queued and running work over " + std::to_string(lanes) +
+        " lanes, then running " + FormatDurationNs(in.own_cost_ns) + ") is after the deadline, " +
+        (in.deadline_ns >= in.now_ns ? "in " + FormatDurationNs(in.deadline_ns - in.now_ns)
+                                     : FormatDurationNs(in.now_ns - in.deadline_ns) + " ago"));
+  }
+  return d;
+}
+
+}  // namespace orrery

@@ -1,0 +1,62 @@
+// Admission against deadlines and per-tenant in-flight limits: pure logic,
+// no clock of its own (the scheduler passes `now`).
+//
+// Completion is predicted as
+//   now + (queued work ahead under fair sharing + remaining work of running
+//          requests) / lanes + own predicted cost.
+// A request that cannot meet its deadline is rejected at once with
+// DEADLINE_EXCEEDED naming the predicted completion, before it consumes any
+// resource. A queued request whose deadline can no longer be met even if it
+// started now (now + cost > deadline) is infeasible and is dropped before
+// it runs.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "base/status.h"
+
+namespace orrery {
+
+inline constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
+
+// Per-tenant scheduling parameters; updatable at run time.
+struct TenantPolicy {
+  double weight = 1.0;             // fair share, relative to other tenants (> 0)
+  int max_in_flight = 0;           // admitted and not yet finished; 0 = unlimited
+  int64_t default_timeout_ns = 0;  // when a request has no deadline; 0 = none
+};
+
+struct AdmissionInput {
+  int64_t now_ns = 0;
+  int64_t deadline_ns = kNoDeadline;  // absolute
+  int64_t own_cost_ns = 0;            // predicted
+  int64_t queued_ahead_ns = 0;        // FairQueue::WorkAheadNs
+  int64_t running_remaining_ns = 0;   // predicted remainder of running requests
+  int lanes = 1;
+  int in_flight = 0;  // the tenant's admitted, unfinished requests
+  int max_in_flight = 0;
+};
+
+struct AdmissionDecision {
+  Status status;  // OK, DEADLINE_EXCEEDED or RESOURCE_EXHAUSTED
+  int64_t predicted_completion_ns = 0;
+};
+
+// `what` names the request in messages, e.g. "model 'mlp' of tenant 't_1'".
+AdmissionDecision Admit(const AdmissionInput& in, const std::string& what);
+
+// Cannot finish by its deadline even if started now.
+inline bool Infeasible(int64_t now_ns, int64_t deadline_ns, int64_t cost_ns) {
+  return deadline_ns != kNoDeadline && now_ns + cost_ns > deadline_ns;
+}
+// The latest time a request can start and still meet its deadline.
+inline int64_t LatestStartNs(int64_t deadline_ns, int64_t cost_ns) {
+  return deadline_ns == kNoDeadline ? kNoDeadline : deadline_ns - cost_ns;
+}
+
+// "1.234 ms" style, for messages.
+std::string FormatDurationNs(int64_t ns);
+
+}  // namespace orrery

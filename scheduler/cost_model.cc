@@ -1,0 +1,105 @@
+#include "scheduler/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace orrery {
+namespace {
+
+// The entry for `batch`, else the nearest batch size's scaled linearly
+// (cost grows about linearly with batch on a CPU lane). Empty map: -1.
+double ScaledFrom(const std::map<int, double>& by_batch, int batch) {
+  if (by_batch.empty()) return -1;
+  auto it = by_batch.lower_bound(batch);
+  if (it != by_batch.end() && it->first == batch) return it->second;
+  auto nearest = it;
+  if (it == by_batch.end()) {
+    nearest = std::prev(it);
+  } else if (it != by_batch.begin()) {
+    auto below = std::prev(it);
+    if (batch - below->first < it->first - batch) nearest = below;
+  }
+  return nearest->second * static_cast<double>(std::max(batch, 1)) / std::max(nearest->first, 1);
+}
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size()))) ;
+  i = std::clamp<size_t>(i, 1, sorted.size());
+  return sorted[i - 1];
+}
+
+}  // namespace
+
+CostPrediction CostModel::Predict(const std::string& model_id, int batch) const {
+  auto it = models_.find(model_id);
+  if (it == models_.end()) return {};
+  const ModelEntry& e = it->second;
+  if (double ns = ScaledFrom(e.estimate_ns, batch); ns >= 0) {
+    return {.ns = std::llround(ns), .known = true, .measured = e.estimate_ns.count(batch) > 0, .steps = e.steps};
+  }
+  if (double ns = ScaledFrom(e.prior_ns, batch); ns >= 0) {
+    return {.ns = std::llround(ns), .known = true, .measured = false, .steps = e.steps};
+  }
+  return {.steps = e.steps};
+}
+
+void CostModel::Calibrate(const std::string& model_id, int batch, int64_t measured_ns) {
+  if (measured_ns <= 0) return;
+  models_[model_id].estimate_ns[batch] = static_cast<double>(measured_ns);
+}
+
+void CostModel::SetWorkPrior(const std::string& model_id, int batch, int64_t flops, int64_t bytes) {
+  // A roofline-style bound: whichever of compute and memory takes longer.
+  double ns = std::max(static_cast<double>(flops) / options_.flops_per_ns,
+                       static_cast<double>(bytes) / options_.bytes_per_ns);
+  models_[model_id].prior_ns[batch] = std::max(ns, 1.0);
+}
+
+void CostModel::Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns) {
+  if (measured_ns <= 0) return;
+  ModelEntry& e = models_[model_id];
+  ++e.samples;
+  e.last_predicted_ns = predicted_ns;
+  e.last_measured_ns = measured_ns;
+  if (predicted_ns > 0) {
+    e.errors.push_back(std::abs(static_cast<double>(predicted_ns - measured_ns)) / static_cast<double>(measured_ns));
+    while (e.errors.size() > options_.error_window) e.errors.pop_front();
+  }
+  auto [it, inserted] = e.estimate_ns.try_emplace(batch, static_cast<double>(measured_ns));
+  if (!inserted) {
+    double sample = static_cast<double>(measured_ns);
+    if (options_.max_update_factor >= 1) {
+      sample = std::clamp(sample, it->second / options_.max_update_factor, it->second * options_.max_update_factor);
+    }
+    it->second += options_.ewma_alpha * (sample - it->second);
+  }
+}
+
+void CostModel::SetSteps(const std::string& model_id, size_t steps) { models_[model_id].steps = steps; }
+
+void CostModel::Erase(const std::string& model_id) { models_.erase(model_id); }
+
+std::vector<ModelCostStats> CostModel::Stats() const {
+  std::vector<ModelCostStats> out;
+  out.reserve(models_.size());
+  for (const auto& [id, e] : models_) {
+    ModelCostStats s;
+    s.model_id = id;
+    s.samples = e.samples;
+    std::vector<double> sorted(e.errors.begin(), e.errors.end());
+    std::sort(sorted.begin(), sorted.end());
+    s.window = sorted.size();
+    s.error_p50 = Percentile(sorted, 0.50);
+    s.error_p90 = Percentile(sorted, 0.90);
+    s.error_p99 = Percentile(sorted, 0.99);
+    s.error_max = sorted.empty() ? 0 : sorted.back();
+    s.last_predicted_ns = e.last_predicted_ns;
+    s.last_measured_ns = e.last_measured_ns;
+    for (const auto& [batch, ns] : e.estimate_ns) s.estimate_ns[batch] = std::llround(ns);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace orrery

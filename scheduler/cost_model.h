@@ -1,0 +1,102 @@
+// Predicted execution time per (model, batch size), learned from
+// measurements, and how wrong the predictions have been.
+//
+// Inference cost is predictable (a fixed sequence of layers), so the
+// scheduler plans with it: admission, fair-queue charges and deadline checks
+// all use Predict(). Sources, best first:
+//   1. measurements of this (model, batch): a calibration run sets the
+//      estimate outright (Calibrate), later runs move it by an EWMA (Record);
+//   2. measurements of the same model at another batch size, scaled
+//      linearly by batch (the nearest measured batch size);
+//   3. a prior from the plan's FLOPs and bytes (SetWorkPrior), at assumed
+//      machine rates;
+//   4. nothing: Predict says so (known = false, ns = 0).
+// Error statistics are kept per model: |predicted - measured| / measured of
+// the last `error_window` Record() calls.
+//
+// Not thread-safe (the scheduler calls it under its lock). Predict and
+// Record cost O(log models + log batch sizes); Errors() sorts the window.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace orrery {
+
+struct CostModelOptions {
+  double ewma_alpha = 0.2;         // weight of a new measurement
+  // A measurement more than this factor off the estimate moves it as if it
+  // were at the bound: one run descheduled by the OS must not double the
+  // prediction, while a real change still converges in a few runs. < 1: off.
+  double max_update_factor = 2.0;
+  size_t error_window = 4096;      // relative errors kept per model
+  double flops_per_ns = 4.0;       // prior: assumed compute rate (4 GFLOP/s)
+  double bytes_per_ns = 4.0;       // prior: assumed memory rate (4 GB/s)
+};
+
+struct CostPrediction {
+  int64_t ns = 0;
+  bool known = false;     // false: no measurement and no prior; ns is 0
+  bool measured = false;  // from a measurement of this exact (model, batch)
+  size_t steps = 0;       // layers a run executes, once seen (0 = unknown)
+};
+
+// Per model, for stats.
+struct ModelCostStats {
+  std::string model_id;
+  uint64_t samples = 0;         // Record() calls so far
+  size_t window = 0;            // errors the percentiles are taken over
+  double error_p50 = 0;         // |predicted - measured| / measured
+  double error_p90 = 0;
+  double error_p99 = 0;
+  double error_max = 0;
+  int64_t last_predicted_ns = 0;
+  int64_t last_measured_ns = 0;
+  std::map<int, int64_t> estimate_ns;  // current estimate per measured batch size
+};
+
+class CostModel {
+ public:
+  explicit CostModel(CostModelOptions options = {}) : options_(options) {}
+
+  CostPrediction Predict(const std::string& model_id, int batch) const;
+
+  // A calibration run: the estimate for (model, batch) becomes `measured_ns`.
+  void Calibrate(const std::string& model_id, int batch, int64_t measured_ns);
+  // A prior for a model never measured, from its plan's total FLOPs and bytes.
+  void SetWorkPrior(const std::string& model_id, int batch, int64_t flops, int64_t bytes);
+  // A finished run that was predicted to take `predicted_ns` (0 when nothing
+  // was known: no error sample then). The first measurement of a batch size
+  // sets the estimate; later ones move it by the EWMA (the sample clamped to
+  // max_update_factor of the estimate). measured_ns <= 0 is ignored (a fake
+  // clock in tests).
+  void Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns);
+
+  // The number of steps (layers) the model's plan runs, for per-layer
+  // estimates (predicted / steps).
+  void SetSteps(const std::string& model_id, size_t steps);
+
+  // Forgets a model (deleted, or a new version compiled under the same id).
+  void Erase(const std::string& model_id);
+
+  std::vector<ModelCostStats> Stats() const;
+
+ private:
+  struct ModelEntry {
+    std::map<int, double> estimate_ns;  // measured batch sizes
+    std::map<int, double> prior_ns;     // from FLOPs/bytes
+    std::deque<double> errors;
+    uint64_t samples = 0;
+    size_t steps = 0;
+    int64_t last_predicted_ns = 0;
+    int64_t last_measured_ns = 0;
+  };
+
+  CostModelOptions options_;
+  std::map<std::string, ModelEntry> models_;
+};
+
+}  // namespace orrery

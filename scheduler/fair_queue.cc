@@ -1,0 +1,161 @@
+#include "scheduler/fair_queue.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace orrery {
+namespace {
+constexpr double kMinWeight = 1e-6;
+}  // namespace
+
+FairQueue::Tenant& FairQueue::GetTenant(const std::string& tenant) {
+  auto [it, inserted] = tenants_.try_emplace(tenant);
+  if (inserted) it->second.weight = default_weight_;
+  return it->second;
+}
+
+void FairQueue::SetWeight(const std::string& tenant, double weight) {
+  GetTenant(tenant).weight = std::max(weight, kMinWeight);
+}
+
+double FairQueue::weight(const std::string& tenant) const {
+  auto it = tenants_.find(tenant);
+  return it == tenants_.end() ? default_weight_ : it->second.weight;
+}
+
+void FairQueue::Push(const std::string& tenant, Item item) {
+  Tenant& t = GetTenant(tenant);
+  t.queued_ns += item.cost_ns;
+  ++t.queued;
+  locations_[item.id] = tenant;
+  std::string model = item.model_id;
+  t.by_model[model].push_back(Queued{next_seq_++, std::move(item)});
+}
+
+const std::string* FairQueue::NextTenant() const {
+  const std::string* best = nullptr;
+  double best_start = 0;
+  for (const auto& [name, t] : tenants_) {
+    if (t.queued == 0) continue;
+    double s = StartTag(t);
+    if (best == nullptr || s < best_start) {  // map order breaks ties by name
+      best = &name;
+      best_start = s;
+    }
+  }
+  return best;
+}
+
+std::deque<FairQueue::Queued>* FairQueue::OldestQueue(Tenant& t) {
+  std::deque<Queued>* oldest = nullptr;
+  for (auto& [model, q] : t.by_model) {
+    if (!q.empty() && (oldest == nullptr || q.front().seq < oldest->front().seq)) oldest = &q;
+  }
+  return oldest;
+}
+
+std::optional<FairQueue::Dispatch> FairQueue::Peek() const {
+  const std::string* name = NextTenant();
+  if (name == nullptr) return std::nullopt;
+  // OldestQueue does not modify; the const_cast avoids a duplicate helper.
+  Tenant& t = const_cast<Tenant&>(tenants_.at(*name));
+  std::deque<Queued>* q = OldestQueue(t);
+  return Dispatch{*name, q->front().item, t.weight, StartTag(t)};
+}
+
+FairQueue::Dispatch FairQueue::Charge(const std::string& tenant, Item item) {
+  Tenant& t = tenants_.at(tenant);
+  double start = StartTag(t);
+  t.finish = start + static_cast<double>(item.cost_ns) / t.weight;
+  t.service_ns += item.cost_ns;
+  virtual_time_ = std::max(virtual_time_, start);
+  return Dispatch{tenant, std::move(item), t.weight, start};
+}
+
+std::optional<FairQueue::Dispatch> FairQueue::Pop() {
+  const std::string* name = NextTenant();
+  if (name == nullptr) return std::nullopt;
+  std::string tenant = *name;
+  std::deque<Queued>* q = OldestQueue(tenants_.at(tenant));
+  uint64_t id = q->front().item.id;
+  std::optional<Item> item = Extract(tenant, id);
+  return Charge(tenant, std::move(*item));
+}
+
+std::optional<FairQueue::Item> FairQueue::Extract(const std::string& tenant, uint64_t id) {
+  Tenant& t = tenants_.at(tenant);
+  for (auto& [model, q] : t.by_model) {
+    auto it = std::find_if(q.begin(), q.end(), [&](const Queued& e) { return e.item.id == id; });
+    if (it == q.end()) continue;
+    Item item = std::move(it->item);
+    q.erase(it);
+    if (q.empty()) t.by_model.erase(model);
+    t.queued_ns -= item.cost_ns;
+    --t.queued;
+    locations_.erase(id);
+    return item;
+  }
+  return std::nullopt;
+}
+
+std::optional<FairQueue::Dispatch> FairQueue::Take(uint64_t id) {
+  auto loc = locations_.find(id);
+  if (loc == locations_.end()) return std::nullopt;
+  std::string tenant = loc->second;
+  std::optional<Item> item = Extract(tenant, id);
+  if (!item) return std::nullopt;
+  return Charge(tenant, std::move(*item));
+}
+
+std::optional<FairQueue::Dispatch> FairQueue::Remove(uint64_t id) {
+  auto loc = locations_.find(id);
+  if (loc == locations_.end()) return std::nullopt;
+  std::string tenant = loc->second;
+  std::optional<Item> item = Extract(tenant, id);
+  if (!item) return std::nullopt;
+  const Tenant& t = tenants_.at(tenant);
+  return Dispatch{tenant, std::move(*item), t.weight, StartTag(t)};
+}
+
+void FairQueue::Complete(const Dispatch& d, int64_t measured_ns) {
+  auto it = tenants_.find(d.tenant);
+  if (it == tenants_.end()) return;
+  Tenant& t = it->second;
+  int64_t delta = measured_ns - d.item.cost_ns;
+  t.finish += static_cast<double>(delta) / d.weight;
+  t.service_ns += delta;
+}
+
+int64_t FairQueue::WorkAheadNs(const std::string& tenant) const {
+  auto self = tenants_.find(tenant);
+  double own_queued = 0;
+  double x = virtual_time_;  // the new request's virtual start
+  if (self != tenants_.end()) {
+    own_queued = static_cast<double>(self->second.queued_ns);
+    x = StartTag(self->second) + own_queued / self->second.weight;
+  }
+  double ahead = own_queued;
+  for (const auto& [name, t] : tenants_) {
+    if (name == tenant || t.queued == 0) continue;
+    double span = static_cast<double>(t.queued_ns) / t.weight;
+    double before = std::clamp(x - StartTag(t), 0.0, span);
+    ahead += before * t.weight;
+  }
+  return std::llround(ahead);
+}
+
+size_t FairQueue::queued(const std::string& tenant) const {
+  auto it = tenants_.find(tenant);
+  return it == tenants_.end() ? 0 : it->second.queued;
+}
+
+std::vector<FairQueue::TenantView> FairQueue::Tenants() const {
+  std::vector<TenantView> out;
+  out.reserve(tenants_.size());
+  for (const auto& [name, t] : tenants_) {
+    out.push_back(TenantView{name, t.weight, t.finish, t.queued, t.queued_ns, t.service_ns});
+  }
+  return out;
+}
+
+}  // namespace orrery

@@ -1,0 +1,118 @@
+// Weighted fair queuing across tenants, with virtual time (start-time fair
+// queuing, SFQ).
+//
+// Each tenant has a queue (FIFO per model inside it; the tenant's oldest
+// request goes first) and a virtual finish tag F. When a tenant's request is
+// dispatched it starts at S = max(V, F) and F becomes S + predicted / weight;
+// when it ends, F is corrected by (measured - predicted) / weight. The next
+// request comes from the backlogged tenant with the smallest S (ties: the
+// tenant name), and the system virtual time V becomes that S. So:
+//   - backlogged tenants receive service in proportion to their weights;
+//   - work-conserving: an idle tenant is simply not a candidate, its share
+//     goes to the others;
+//   - no banked credit: a tenant returning from idle starts at max(V, F),
+//     i.e. at the current virtual time, not at its old, smaller F.
+// Weights can change at any time; they apply to the next charge.
+//
+// Items are opaque ids with a predicted cost; the caller keeps the requests.
+// Not thread-safe (the scheduler calls it under its lock). Costs: Push O(log
+// n), Peek/Pop O(tenants + models of the chosen tenant), Take/Remove O(queue
+// of that model), WorkAheadNs O(tenants).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace orrery {
+
+class FairQueue {
+ public:
+  struct Item {
+    uint64_t id = 0;
+    std::string model_id;
+    int64_t cost_ns = 0;  // predicted
+  };
+  // A dispatched item and what its tenant was charged.
+  struct Dispatch {
+    std::string tenant;
+    Item item;
+    double weight = 1;           // at dispatch, for the correction
+    double virtual_start = 0;
+  };
+  struct TenantView {
+    std::string tenant;
+    double weight = 1;
+    double virtual_finish = 0;
+    size_t queued = 0;
+    int64_t queued_ns = 0;
+    int64_t service_ns = 0;  // charged so far (predicted, corrected by measured)
+  };
+
+  explicit FairQueue(double default_weight = 1.0) : default_weight_(default_weight) {}
+
+  // weight > 0 (smaller values are clamped to a tiny positive weight).
+  void SetWeight(const std::string& tenant, double weight);
+  double weight(const std::string& tenant) const;
+
+  void Push(const std::string& tenant, Item item);
+  // What Pop() would return, without dispatching it.
+  std::optional<Dispatch> Peek() const;
+  // Dispatches the next item by fair order and charges its tenant.
+  std::optional<Dispatch> Pop();
+  // Dispatches a given queued item out of fair order (a deadline at risk);
+  // its tenant is charged exactly as by Pop.
+  std::optional<Dispatch> Take(uint64_t id);
+  // Removes a queued item without charging anyone (dropped before running).
+  std::optional<Dispatch> Remove(uint64_t id);
+  // A dispatched item ended after `measured_ns` of lane time: corrects its
+  // tenant's finish tag and service by the difference from the prediction.
+  void Complete(const Dispatch& d, int64_t measured_ns);
+
+  // Predicted lane time dispatched before a new request of `tenant` would
+  // start, if every tenant got its weighted share (GPS): the
+  // tenant's own queue plus, for every other backlogged tenant u, the part
+  // of u's queue whose virtual span lies before the new request's start.
+  int64_t WorkAheadNs(const std::string& tenant) const;
+
+  double virtual_time() const { return virtual_time_; }
+  size_t size() const { return locations_.size(); }
+  bool empty() const { return locations_.empty(); }
+  size_t queued(const std::string& tenant) const;
+  std::vector<TenantView> Tenants() const;
+
+ private:
+  struct Queued {
+    uint64_t seq;  // arrival order across the tenant's models
+    Item item;
+  };
+  struct Tenant {
+    double weight = 1;
+    double finish = 0;  // F
+    int64_t queued_ns = 0;
+    size_t queued = 0;
+    int64_t service_ns = 0;
+    std::map<std::string, std::deque<Queued>> by_model;
+  };
+
+  Tenant& GetTenant(const std::string& tenant);
+  double StartTag(const Tenant& t) const { return t.finish > virtual_time_ ? t.finish : virtual_time_; }
+  // The backlogged tenant with the smallest start tag, or null.
+  const std::string* NextTenant() const;
+  // The model queue holding the tenant's oldest item.
+  static std::deque<Queued>* OldestQueue(Tenant& t);
+  std::optional<Item> Extract(const std::string& tenant, uint64_t id);
+  Dispatch Charge(const std::string& tenant, Item item);
+
+  double default_weight_;
+  double virtual_time_ = 0;
+  uint64_t next_seq_ = 0;
+  std::map<std::string, Tenant> tenants_;
+  std::unordered_map<uint64_t, std::string> locations_;  // id -> tenant
+};
+
+}  // namespace orrery

@@ -1,0 +1,424 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+#include "runtime/execution.h"
+#include "runtime/lane_group.h"
+
+namespace orrery {
+
+struct FairScheduler::Job {
+  uint64_t id = 0;
+  InferenceRequest request;
+  InferenceCallback done;
+  std::string model_id;
+  int batch = 1;
+  int64_t predicted_ns = 0;
+  size_t predicted_steps = 0;  // 0 = unknown
+  int64_t deadline_ns = kNoDeadline;
+  int64_t admitted_ns = 0;
+  FairQueue::Dispatch dispatch;
+  Status drop_status;  // set when dropped before running
+  // Predicted lane time left; written by the lane after each step, read
+  // under the lock by admission.
+  std::atomic<int64_t> remaining_ns{0};
+  std::atomic<int64_t> step_ns{0};  // predicted lane time of one layer
+  // Lane-local once dispatched.
+  std::optional<Execution> exec;
+  int64_t exec_ns = 0;  // measured lane time (steps only; parked time excluded)
+
+  int64_t latest_start() const { return LatestStartNs(deadline_ns, predicted_ns); }
+  std::string What() const {
+    return "request " + std::to_string(request.request_id) + " for model '" + model_id + "' of tenant '" +
+           request.tenant_id + "'";
+  }
+};
+
+namespace {
+
+int BatchOf(const std::vector<NamedTensor>& inputs) {
+  if (inputs.empty() || inputs[0].tensor.shape().empty()) return 1;
+  return static_cast<int>(std::clamp<int64_t>(inputs[0].tensor.shape()[0], 1, 1 << 20));
+}
+
+}  // namespace
+
+int64_t FairScheduler::ChargedNs(int64_t predicted_ns, int64_t measured_ns) const {
+  // A run far off its prediction is mostly interference (the OS, a noisy
+  // neighbour on the core), not the tenant's doing: the charge stays within
+  // a factor of the prediction; the cost model still learns the full value.
+  const double f = options_.max_charge_factor;
+  if (predicted_ns <= 0 || f < 1) return measured_ns;
+  const double p = static_cast<double>(predicted_ns);
+  return static_cast<int64_t>(std::clamp(static_cast<double>(measured_ns), p / f, p * f));
+}
+
+namespace {
+
+std::string AddressId(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "model@%p", p);
+  return buf;
+}
+
+}  // namespace
+
+FairScheduler::FairScheduler(FairSchedulerOptions options)
+    : clock_(options.clock != nullptr ? options.clock : SteadyClock::Get()),
+      options_(std::move(options)),
+      queue_(options_.default_policy.weight),
+      costs_(options_.cost) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  num_lanes_ = options_.lanes > 0 ? options_.lanes : cores;
+  paused_ = options_.start_paused;
+  workers_.reserve(num_lanes_);
+  for (int i = 0; i < num_lanes_; ++i) workers_.emplace_back([this, i] { LaneLoop(i); });
+}
+
+FairScheduler::~FairScheduler() { Shutdown(); }
+
+FairScheduler::TenantState& FairScheduler::TenantLocked(const std::string& tenant) {
+  auto [it, inserted] = tenants_.try_emplace(tenant);
+  if (inserted) {
+    it->second.policy = options_.default_policy;
+    queue_.SetWeight(tenant, it->second.policy.weight);
+  }
+  return it->second;
+}
+
+void FairScheduler::SetTenantPolicy(const std::string& tenant, const TenantPolicy& policy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TenantLocked(tenant).policy = policy;
+  queue_.SetWeight(tenant, policy.weight);
+}
+
+void FairScheduler::Calibrate(const std::string& model_id, int batch, int64_t ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  costs_.Calibrate(model_id, batch, ns);
+}
+
+void FairScheduler::ForgetModel(const std::string& model_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  costs_.Erase(model_id);
+}
+
+Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
+  auto job = std::make_unique<Job>();
+  job->model_id = request.model_id.empty() ? AddressId(request.model.get()) : request.model_id;
+  job->batch = BatchOf(request.inputs);
+  job->request = std::move(request);
+  job->done = std::move(done);
+  Dropped dropped;
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status::Unavailable("server is shutting down");
+    job->id = next_id_++;
+    if (job->request.request_id == 0) job->request.request_id = job->id;
+    TenantState& tenant = TenantLocked(job->request.tenant_id);
+    if (job->request.weight > 0 && job->request.weight != tenant.policy.weight) {
+      tenant.policy.weight = job->request.weight;
+      queue_.SetWeight(job->request.tenant_id, job->request.weight);
+    }
+    const int64_t now = clock_->NowNs();
+    DropInfeasibleLocked(now, &dropped);  // so that dead work is not counted ahead
+    if (job->request.deadline_ns > 0) {
+      job->deadline_ns = job->request.deadline_ns;
+    } else if (tenant.policy.default_timeout_ns > 0) {
+      job->deadline_ns = now + tenant.policy.default_timeout_ns;
+    }
+    const CostPrediction cost = costs_.Predict(job->model_id, job->batch);
+    job->predicted_ns = cost.ns;
+    job->predicted_steps = cost.steps;
+    AdmissionInput in{.now_ns = now,
+                      .deadline_ns = job->deadline_ns,
+                      .own_cost_ns = job->predicted_ns,
+                      .queued_ahead_ns = queue_.WorkAheadNs(job->request.tenant_id),
+                      .running_remaining_ns = RunningRemainingLocked(job->deadline_ns),
+                      .lanes = num_lanes_,
+                      .in_flight = tenant.in_flight,
+                      .max_in_flight = tenant.policy.max_in_flight};
+    AdmissionDecision decision = Admit(in, job->What());
+    status = decision.status;
+    if (status.code() == StatusCode::kDeadlineExceeded) {
+      ++tenant.rejected_deadline;
+    } else if (status.code() == StatusCode::kResourceExhausted) {
+      ++tenant.rejected_in_flight;
+    } else {
+      ++tenant.admitted;
+      ++tenant.in_flight;
+      job->admitted_ns = now;
+      queue_.Push(job->request.tenant_id, FairQueue::Item{job->id, job->model_id, job->predicted_ns});
+      by_latest_start_.emplace(job->latest_start(), job->id);
+      queued_.emplace(job->id, std::move(job));
+      PublishUrgentLocked();
+    }
+  }
+  FinishDropped(std::move(dropped));
+  if (!status.ok()) return status;
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+void FairScheduler::PublishUrgentLocked() {
+  urgent_latest_start_.store(by_latest_start_.empty() ? kNoDeadline : by_latest_start_.begin()->first,
+                             std::memory_order_release);
+  queue_generation_.fetch_add(1, std::memory_order_release);
+}
+
+void FairScheduler::DropInfeasibleLocked(int64_t now, Dropped* dropped) {
+  bool any = false;
+  while (!by_latest_start_.empty() && by_latest_start_.begin()->first < now) {
+    const uint64_t id = by_latest_start_.begin()->second;
+    by_latest_start_.erase(by_latest_start_.begin());
+    (void)queue_.Remove(id);
+    auto it = queued_.find(id);
+    std::unique_ptr<Job> job = std::move(it->second);
+    queued_.erase(it);
+    TenantState& tenant = TenantLocked(job->request.tenant_id);
+    ++tenant.dropped;
+    --tenant.in_flight;
+    job->drop_status = Status::DeadlineExceeded(
+        job->What() + ": dropped before running, it can no longer meet its deadline (predicted completion in " +
+        FormatDurationNs(job->predicted_ns) + " if started now, deadline " +
+        (job->deadline_ns >= now ? "in " + FormatDurationNs(job->deadline_ns - now)
+                                 : FormatDurationNs(now - job->deadline_ns) + " ago") +
+        ")");
+    dropped->push_back(std::move(job));
+    any = true;
+  }
+  if (any) PublishUrgentLocked();
+}
+
+void FairScheduler::FinishDropped(Dropped dropped) {
+  for (std::unique_ptr<Job>& job : dropped) job->done(job->drop_status);
+}
+
+std::unique_ptr<FairScheduler::Job> FairScheduler::DispatchLocked(const FairQueue::Dispatch& d, int64_t now) {
+  auto it = queued_.find(d.item.id);
+  std::unique_ptr<Job> job = std::move(it->second);
+  queued_.erase(it);
+  by_latest_start_.erase({job->latest_start(), job->id});
+  job->dispatch = d;
+  job->remaining_ns.store(job->predicted_ns, std::memory_order_relaxed);
+  job->step_ns.store(job->predicted_ns / static_cast<int64_t>(std::max<size_t>(job->predicted_steps, 1)),
+                     std::memory_order_relaxed);
+  TenantState& tenant = TenantLocked(job->request.tenant_id);
+  tenant.max_wait_ns = std::max(tenant.max_wait_ns, now - job->admitted_ns);
+  running_.insert(job.get());
+  PublishUrgentLocked();
+  return job;
+}
+
+std::unique_ptr<FairScheduler::Job> FairScheduler::TakeAtRiskLocked(int64_t now, int64_t busy_ns,
+                                                                    int64_t deadline_ns) {
+  // Only the front of the latest-start order can be at risk; a few entries
+  // are scanned because the most urgent may have a later deadline than the
+  // running request (a costly request with a loose deadline).
+  constexpr int kScan = 16;
+  int scanned = 0;
+  for (auto it = by_latest_start_.begin(); it != by_latest_start_.end() && scanned < kScan; ++it, ++scanned) {
+    if (it->first >= now + busy_ns) break;  // can wait for the current one
+    const Job& candidate = *queued_.at(it->second);
+    if (candidate.deadline_ns >= deadline_ns) continue;
+    std::optional<FairQueue::Dispatch> d = queue_.Take(it->second);
+    return DispatchLocked(*d, now);
+  }
+  return nullptr;
+}
+
+std::unique_ptr<FairScheduler::Job> FairScheduler::PickLocked(int64_t now) {
+  std::optional<FairQueue::Dispatch> fair = queue_.Peek();
+  if (!fair) return nullptr;
+  const Job& pick = *queued_.at(fair->item.id);
+  if (std::unique_ptr<Job> urgent = TakeAtRiskLocked(now, pick.predicted_ns, pick.deadline_ns)) return urgent;
+  return DispatchLocked(*queue_.Pop(), now);
+}
+
+int64_t FairScheduler::RunningRemainingLocked(int64_t deadline_ns) const {
+  int64_t sum = 0;
+  for (const Job* job : running_) {
+    // A running request with a later deadline can be preempted between two
+    // layers: only one layer of it is in the way.
+    sum += job->deadline_ns > deadline_ns ? job->step_ns.load(std::memory_order_relaxed)
+                                          : job->remaining_ns.load(std::memory_order_relaxed);
+  }
+  return sum;
+}
+
+void FairScheduler::LaneLoop(int lane) {
+  runtime::LaneGroupOptions group_options;
+  if (options_.pin_lanes) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    group_options.cpus = {lane % cores};
+  }
+  runtime::LaneGroup group(group_options);
+  for (;;) {
+    std::unique_ptr<Job> job;
+    Dropped dropped;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || (!paused_ && !queue_.empty()); });
+      if (queue_.empty()) {
+        if (stopping_) return;  // drained
+        continue;
+      }
+      const int64_t now = clock_->NowNs();
+      DropInfeasibleLocked(now, &dropped);
+      job = PickLocked(now);
+    }
+    FinishDropped(std::move(dropped));
+    if (job) RunOnLane(std::move(job), &group);
+  }
+}
+
+void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* group) {
+  // The top of the stack runs; the ones below are parked (preempted).
+  std::vector<std::unique_ptr<Job>> stack;
+  stack.push_back(std::move(first));
+  uint64_t checked_generation = 0;  // queue state of the last fruitless check
+  while (!stack.empty()) {
+    Job& job = *stack.back();
+    Result<std::vector<NamedTensor>> outputs = Status::Internal("not run");
+    bool finished = false;
+    if (!job.exec) {
+      Result<Execution> ex = Execution::Start(*job.request.model, job.request.inputs);
+      if (ex.ok()) {
+        job.exec.emplace(std::move(ex).value());
+        job.step_ns.store(job.predicted_ns / static_cast<int64_t>(std::max<size_t>(job.exec->num_steps(), 1)),
+                          std::memory_order_relaxed);
+      } else {
+        outputs = ex.status();
+        finished = true;
+      }
+    } else if (job.exec->done()) {
+      outputs = job.exec->TakeOutputs();
+      finished = true;
+    }
+    if (finished) {
+      std::unique_ptr<Job> done = std::move(stack.back());
+      stack.pop_back();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_.erase(done.get());
+        TenantState& tenant = TenantLocked(done->request.tenant_id);
+        --tenant.in_flight;
+        ++tenant.completed;
+        if (!outputs.ok()) ++tenant.failed;
+        tenant.service_ns += done->exec_ns;
+        // exec_ns is 0 only under a fake clock: no measurement, no correction.
+        if (done->exec_ns > 0) queue_.Complete(done->dispatch, ChargedNs(done->predicted_ns, done->exec_ns));
+        if (outputs.ok()) {
+          costs_.Record(done->model_id, done->batch, done->predicted_ns, done->exec_ns);
+          costs_.SetSteps(done->model_id, done->exec->num_steps());
+        }
+        ++completed_;
+      }
+      // The Execution gives its arena back before the caller sees the outputs.
+      done->exec.reset();
+      done->done(std::move(outputs));
+      continue;
+    }
+
+    const int64_t t0 = clock_->NowNs();
+    (void)job.exec->Step(group);  // an error ends the execution; TakeOutputs returns it
+    const int64_t t1 = clock_->NowNs();
+    job.exec_ns += t1 - t0;
+    const size_t total = std::max<size_t>(job.exec->num_steps(), 1);
+    const int64_t remaining = static_cast<int64_t>(
+        static_cast<double>(job.predicted_ns) * static_cast<double>(total - job.exec->step_index()) /
+        static_cast<double>(total));
+    job.remaining_ns.store(remaining, std::memory_order_relaxed);
+    if (job.exec->done() || static_cast<int>(stack.size()) > options_.max_parked) continue;
+
+    // Between two steps: would the most urgent queued request miss its
+    // deadline waiting for the rest of this one? Checked without the lock;
+    // the lock is taken only when the answer may have changed.
+    const int64_t urgent = urgent_latest_start_.load(std::memory_order_acquire);
+    if (urgent == kNoDeadline || t1 + remaining <= urgent) continue;
+    if (queue_generation_.load(std::memory_order_acquire) == checked_generation && t1 <= urgent) continue;
+    Dropped dropped;
+    std::unique_ptr<Job> next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t now = clock_->NowNs();
+      DropInfeasibleLocked(now, &dropped);
+      if (!paused_) next = TakeAtRiskLocked(now, remaining, job.deadline_ns);
+      if (next) ++preemptions_;
+      checked_generation = queue_generation_.load(std::memory_order_acquire);
+    }
+    FinishDropped(std::move(dropped));
+    if (next) stack.push_back(std::move(next));
+  }
+}
+
+void FairScheduler::Pause() {
+  std::lock_guard<std::mutex> lock(mu_);
+  paused_ = true;
+}
+
+void FairScheduler::Resume() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    paused_ = false;
+  }
+  cv_.notify_all();
+}
+
+void FairScheduler::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    paused_ = false;
+  }
+  cv_.notify_all();
+  for (std::thread& t : workers_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+size_t FairScheduler::queue_depth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+uint64_t FairScheduler::completed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return completed_;
+}
+
+SchedulerStats FairScheduler::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SchedulerStats s;
+  s.lanes = num_lanes_;
+  s.virtual_time = queue_.virtual_time();
+  s.queued = queue_.size();
+  s.preemptions = preemptions_;
+  for (const FairQueue::TenantView& v : queue_.Tenants()) {
+    TenantSchedulerStats t;
+    t.tenant = v.tenant;
+    t.weight = v.weight;
+    t.virtual_finish = v.virtual_finish;
+    t.queued = v.queued;
+    t.queued_ns = v.queued_ns;
+    if (auto it = tenants_.find(v.tenant); it != tenants_.end()) {
+      const TenantState& st = it->second;
+      t.in_flight = st.in_flight;
+      t.admitted = st.admitted;
+      t.rejected_deadline = st.rejected_deadline;
+      t.rejected_in_flight = st.rejected_in_flight;
+      t.dropped = st.dropped;
+      t.completed = st.completed;
+      t.failed = st.failed;
+      t.service_ns = st.service_ns;
+      t.max_wait_ns = st.max_wait_ns;
+    }
+    s.tenants.push_back(std::move(t));
+  }
+  s.models = costs_.Stats();
+  return s;
+}
+
+}  // namespace orrery

@@ -1,0 +1,186 @@
+// FairScheduler: the predictable-cost, fair, deadline-aware scheduler.
+//
+//   Submit -> admission (in-flight limit, predicted completion vs deadline)
+//          -> per-tenant queue in a weighted FairQueue
+//          -> a lane dispatches by fair order (deadline-at-risk first)
+//          -> runs it layer by layer with Execution::Step
+//          -> measured lane time corrects the tenant's virtual time and the
+//             cost model.
+//
+// Lanes are worker threads, one per core by default, each with its own
+// runtime::LaneGroup of one thread (optionally pinned). Between two steps a
+// lane checks the queue's most urgent request (the smallest latest start =
+// deadline - predicted cost): if it would miss its deadline waiting for the
+// rest of the current request and its deadline is earlier, the current
+// Execution is parked on the lane and the urgent one runs first; the parked
+// one resumes when it ends. So a short request waits at most about one layer
+// of a long one. Queued requests that can no longer meet their deadline are
+// dropped before they run (their callback gets DEADLINE_EXCEEDED).
+//
+// Predictions come from the CostModel (per model id and batch size). A model
+// never measured has no prediction: its first request is admitted with cost
+// 0 and its run seeds the model (Calibrate() seeds it explicitly).
+//
+// Thread-safe. Submit costs one lock and O(tenants + log queue); it never
+// blocks on execution. Callbacks run on a lane thread (or, for drops, on the
+// thread that noticed), never under the scheduler's lock.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "ops/parallel.h"
+#include "scheduler/admission.h"
+#include "scheduler/clock.h"
+#include "scheduler/cost_model.h"
+#include "scheduler/fair_queue.h"
+#include "scheduler/request.h"
+
+namespace orrery {
+
+struct FairSchedulerOptions {
+  int lanes = 0;                 // 0 = one per core
+  bool pin_lanes = false;        // pin lane i to CPU i % cores
+  const Clock* clock = nullptr;  // null = SteadyClock
+  TenantPolicy default_policy = {};  // tenants without SetTenantPolicy
+  CostModelOptions cost = {};
+  int max_parked = 4;            // preempted Executions a lane may hold
+  bool start_paused = false;     // queue without dispatching until Resume()
+  // A tenant is charged its measured lane time, kept within this factor of
+  // the prediction (when there is one); < 1: the measured time as it is.
+  double max_charge_factor = 2.0;
+};
+
+struct TenantSchedulerStats {
+  std::string tenant;
+  double weight = 1;
+  double virtual_finish = 0;
+  size_t queued = 0;
+  int64_t queued_ns = 0;     // predicted
+  int in_flight = 0;         // admitted, not finished (queued + running)
+  uint64_t admitted = 0;
+  uint64_t rejected_deadline = 0;   // at admission
+  uint64_t rejected_in_flight = 0;  // at admission
+  uint64_t dropped = 0;      // queued, then infeasible before running
+  uint64_t completed = 0;    // ran (ok or with an error)
+  uint64_t failed = 0;       // of which ended with an error
+  int64_t service_ns = 0;    // measured lane time
+  int64_t max_wait_ns = 0;   // admission to first step
+};
+
+struct SchedulerStats {
+  int lanes = 0;
+  double virtual_time = 0;
+  size_t queued = 0;
+  uint64_t preemptions = 0;  // Executions parked for an urgent request
+  std::vector<TenantSchedulerStats> tenants;
+  std::vector<ModelCostStats> models;  // predicted vs measured
+};
+
+class FairScheduler {
+ public:
+  explicit FairScheduler(FairSchedulerOptions options = {});
+  // Shutdown().
+  ~FairScheduler();
+
+  // Admits and queues the request; `done` later gets the outputs or the
+  // error (also DEADLINE_EXCEEDED when dropped before running). An error
+  // here means `done` is not called: UNAVAILABLE once Shutdown() began,
+  // RESOURCE_EXHAUSTED over the tenant's in-flight limit, DEADLINE_EXCEEDED
+  // when the predicted completion is after the deadline.
+  Status Submit(InferenceRequest request, InferenceCallback done);
+
+  // Weight, in-flight limit and default timeout of a tenant; effective for
+  // the next admission and charge.
+  void SetTenantPolicy(const std::string& tenant, const TenantPolicy& policy);
+  // Seeds the cost model with a calibration measurement.
+  void Calibrate(const std::string& model_id, int batch, int64_t ns);
+  // Forgets a model's costs (deleted, or its id reused).
+  void ForgetModel(const std::string& model_id);
+
+  // While paused, lanes finish what they run but dispatch nothing new.
+  void Pause();
+  void Resume();
+  // Stops admitting, runs (or drops, if infeasible) everything queued, joins
+  // the lanes. Idempotent.
+  void Shutdown();
+
+  int64_t NowNs() const { return clock_->NowNs(); }
+  int lanes() const { return num_lanes_; }
+  size_t queue_depth() const;
+  uint64_t completed() const;
+  SchedulerStats Stats() const;
+
+  FairScheduler(const FairScheduler&) = delete;
+  FairScheduler& operator=(const FairScheduler&) = delete;
+
+ private:
+  struct Job;
+  struct TenantState {
+    TenantPolicy policy;
+    int in_flight = 0;
+    uint64_t admitted = 0, rejected_deadline = 0, rejected_in_flight = 0, dropped = 0, completed = 0, failed = 0;
+    int64_t service_ns = 0;
+    int64_t max_wait_ns = 0;
+  };
+  using Dropped = std::vector<std::unique_ptr<Job>>;
+
+  TenantState& TenantLocked(const std::string& tenant);
+  // Removes queued jobs that can no longer meet their deadline into `dropped`.
+  void DropInfeasibleLocked(int64_t now, Dropped* dropped);
+  // The next job by fair order, or an earlier-deadline one at risk of
+  // missing it if it waited for the fair pick. Null when nothing is queued.
+  std::unique_ptr<Job> PickLocked(int64_t now);
+  // An urgent queued job that would miss its deadline waiting `busy_ns` and
+  // whose deadline is before `deadline_ns`; null if none.
+  std::unique_ptr<Job> TakeAtRiskLocked(int64_t now, int64_t busy_ns, int64_t deadline_ns);
+  std::unique_ptr<Job> DispatchLocked(const FairQueue::Dispatch& d, int64_t now);
+  void PublishUrgentLocked();
+  void FinishDropped(Dropped dropped);
+  // Predicted lane time of running requests in the way of a new request
+  // with this deadline.
+  int64_t RunningRemainingLocked(int64_t deadline_ns) const;
+  int64_t ChargedNs(int64_t predicted_ns, int64_t measured_ns) const;
+
+  void LaneLoop(int lane);
+  void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group);
+
+  const Clock* clock_;
+  FairSchedulerOptions options_;
+  int num_lanes_ = 1;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool paused_ = false;
+  uint64_t next_id_ = 1;
+  uint64_t completed_ = 0;
+  uint64_t preemptions_ = 0;
+  FairQueue queue_;
+  CostModel costs_;
+  std::map<std::string, TenantState> tenants_;
+  std::unordered_map<uint64_t, std::unique_ptr<Job>> queued_;
+  std::set<std::pair<int64_t, uint64_t>> by_latest_start_;  // queued jobs
+  std::set<Job*> running_;  // dispatched, parked or running
+
+  // Smallest latest start among queued jobs (kNoDeadline if none) and a
+  // counter bumped on every queue change: lanes read them between steps
+  // without the lock.
+  std::atomic<int64_t> urgent_latest_start_{kNoDeadline};
+  std::atomic<uint64_t> queue_generation_{0};
+
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace orrery

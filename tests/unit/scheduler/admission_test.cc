@@ -1,0 +1,80 @@
+#include "scheduler/admission.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler/clock.h"
+
+namespace orrery {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+TEST(AdmissionTest, AdmitsWhenPredictedCompletionMeetsTheDeadline) {
+  FakeClock clock;
+  AdmissionInput in{.now_ns = clock.NowNs(), .deadline_ns = clock.NowNs() + 10 * kMs, .own_cost_ns = 2 * kMs,
+                    .queued_ahead_ns = 8 * kMs, .running_remaining_ns = 4 * kMs, .lanes = 2};
+  AdmissionDecision d = Admit(in, "model 'm'");
+  EXPECT_TRUE(d.status.ok()) << d.status.ToString();
+  EXPECT_EQ(d.predicted_completion_ns, clock.NowNs() + 6 * kMs + 2 * kMs);  // (8 + 4) / 2 + 2
+}
+
+TEST(AdmissionTest, RejectsAtOnceNamingThePredictedCompletion) {
+  FakeClock clock;
+  AdmissionInput in{.now_ns = clock.NowNs(), .deadline_ns = clock.NowNs() + 5 * kMs, .own_cost_ns = 2 * kMs,
+                    .queued_ahead_ns = 8 * kMs, .lanes = 2};
+  AdmissionDecision d = Admit(in, "model 'm' of tenant 't'");
+  EXPECT_EQ(d.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(d.predicted_completion_ns, clock.NowNs() + 6 * kMs);
+  EXPECT_NE(d.status.message().find("predicted completion in 6.000 ms"), std::string::npos) << d.status.message();
+  EXPECT_NE(d.status.message().find("after the deadline, in 5.000 ms"), std::string::npos) << d.status.message();
+  EXPECT_NE(d.status.message().find("model 'm' of tenant 't'"), std::string::npos);
+}
+
+TEST(AdmissionTest, PassedDeadlineReadsAsAgo) {
+  AdmissionInput in{.now_ns = 10 * kMs, .deadline_ns = 9 * kMs, .own_cost_ns = 1};
+  AdmissionDecision d = Admit(in, "x");
+  EXPECT_EQ(d.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(d.status.message().find("after the deadline, 1.000 ms ago"), std::string::npos) << d.status.message();
+}
+
+TEST(AdmissionTest, NoDeadlineIsAlwaysFeasible) {
+  AdmissionInput in{.now_ns = 5, .deadline_ns = kNoDeadline, .own_cost_ns = 1'000'000 * kMs};
+  EXPECT_TRUE(Admit(in, "x").status.ok());
+  EXPECT_FALSE(Infeasible(5, kNoDeadline, 1'000'000 * kMs));
+  EXPECT_EQ(LatestStartNs(kNoDeadline, 7), kNoDeadline);
+}
+
+TEST(AdmissionTest, InFlightLimitIsResourceExhaustedNamingTheLimit) {
+  AdmissionInput in{.now_ns = 0, .in_flight = 4, .max_in_flight = 4};
+  AdmissionDecision d = Admit(in, "tenant 't'");
+  EXPECT_EQ(d.status.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(d.status.message().find("in-flight limit is 4"), std::string::npos) << d.status.message();
+  in.in_flight = 3;
+  EXPECT_TRUE(Admit(in, "tenant 't'").status.ok());
+  in.max_in_flight = 0;  // unlimited
+  in.in_flight = 1'000'000;
+  EXPECT_TRUE(Admit(in, "tenant 't'").status.ok());
+}
+
+TEST(AdmissionTest, QueuedRequestBecomesInfeasibleAsTimePasses) {
+  FakeClock clock;
+  const int64_t deadline = clock.NowNs() + 10 * kMs;
+  const int64_t cost = 3 * kMs;
+  EXPECT_FALSE(Infeasible(clock.NowNs(), deadline, cost));
+  EXPECT_EQ(LatestStartNs(deadline, cost), clock.NowNs() + 7 * kMs);
+  clock.AdvanceNs(7 * kMs);
+  EXPECT_FALSE(Infeasible(clock.NowNs(), deadline, cost));  // exactly on time
+  clock.AdvanceNs(1);
+  EXPECT_TRUE(Infeasible(clock.NowNs(), deadline, cost));
+}
+
+TEST(AdmissionTest, FormatsDurations) {
+  EXPECT_EQ(FormatDurationNs(999), "999 ns");
+  EXPECT_EQ(FormatDurationNs(1'500), "1.5 us");
+  EXPECT_EQ(FormatDurationNs(2'500'000), "2.500 ms");
+  EXPECT_EQ(FormatDurationNs(3'000'000'000), "3.000 s");
+  EXPECT_EQ(FormatDurationNs(-1'500), "-1.5 us");
+}
+
+}  // namespace
+}  // namespace orrery

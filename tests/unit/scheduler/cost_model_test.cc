@@ -1,0 +1,116 @@
+#include "scheduler/cost_model.h"
+
+#include <gtest/gtest.h>
+
+namespace orrery {
+namespace {
+
+TEST(CostModelTest, UnknownModelIsUnknown) {
+  CostModel m;
+  CostPrediction p = m.Predict("m", 1);
+  EXPECT_FALSE(p.known);
+  EXPECT_EQ(p.ns, 0);
+}
+
+TEST(CostModelTest, CalibrationThenEwmaOfMeasurements) {
+  CostModel m(CostModelOptions{.ewma_alpha = 0.5});
+  m.Calibrate("m", 1, 1000);
+  EXPECT_EQ(m.Predict("m", 1).ns, 1000);
+  EXPECT_TRUE(m.Predict("m", 1).measured);
+  m.Record("m", 1, 1000, 2000);  // 1000 + 0.5 * (2000 - 1000)
+  EXPECT_EQ(m.Predict("m", 1).ns, 1500);
+  m.Record("m", 1, 1500, 1500);
+  EXPECT_EQ(m.Predict("m", 1).ns, 1500);
+}
+
+TEST(CostModelTest, OutliersMoveTheEstimateOnlyUpToTheFactor) {
+  CostModel m(CostModelOptions{.ewma_alpha = 0.5, .max_update_factor = 2.0});
+  m.Calibrate("m", 1, 1000);
+  m.Record("m", 1, 1000, 100'000);  // a 100x spike counts as 2000
+  EXPECT_EQ(m.Predict("m", 1).ns, 1500);
+  EXPECT_NEAR(m.Stats()[0].error_max, 0.99, 1e-9);  // the error is kept as measured
+  for (int i = 0; i < 20; ++i) m.Record("m", 1, 0, 8000);  // a real change converges
+  EXPECT_EQ(m.Predict("m", 1).ns, 8000);
+}
+
+TEST(CostModelTest, FirstMeasurementSetsTheEstimate) {
+  CostModel m(CostModelOptions{.ewma_alpha = 0.1});
+  m.Record("m", 2, 0, 5000);
+  EXPECT_EQ(m.Predict("m", 2).ns, 5000);
+}
+
+TEST(CostModelTest, OtherBatchSizesScaleFromTheNearestMeasured) {
+  CostModel m;
+  m.Calibrate("m", 1, 1000);
+  m.Calibrate("m", 8, 4000);
+  EXPECT_EQ(m.Predict("m", 2).ns, 2000);   // nearer to 1: 1000 * 2
+  EXPECT_FALSE(m.Predict("m", 2).measured);
+  EXPECT_EQ(m.Predict("m", 6).ns, 3000);   // nearer to 8: 4000 * 6 / 8
+  EXPECT_EQ(m.Predict("m", 16).ns, 8000);  // above all: from 8
+}
+
+TEST(CostModelTest, WorkPriorUntilMeasured) {
+  CostModel m(CostModelOptions{.flops_per_ns = 2.0, .bytes_per_ns = 10.0});
+  m.SetWorkPrior("m", 1, /*flops=*/20'000, /*bytes=*/1'000);  // compute-bound: 10000 ns
+  CostPrediction p = m.Predict("m", 1);
+  EXPECT_TRUE(p.known);
+  EXPECT_FALSE(p.measured);
+  EXPECT_EQ(p.ns, 10'000);
+  m.Record("m", 1, p.ns, 12'000);
+  EXPECT_EQ(m.Predict("m", 1).ns, 12'000);
+  EXPECT_TRUE(m.Predict("m", 1).measured);
+}
+
+TEST(CostModelTest, ErrorPercentiles) {
+  CostModel m;
+  // Errors 0.00, 0.01, ..., 0.99 (|predicted - measured| / measured).
+  for (int i = 0; i < 100; ++i) m.Record("m", 1, 10'000 + 100 * i, 10'000);
+  m.Record("other", 1, 0, 10);  // nothing predicted: no error sample
+  std::vector<ModelCostStats> stats = m.Stats();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].model_id, "m");
+  EXPECT_EQ(stats[0].samples, 100u);
+  EXPECT_EQ(stats[0].window, 100u);
+  EXPECT_NEAR(stats[0].error_p50, 0.49, 1e-9);
+  EXPECT_NEAR(stats[0].error_p90, 0.89, 1e-9);
+  EXPECT_NEAR(stats[0].error_p99, 0.98, 1e-9);
+  EXPECT_NEAR(stats[0].error_max, 0.99, 1e-9);
+  EXPECT_EQ(stats[1].samples, 1u);
+  EXPECT_EQ(stats[1].window, 0u);
+}
+
+TEST(CostModelTest, ErrorWindowIsBounded) {
+  CostModel m(CostModelOptions{.error_window = 10});
+  for (int i = 0; i < 50; ++i) m.Record("m", 1, 2000, 1000);  // error 1.0
+  for (int i = 0; i < 10; ++i) m.Record("m", 1, 1000, 1000);  // error 0
+  EXPECT_EQ(m.Stats()[0].window, 10u);
+  EXPECT_EQ(m.Stats()[0].error_max, 0.0);
+}
+
+TEST(CostModelTest, NonPositiveMeasurementsAreIgnoredAndEraseForgets) {
+  CostModel m;
+  m.Record("m", 1, 100, 0);
+  EXPECT_FALSE(m.Predict("m", 1).known);
+  m.Calibrate("m", 1, 100);
+  m.Erase("m");
+  EXPECT_FALSE(m.Predict("m", 1).known);
+}
+
+}  // namespace
+}  // namespace orrery
+
+namespace orrery {
+namespace {
+
+TEST(CostModelTest, StepsAreReportedWithPredictions) {
+  CostModel m;
+  EXPECT_EQ(m.Predict("m", 1).steps, 0u);
+  m.SetSteps("m", 12);
+  EXPECT_EQ(m.Predict("m", 1).steps, 12u);
+  EXPECT_FALSE(m.Predict("m", 1).known);
+  m.Calibrate("m", 1, 1200);
+  EXPECT_EQ(m.Predict("m", 4).steps, 12u);
+}
+
+}  // namespace
+}  // namespace orrery
