@@ -175,6 +175,7 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& dir, Options o
   }
   ORRERY_RETURN_IF_ERROR(impl->InitSchema());
   auto catalog = std::unique_ptr<Catalog>(new Catalog(std::move(impl)));
+  if (!options.repair_on_open) return catalog;
   // Start-up recovery. Every multi-key change is one WriteBatch, so this
   // should find nothing; it is cheap (keys only) and makes the promise
   // checkable (the crash test asserts a clean report).

@@ -34,6 +34,7 @@ class Catalog {
 
   struct Options {
     bool sync_writes = true;  // fsync the WAL before acknowledging a write
+    bool repair_on_open = true;  // run Fsck(repair=true) in Open (tests turn it off to inspect)
   };
 
   // Opens or creates the database in `dir` (created if missing). Fails with
