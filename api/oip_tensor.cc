@@ -70,14 +70,22 @@ Result<std::vector<NamedTensor>> DecodeInferInputs(const inference::ModelInferRe
     }
     Shape shape(in.shape().begin(), in.shape().end());
     // Bound the element count before multiplying, so hostile shapes cannot overflow.
+    // The non-zero dims are bounded even beside a 0 dim: [0, 2^62, 2^62] has
+    // no elements but overflows any stride computed from it.
     int64_t elements = 1;
+    bool zero = false;
     for (int64_t d : shape) {
       if (d < 0) return Status::InvalidArgument(where + ": negative dimension in shape " + ShapeToString(shape));
-      if (d != 0 && elements > (int64_t{1} << 40) / d) {
+      if (d == 0) {
+        zero = true;
+        continue;
+      }
+      if (elements > (int64_t{1} << 40) / d) {
         return Status::InvalidArgument(where + ": shape " + ShapeToString(shape) + " is too large");
       }
       elements *= d;
     }
+    if (zero) elements = 0;
     total_bytes += static_cast<uint64_t>(elements) * DTypeSize(dtype);
     if (max_input_bytes != 0 && total_bytes > max_input_bytes) {
       return Status::ResourceExhausted(where + ": the inputs need more than " + std::to_string(max_input_bytes) +

@@ -101,7 +101,7 @@ Status ConvertValueInfo(const onnx::ValueInfoProto& info, bool require_type, Val
     // Declared dims are untrusted: the known ones together must make a
     // tensor Orrery could hold.
     Shape known;
-    for (int64_t d : v->shape) known.push_back(d < 0 ? 1 : d);
+    for (int64_t d : v->shape) known.push_back(d <= 0 ? 1 : d);
     if (Result<int64_t> n = CheckedNumElements(known, v->dtype); !n.ok()) {
       return Status::InvalidArgument("'" + info.name() + "' has absurd dims " + ShapeToString(v->shape) + ": " +
                                      n.status().message());

@@ -62,7 +62,13 @@ Result<Tensor> TensorFromProto(const onnx::TensorProto& proto) {
         onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(proto.data_type())));
   }
   Shape shape(proto.dims().begin(), proto.dims().end());
-  Result<int64_t> checked = CheckedNumElements(shape, dtype);
+  // Bounded with zero dims read as 1 as well: CheckedNumElements accepts any
+  // dims beside a 0, but [2^62, 114, 0] overflows int64 in NumElements and in
+  // stride arithmetic (found by the import fuzzer).
+  Shape nonzero = shape;
+  for (int64_t& d : nonzero) d = d == 0 ? 1 : d;
+  Result<int64_t> checked = CheckedNumElements(nonzero, dtype);
+  if (checked.ok()) checked = CheckedNumElements(shape, dtype);
   if (!checked.ok()) {
     // Dims that overflow or exceed the largest tensor are a malformed file,
     // not a server limit.

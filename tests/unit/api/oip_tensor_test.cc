@@ -121,6 +121,11 @@ TEST(OipTensorTest, InputsOverTheByteLimitAreRefusedBeforeDecoding) {
   AddInput(&huge, "x", "FP32", {1 << 20, 1 << 10});
   huge.add_raw_input_contents("abcd");
   EXPECT_EQ(DecodeInferInputs(huge, 64 << 20).status().code(), StatusCode::kResourceExhausted);
+  // Zero elements, but dims whose product overflows: refused, not decoded.
+  inference::ModelInferRequest empty;
+  AddInput(&empty, "e", "FP32", {0, int64_t{1} << 62, int64_t{1} << 62});
+  empty.add_raw_input_contents("");
+  EXPECT_EQ(DecodeInferInputs(empty).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -98,6 +98,18 @@ TEST(HostileImportTest, AbsurdInitializerDimsAreInvalidNotAllocated) {
   ExpectInvalid(TensorFromProto(huge).status(), "absurd dims");
 }
 
+TEST(HostileImportTest, HugeDimsBesideAZeroDim) {
+  // Zero elements, but the other dims overflow int64 when multiplied (found
+  // by the import fuzzer: NumElements overflowed later).
+  onnx::TensorProto t;
+  t.set_name("z");
+  t.set_data_type(onnx::TensorProto::UINT64);
+  t.add_dims(int64_t{1} << 62);
+  t.add_dims(114);
+  t.add_dims(0);
+  ExpectInvalid(TensorFromProto(t).status(), "absurd dims");
+}
+
 TEST(HostileImportTest, InitializerDataThatDisagreesWithDims) {
   // 2^30 floats (4 GiB) declared, 1 value present: refused from the count,
   // before a 4 GiB buffer is allocated.
