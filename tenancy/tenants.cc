@@ -75,7 +75,7 @@ Status ValidateName(std::string_view what, std::string_view name) {
   if (name.size() > shown.size()) shown += "...";
   // Callers pass "tenant" or "model" (or already "tenant name").
   std::string label(what);
-  if (!label.ends_with("name")) label += " name";
+  if (label == "tenant" || label == "model") label += " name";
   return Status::InvalidArgument(label + " '" + shown +
                                  "': must be 1-128 characters of [A-Za-z0-9._-], not starting with '.'");
 }
