@@ -12,6 +12,7 @@
 #include "api/model_info.h"
 #include "api/oip_tensor.h"
 #include "api/version.h"
+#include "runtime/inputs.h"
 
 namespace orrery {
 
@@ -35,8 +36,9 @@ grpc::Status InferenceServiceImpl::ServerMetadata(grpc::ServerContext*, const in
 }
 
 Result<ModelRecord> InferenceServiceImpl::Resolve(const grpc::ServerContext& context, const std::string& name,
-                                                  const std::string& version) const {
+                                                  const std::string& version, TenantRecord* tenant_out) const {
   ORRERY_ASSIGN_OR_RETURN(TenantRecord tenant, AuthenticateTenant(context, *ctx_->tenants));
+  if (tenant_out != nullptr) *tenant_out = tenant;
   uint64_t v = 0;
   if (!version.empty()) {
     auto [end, ec] = std::from_chars(version.data(), version.data() + version.size(), v);
@@ -104,7 +106,8 @@ Result<int64_t> RequestDeadlineNs(const grpc::ServerContext& context, const infe
 grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
                                               inference::ModelInferResponse* response) {
   if (!ctx_->ready.load()) return ToGrpcStatus(Status::Unavailable("server is draining"));
-  Result<ModelRecord> record = Resolve(*context, request->model_name(), request->model_version());
+  TenantRecord tenant;
+  Result<ModelRecord> record = Resolve(*context, request->model_name(), request->model_version(), &tenant);
   if (!record.ok()) return ToGrpcStatus(record.status());
 
   // Requested outputs must exist; an empty list means all outputs.
@@ -121,16 +124,27 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, cons
 
   Result<int64_t> deadline = RequestDeadlineNs(*context, *request, *ctx_->scheduler);
   if (!deadline.ok()) return ToGrpcStatus(deadline.status());
-  Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request);
+  Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
   if (!inputs.ok()) return ToGrpcStatus(inputs.status());
   Result<ModelCache::ModelPtr> model = ctx_->cache->Get(*record);
   if (!model.ok()) return ToGrpcStatus(model.status());
+  // Names, dtypes, shapes and byte counts are checked here, before the
+  // request takes a queue slot, not on the lane.
+  std::vector<const Tensor*> ordered((*model)->signature().inputs.size());
+  if (Status s = runtime::OrderInputs((*model)->signature(), *inputs, ordered); !s.ok()) {
+    return ToGrpcStatus(s.WithPrefix("model '" + record->name() + "'"));
+  }
+  // Quota admission last, so that a bad request costs no token. The ticket
+  // is the tenant's in-flight slot until this handler returns.
+  Result<Admission::Ticket> ticket = ctx_->admission->Admit(tenant);
+  if (!ticket.ok()) return ToGrpcStatus(ticket.status());
 
   std::promise<Result<std::vector<NamedTensor>>> done;
   std::future<Result<std::vector<NamedTensor>>> result = done.get_future();
   InferenceRequest scheduled{record->tenant_id(), std::move(model).value(), std::move(inputs).value()};
   scheduled.model_id = record->tenant_id() + "/" + record->name() + "@" + std::to_string(record->version());
   scheduled.deadline_ns = *deadline;
+  scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
   Status submitted = ctx_->scheduler->Submit(
       std::move(scheduled),
       [&done](Result<std::vector<NamedTensor>> outputs) { done.set_value(std::move(outputs)); });

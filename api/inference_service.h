@@ -27,9 +27,10 @@ class InferenceServiceImpl final : public inference::GRPCInferenceService::Servi
                           inference::ModelInferResponse* response) override;
 
  private:
-  // The caller's model record for (name, version string; "" = latest).
+  // The caller's model record for (name, version string; "" = latest), and
+  // the caller's tenant into *tenant_out when given.
   Result<ModelRecord> Resolve(const grpc::ServerContext& context, const std::string& name,
-                              const std::string& version) const;
+                              const std::string& version, TenantRecord* tenant_out = nullptr) const;
 
   ServiceContext* ctx_;
 };

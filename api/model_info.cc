@@ -26,6 +26,7 @@ void RecordToModelInfo(const ModelRecord& record, v1::ModelInfo* info) {
   info->set_created_unix_ms(record.created_unix_ms());
   info->set_opset(record.opset());
   info->set_node_count(record.node_count());
+  info->set_upload_id(record.upload_id());
   for (const auto& in : record.inputs()) RecordToTensorInfo(in, info->add_inputs());
   for (const auto& out : record.outputs()) RecordToTensorInfo(out, info->add_outputs());
 }

@@ -1,5 +1,6 @@
 #include "api/model_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "api/model_info.h"
 #include "runtime/model.h"
 #include "tenancy/api_key.h"
+#include "tenancy/quotas.h"
 
 namespace orrery {
 namespace {
@@ -25,6 +27,32 @@ Status TooLarge(uint64_t limit) {
                                    " bytes");
 }
 
+// The byte limits an upload runs into while streaming, smallest first wins.
+struct UploadBudget {
+  uint64_t server_max_model_bytes;
+  uint64_t quota_max_model_bytes;
+  uint64_t quota_max_total_bytes;
+  uint64_t stored_bytes;  // the tenant's usage before this upload
+
+  // OK while `size` bytes fit; RESOURCE_EXHAUSTED naming the limit otherwise.
+  Status Check(uint64_t size) const {
+    if (size > server_max_model_bytes) return TooLarge(server_max_model_bytes);
+    if (size > quota_max_model_bytes) {
+      return Status::ResourceExhausted("quota max_model_bytes (" + std::to_string(quota_max_model_bytes) +
+                                       ") exceeded: the model has more than " +
+                                       std::to_string(quota_max_model_bytes) + " bytes");
+    }
+    if (stored_bytes + size > quota_max_total_bytes) {
+      return Status::ResourceExhausted("quota max_total_bytes (" + std::to_string(quota_max_total_bytes) +
+                                       ") exceeded: the tenant stores " + std::to_string(stored_bytes) +
+                                       " bytes and this upload has more than " +
+                                       std::to_string(quota_max_total_bytes - std::min(stored_bytes,
+                                                                                      quota_max_total_bytes)));
+    }
+    return Status::Ok();
+  }
+};
+
 }  // namespace
 
 grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
@@ -39,13 +67,41 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
     return ToGrpcStatus(Status::InvalidArgument("the first upload message must carry a header with the model name"));
   }
   const std::string name = msg.header().name();
+  const std::string upload_id = msg.header().upload_id();
   if (Status s = ValidateName("model name", name); !s.ok()) return ToGrpcStatus(s);
-  const uint64_t limit = ctx_->max_model_bytes;
-  if (msg.header().total_size_bytes() > limit) return ToGrpcStatus(TooLarge(limit));
+  if (!upload_id.empty()) {
+    if (Status s = ValidateName("upload id", upload_id); !s.ok()) return ToGrpcStatus(s);
+    // A retry of a finished upload: answer at once, without reading the bytes again.
+    Result<ModelRecord> earlier = ctx_->catalog->GetUpload(tenant->id(), upload_id);
+    if (earlier.ok()) {
+      if (earlier->name() != name) {
+        return ToGrpcStatus(Status::AlreadyExists("upload id '" + upload_id + "' was already used for model '" +
+                                                  earlier->name() + "'"));
+      }
+      RecordToModelInfo(*earlier, response->mutable_model());
+      response->set_replayed(true);
+      return grpc::Status::OK;
+    }
+    if (earlier.status().code() != StatusCode::kNotFound) return ToGrpcStatus(earlier.status());
+  }
+
+  const storage::TenantQuotas quotas = EffectiveQuotas(*tenant);
+  Result<Catalog::Usage> usage = ctx_->catalog->TenantUsage(tenant->id());
+  if (!usage.ok()) return ToGrpcStatus(usage.status());
+  const bool new_name = ctx_->catalog->GetModel(tenant->id(), name).status().code() == StatusCode::kNotFound;
+  if (new_name && usage->models >= quotas.max_models()) {
+    return ToGrpcStatus(Status::ResourceExhausted("quota max_models (" + std::to_string(quotas.max_models()) +
+                                                  ") exceeded: the tenant already stores " +
+                                                  std::to_string(usage->models) + " models"));
+  }
+  const UploadBudget budget{ctx_->max_model_bytes, quotas.max_model_bytes(), quotas.max_total_bytes(),
+                            usage->total_bytes};
+  if (Status s = budget.Check(msg.header().total_size_bytes()); !s.ok()) return ToGrpcStatus(s);
 
   std::string bytes;
   do {
-    if (bytes.size() + msg.chunk().size() > limit) return ToGrpcStatus(TooLarge(limit));
+    // Checked before appending, so an over-limit stream is never buffered.
+    if (Status s = budget.Check(bytes.size() + msg.chunk().size()); !s.ok()) return ToGrpcStatus(s);
     bytes += msg.chunk();
   } while (reader->Read(&msg));
   if (bytes.empty()) return ToGrpcStatus(Status::InvalidArgument("model '" + name + "': no ONNX bytes uploaded"));
@@ -65,14 +121,23 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
   record.set_created_unix_ms(NowUnixMs());
   record.set_opset(sig.opset);
   record.set_node_count(static_cast<uint32_t>(sig.node_count));
+  record.set_upload_id(upload_id);
   for (const TensorSpec& in : sig.inputs) SpecToRecord(in, record.add_inputs());
   for (const TensorSpec& out : sig.outputs) SpecToRecord(out, record.add_outputs());
-  if (Status s = ctx_->catalog->PutModel(&record, bytes); !s.ok()) return ToGrpcStatus(s);
-  ctx_->cache->Put(record, ModelCache::ModelPtr(std::move(compiled).value()));
-
-  spdlog::info("tenant {}: stored model '{}' v{} ({} bytes, sha256 {})", tenant->id(), name, record.version(),
-               bytes.size(), record.sha256());
+  // The catalog re-checks the stored-size quotas under its write lock, so two
+  // concurrent uploads cannot both squeeze under them.
+  Catalog::ModelLimits limits;
+  limits.max_models = quotas.max_models();
+  limits.max_total_bytes = quotas.max_total_bytes();
+  Result<Catalog::PutResult> put = ctx_->catalog->PutModel(&record, bytes, limits);
+  if (!put.ok()) return ToGrpcStatus(put.status());
+  if (!put->replayed) {
+    ctx_->cache->Put(record, ModelCache::ModelPtr(std::move(compiled).value()));
+    spdlog::info("tenant {}: stored model '{}' v{} ({} bytes, sha256 {})", tenant->id(), name, record.version(),
+                 bytes.size(), record.sha256());
+  }
   RecordToModelInfo(record, response->mutable_model());
+  response->set_replayed(put->replayed);
   return grpc::Status::OK;
 }
 
@@ -90,20 +155,26 @@ grpc::Status ModelServiceImpl::DescribeModel(grpc::ServerContext* context, const
                                              v1::DescribeModelResponse* response) {
   Result<TenantRecord> tenant = AuthenticateTenant(*context, *ctx_->tenants);
   if (!tenant.ok()) return ToGrpcStatus(tenant.status());
-  Result<ModelRecord> model = ctx_->catalog->GetModel(tenant->id(), request->name());
+  Result<ModelRecord> model = ctx_->catalog->GetModel(tenant->id(), request->name(), request->version());
   if (!model.ok()) return ToGrpcStatus(model.status());
   RecordToModelInfo(*model, response->mutable_model());
   return grpc::Status::OK;
 }
 
 grpc::Status ModelServiceImpl::DeleteModel(grpc::ServerContext* context, const v1::DeleteModelRequest* request,
-                                           v1::DeleteModelResponse*) {
+                                           v1::DeleteModelResponse* response) {
   Result<TenantRecord> tenant = AuthenticateTenant(*context, *ctx_->tenants);
   if (!tenant.ok()) return ToGrpcStatus(tenant.status());
-  if (Status s = ctx_->catalog->DeleteModel(tenant->id(), request->name()); !s.ok()) return ToGrpcStatus(s);
-  // In-flight requests hold shared_ptrs to the compiled model and finish normally.
+  Result<std::vector<uint64_t>> deleted =
+      ctx_->catalog->DeleteModelVersions(tenant->id(), request->name(), request->version());
+  if (!deleted.ok()) return ToGrpcStatus(deleted.status());
+  // The stored bytes are gone now; requests already running hold a
+  // shared_ptr to the compiled model (the reference count of the serving
+  // path), so their plans finish and the model is freed after the last one.
+  // Versions that were not deleted are simply recompiled on their next use.
   ctx_->cache->Erase(tenant->id(), request->name());
-  spdlog::info("tenant {}: deleted model '{}'", tenant->id(), request->name());
+  for (uint64_t v : *deleted) response->add_deleted_versions(v);
+  spdlog::info("tenant {}: deleted model '{}' ({} versions)", tenant->id(), request->name(), deleted->size());
   return grpc::Status::OK;
 }
 

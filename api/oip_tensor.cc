@@ -46,7 +46,8 @@ Result<Tensor> DecodeTyped(const inference::ModelInferRequest::InferInputTensor&
 
 }  // namespace
 
-Result<std::vector<NamedTensor>> DecodeInferInputs(const inference::ModelInferRequest& request) {
+Result<std::vector<NamedTensor>> DecodeInferInputs(const inference::ModelInferRequest& request,
+                                                   uint64_t max_input_bytes) {
   const bool raw = request.raw_input_contents_size() > 0;
   if (raw && request.raw_input_contents_size() != request.inputs_size()) {
     return Status::InvalidArgument("raw_input_contents has " +
@@ -54,10 +55,14 @@ Result<std::vector<NamedTensor>> DecodeInferInputs(const inference::ModelInferRe
                                    " entries but the request has " + std::to_string(request.inputs_size()) +
                                    " inputs");
   }
-  std::vector<NamedTensor> out;
-  out.reserve(request.inputs_size());
-  for (int i = 0; i < request.inputs_size(); ++i) {
-    const auto& in = request.inputs(i);
+  // First pass: datatypes and shapes of every input, so that a request over
+  // the size limit is refused before any tensor is allocated.
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  dtypes.reserve(request.inputs_size());
+  shapes.reserve(request.inputs_size());
+  uint64_t total_bytes = 0;
+  for (const auto& in : request.inputs()) {
     const std::string where = "input '" + in.name() + "'";
     DType dtype = DTypeFromOipName(in.datatype());
     if (dtype == DType::kUndefined || dtype == DType::kString) {
@@ -65,23 +70,46 @@ Result<std::vector<NamedTensor>> DecodeInferInputs(const inference::ModelInferRe
     }
     Shape shape(in.shape().begin(), in.shape().end());
     // Bound the element count before multiplying, so hostile shapes cannot overflow.
+    // The non-zero dims are bounded even beside a 0 dim: [0, 2^62, 2^62] has
+    // no elements but overflows any stride computed from it.
     int64_t elements = 1;
+    bool zero = false;
     for (int64_t d : shape) {
       if (d < 0) return Status::InvalidArgument(where + ": negative dimension in shape " + ShapeToString(shape));
-      if (d != 0 && elements > (int64_t{1} << 40) / d) {
+      if (d == 0) {
+        zero = true;
+        continue;
+      }
+      if (elements > (int64_t{1} << 40) / d) {
         return Status::InvalidArgument(where + ": shape " + ShapeToString(shape) + " is too large");
       }
       elements *= d;
     }
+    if (zero) elements = 0;
+    total_bytes += static_cast<uint64_t>(elements) * DTypeSize(dtype);
+    if (max_input_bytes != 0 && total_bytes > max_input_bytes) {
+      return Status::ResourceExhausted(where + ": the inputs need more than " + std::to_string(max_input_bytes) +
+                                       " bytes, the server's --max-input-bytes limit");
+    }
+    dtypes.push_back(dtype);
+    shapes.push_back(std::move(shape));
+  }
+
+  std::vector<NamedTensor> out;
+  out.reserve(request.inputs_size());
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const auto& in = request.inputs(i);
+    const std::string where = "input '" + in.name() + "'";
+    const size_t k = static_cast<size_t>(i);
     if (raw) {
       if (in.has_contents()) {
         return Status::InvalidArgument(where + ": both raw_input_contents and contents are set");
       }
-      Result<Tensor> t = Tensor::FromBytes(dtype, shape, request.raw_input_contents(i));
+      Result<Tensor> t = Tensor::FromBytes(dtypes[k], shapes[k], request.raw_input_contents(i));
       if (!t.ok()) return t.status().WithPrefix(where);
       out.push_back(NamedTensor{in.name(), std::move(t).value()});
     } else {
-      ORRERY_ASSIGN_OR_RETURN(Tensor t, DecodeTyped(in, dtype, shape));
+      ORRERY_ASSIGN_OR_RETURN(Tensor t, DecodeTyped(in, dtypes[k], shapes[k]));
       out.push_back(NamedTensor{in.name(), std::move(t)});
     }
   }

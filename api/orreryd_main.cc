@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-model-bytes", options.max_model_bytes, "Largest ONNX model accepted")
       ->capture_default_str();
+  app.add_option("--max-input-bytes", options.max_input_bytes,
+                 "Largest total size of one inference's decoded inputs (0 = no limit)")
+      ->capture_default_str();
   app.add_option("--max-request-bytes", options.max_request_bytes, "Largest single gRPC message")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -20,6 +20,7 @@ struct Server::Impl {
   std::unique_ptr<Catalog> catalog;
   std::unique_ptr<Tenants> tenants;
   std::unique_ptr<ModelCache> cache;
+  std::unique_ptr<Admission> admission;
   std::unique_ptr<FairScheduler> scheduler;
   ServiceContext ctx;
   std::unique_ptr<AdminServiceImpl> admin;
@@ -49,14 +50,17 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   ORRERY_ASSIGN_OR_RETURN(impl->catalog, Catalog::Open((std::filesystem::path(options.data_dir) / "catalog").string()));
   impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
   impl->cache = std::make_unique<ModelCache>(impl->catalog.get());
+  impl->admission = std::make_unique<Admission>();
   int lanes = options.lanes > 0 ? options.lanes : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = lanes});
 
   impl->ctx.catalog = impl->catalog.get();
   impl->ctx.tenants = impl->tenants.get();
   impl->ctx.cache = impl->cache.get();
+  impl->ctx.admission = impl->admission.get();
   impl->ctx.scheduler = impl->scheduler.get();
   impl->ctx.max_model_bytes = options.max_model_bytes;
+  impl->ctx.max_input_bytes = options.max_input_bytes;
   impl->admin = std::make_unique<AdminServiceImpl>(&impl->ctx);
   impl->models = std::make_unique<ModelServiceImpl>(&impl->ctx);
   impl->inference = std::make_unique<InferenceServiceImpl>(&impl->ctx);

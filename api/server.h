@@ -15,6 +15,7 @@ struct ServerOptions {
   std::string data_dir = "orrery-data";
   std::string listen = "127.0.0.1:8500";  // port 0 picks a free port
   uint64_t max_model_bytes = uint64_t{1} << 30;
+  uint64_t max_input_bytes = uint64_t{64} << 20;  // decoded inputs of one inference
   int max_request_bytes = 64 << 20;       // largest single gRPC message
   int lanes = 0;                          // 0 = one per core
 };

@@ -9,6 +9,7 @@
 #include "cache/model_cache.h"
 #include "scheduler/scheduler.h"
 #include "storage/catalog.h"
+#include "tenancy/admission.h"
 #include "tenancy/tenants.h"
 
 namespace orrery {
@@ -17,9 +18,11 @@ struct ServiceContext {
   Catalog* catalog = nullptr;
   Tenants* tenants = nullptr;
   ModelCache* cache = nullptr;
+  Admission* admission = nullptr;  // per-tenant in-flight slots and request rate
   FairScheduler* scheduler = nullptr;
   std::string admin_token;
   uint64_t max_model_bytes = 0;
+  uint64_t max_input_bytes = 0;  // decoded inputs of one inference; 0 = unlimited
   // False while draining: ServerReady reports it and new inferences are refused.
   std::atomic<bool> ready{false};
 };

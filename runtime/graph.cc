@@ -98,6 +98,14 @@ Status ConvertValueInfo(const onnx::ValueInfoProto& info, bool require_type, Val
         v->shape.push_back(-1);
       }
     }
+    // Declared dims are untrusted: the known ones together must make a
+    // tensor Orrery could hold.
+    Shape known;
+    for (int64_t d : v->shape) known.push_back(d <= 0 ? 1 : d);
+    if (Result<int64_t> n = CheckedNumElements(known, v->dtype); !n.ok()) {
+      return Status::InvalidArgument("'" + info.name() + "' has absurd dims " + ShapeToString(v->shape) + ": " +
+                                     n.status().message());
+    }
   }
   return Status::Ok();
 }
@@ -298,7 +306,11 @@ Result<Graph> ImportModel(const onnx::ModelProto& model, const ops::OpRegistry& 
   }
 
   // Graph outputs.
+  std::set<std::string> output_names;
   for (const auto& out : graph.output()) {
+    if (!output_names.insert(out.name()).second) {
+      return Status::InvalidArgument("graph output '" + out.name() + "' is listed twice");
+    }
     const int id = g.FindValue(out.name());
     if (id < 0) {
       return Status::InvalidArgument("graph output '" + out.name() + "' is never produced");

@@ -29,6 +29,18 @@ Status CopyTyped(const onnx::TensorProto& proto, const char* name, const Field& 
   return Status::Ok();
 }
 
+// Number of values in the typed field that carries `dtype`, and its name.
+int64_t TypedCount(const onnx::TensorProto& proto, DType dtype, const char** field) {
+  switch (dtype) {
+    case DType::kFloat32: *field = "float_data"; return proto.float_data_size();
+    case DType::kFloat64: *field = "double_data"; return proto.double_data_size();
+    case DType::kInt64: *field = "int64_data"; return proto.int64_data_size();
+    case DType::kUint32:
+    case DType::kUint64: *field = "uint64_data"; return proto.uint64_data_size();
+    default: *field = "int32_data"; return proto.int32_data_size();
+  }
+}
+
 }  // namespace
 
 Result<Tensor> TensorFromProto(const onnx::TensorProto& proto) {
@@ -50,7 +62,33 @@ Result<Tensor> TensorFromProto(const onnx::TensorProto& proto) {
         onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(proto.data_type())));
   }
   Shape shape(proto.dims().begin(), proto.dims().end());
-  ORRERY_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape, dtype));
+  // Bounded with zero dims read as 1 as well: CheckedNumElements accepts any
+  // dims beside a 0, but [2^62, 114, 0] overflows int64 in NumElements and in
+  // stride arithmetic (found by the import fuzzer).
+  Shape nonzero = shape;
+  for (int64_t& d : nonzero) d = d == 0 ? 1 : d;
+  Result<int64_t> checked = CheckedNumElements(nonzero, dtype);
+  if (checked.ok()) checked = CheckedNumElements(shape, dtype);
+  if (!checked.ok()) {
+    // Dims that overflow or exceed the largest tensor are a malformed file,
+    // not a server limit.
+    return Status::InvalidArgument(Describe(proto) + ": absurd dims " + ShapeToString(shape) + ": " +
+                                   checked.status().message());
+  }
+  const int64_t n = *checked;
+  // The data must match the dims before anything is allocated, so a tiny
+  // file cannot make the server allocate what its dims claim.
+  if (proto.has_raw_data()) {
+    const uint64_t want = static_cast<uint64_t>(n) * DTypeSize(dtype);
+    if (proto.raw_data().size() != want) {
+      return Status::InvalidArgument(Describe(proto) + ": raw_data has " + std::to_string(proto.raw_data().size()) +
+                                     " bytes, dims " + ShapeToString(shape) + " need " + std::to_string(want));
+    }
+  } else {
+    const char* field = "";
+    const int64_t count = TypedCount(proto, dtype, &field);
+    if (count != n) return CountMismatch(proto, field, count, n);
+  }
   if (proto.has_raw_data()) {
     Result<Tensor> t = Tensor::FromBytes(dtype, std::move(shape), proto.raw_data());
     if (!t.ok()) return t.status().WithPrefix(Describe(proto) + " raw_data");

@@ -1,7 +1,10 @@
 // The durable catalog: one RocksDB database per server holding tenants, API
 // key digests, model records and the ONNX bytes of every model version.
 //
-// Column families: meta (schema version), tenants, keys, models, blobs.
+// Column families: meta (schema version), tenants, keys, models, blobs,
+// uploads (idempotent upload ids), cost_profiles and ledger (layout reserved
+// for the cost and billing work; nothing writes them yet). README.md has the
+// key layout.
 // Every change that touches several keys is one WriteBatch; writes that are
 // acknowledged to clients use sync=true (WAL fsync) so they survive kill -9.
 // All methods are thread-safe. Costs: reads are point lookups or prefix scans;
@@ -25,10 +28,13 @@ using storage::TenantRecord;
 
 class Catalog {
  public:
-  static constexpr uint32_t kSchemaVersion = 1;
+  // 1: tenants, keys, models, blobs. 2: + uploads, cost_profiles, ledger CFs
+  // and the per-tenant key index (built from the keys CF by the migration).
+  static constexpr uint32_t kSchemaVersion = 2;
 
   struct Options {
     bool sync_writes = true;  // fsync the WAL before acknowledging a write
+    bool repair_on_open = true;  // run Fsck(repair=true) in Open (tests turn it off to inspect)
   };
 
   // Opens or creates the database in `dir` (created if missing). Fails with
@@ -51,13 +57,59 @@ class Catalog {
   Result<ApiKeyRecord> GetKey(std::string_view key_digest) const;     // NOT_FOUND
   // Sets TenantRecord.disabled (disabled tenants fail authentication). NOT_FOUND.
   Status SetTenantDisabled(std::string_view tenant_id, bool disabled);
+  // Replaces the stored record of tenant.id() (name and created time are kept
+  // from the stored record; they are immutable). NOT_FOUND.
+  Status UpdateTenant(const TenantRecord& tenant);
+  // One batch: every model version, blob, upload id and key of the tenant and
+  // its name index go; the record stays as a tombstone (deleted_unix_ms set),
+  // invisible to GetTenant/GetTenantByName/ListTenants, visible to
+  // GetTenantTombstone. Cost: one prefix scan per CF. NOT_FOUND.
+  Status DeleteTenant(std::string_view tenant_id);
+  Result<TenantRecord> GetTenantTombstone(std::string_view tenant_id) const;  // NOT_FOUND
+
+  // Adds another key for an existing tenant (record + per-tenant index, one
+  // batch). NOT_FOUND for an unknown tenant, ALREADY_EXISTS for a known digest.
+  Status AddKey(std::string_view key_digest, const ApiKeyRecord& key);
+  // The tenant's keys by key id (records only; digests are never returned).
+  Result<std::vector<ApiKeyRecord>> ListKeys(std::string_view tenant_id) const;
+  // Removes the key (record and index, one batch). NOT_FOUND if the tenant has
+  // no such key id.
+  Status RevokeKey(std::string_view tenant_id, std::string_view key_id);
 
   // ---- models
+  // Limits checked by PutModel under the write lock, so concurrent uploads
+  // cannot together pass them. 0 = unlimited.
+  struct ModelLimits {
+    uint64_t max_models = 0;       // distinct names; a new version of a stored name does not count
+    uint64_t max_total_bytes = 0;  // sum of size_bytes over every stored version
+  };
+  struct PutResult {
+    bool replayed = false;  // record->upload_id was already stored: *record is that earlier result
+  };
   // Assigns the next version for (tenant_id, name) into record->version and
-  // stores record and blob atomically. Also sets record->size_bytes to the blob
-  // size and created_unix_ms to now if it is 0. NOT_FOUND if the tenant does
-  // not exist; INVALID_ARGUMENT for an empty tenant id / name or one with NUL.
-  Status PutModel(ModelRecord* record, std::string_view onnx_bytes);
+  // stores record, blob and (if record->upload_id() is set) the upload id in
+  // one batch. Also sets record->size_bytes to the blob size and
+  // created_unix_ms to now if it is 0. If the tenant already stored an upload
+  // with the same upload id and name, nothing is written and *record becomes
+  // the stored record (replayed); the same id for another name is
+  // ALREADY_EXISTS. RESOURCE_EXHAUSTED naming the limit ("max_models",
+  // "max_total_bytes") when over one. NOT_FOUND if the tenant does not exist;
+  // INVALID_ARGUMENT for an empty tenant id / name or one with NUL.
+  Result<PutResult> PutModel(ModelRecord* record, std::string_view onnx_bytes, const ModelLimits& limits);
+  Status PutModel(ModelRecord* record, std::string_view onnx_bytes) {
+    return PutModel(record, onnx_bytes, ModelLimits{}).status();
+  }
+  // The stored result of an earlier upload with this id. NOT_FOUND if none
+  // (or its version has since been deleted).
+  Result<ModelRecord> GetUpload(std::string_view tenant_id, std::string_view upload_id) const;
+
+  struct Usage {
+    uint64_t models = 0;       // distinct names
+    uint64_t versions = 0;
+    uint64_t total_bytes = 0;  // sum of size_bytes
+  };
+  // Cost: one prefix scan over the tenant's model records.
+  Result<Usage> TenantUsage(std::string_view tenant_id) const;
   // version 0 = latest. NOT_FOUND if absent.
   Result<ModelRecord> GetModel(std::string_view tenant_id, std::string_view name,
                                uint64_t version = 0) const;
@@ -66,8 +118,30 @@ class Catalog {
   // version 0 = latest. NOT_FOUND if absent.
   Result<std::string> GetModelBlob(std::string_view tenant_id, std::string_view name,
                                    uint64_t version) const;
-  // version 0 = all versions. NOT_FOUND if nothing matched.
-  Status DeleteModel(std::string_view tenant_id, std::string_view name, uint64_t version = 0);
+  // version 0 = all versions. Records, blobs and upload ids go in one batch.
+  // Returns the deleted versions. NOT_FOUND if nothing matched.
+  Result<std::vector<uint64_t>> DeleteModelVersions(std::string_view tenant_id, std::string_view name,
+                                                    uint64_t version = 0);
+  Status DeleteModel(std::string_view tenant_id, std::string_view name, uint64_t version = 0) {
+    return DeleteModelVersions(tenant_id, name, version).status();
+  }
+
+  // ---- consistency
+  struct FsckReport {
+    uint64_t orphan_blobs = 0;         // blob without a model record
+    uint64_t records_without_blob = 0;
+    uint64_t dangling_uploads = 0;     // upload id pointing at no model record
+    uint64_t dangling_key_index = 0;   // key index entry without its key (or the reverse)
+    bool clean() const {
+      return orphan_blobs == 0 && records_without_blob == 0 && dangling_uploads == 0 && dangling_key_index == 0;
+    }
+  };
+  // Scans models, blobs, uploads and keys for entries that a multi-key batch
+  // should never leave behind; with `repair`, deletes the orphans (one batch)
+  // and drops records whose blob is gone. Open() runs it with repair=true and
+  // logs anything found. Cost: a full scan of the keys of those CFs (blob
+  // values are not read).
+  Result<FsckReport> Fsck(bool repair);
 
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;

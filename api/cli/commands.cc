@@ -15,6 +15,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "api/proto/grpc_predict_v2.grpc.pb.h"
+#include "api/cli/common.h"
 #include "api/proto/orrery.grpc.pb.h"
 #include "base/json.h"
 #include "runtime/tensor.h"
@@ -24,63 +25,6 @@ namespace orrery::cli {
 namespace {
 
 constexpr size_t kChunkBytes = 1 << 20;
-
-std::shared_ptr<grpc::Channel> Connect(const GlobalOptions& g) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  return grpc::CreateCustomChannel(g.server, grpc::InsecureChannelCredentials(), args);
-}
-
-void Authorize(grpc::ClientContext* ctx, const std::string& secret) {
-  ctx->AddMetadata("authorization", "Bearer " + secret);
-}
-
-int Fail(const std::string& message) {
-  std::cerr << "error: " << message << "\n";
-  return 1;
-}
-
-int Fail(const grpc::Status& s, const GlobalOptions& g) {
-  std::string code;
-  switch (s.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE: code = "UNAVAILABLE"; break;
-    case grpc::StatusCode::INVALID_ARGUMENT: code = "INVALID_ARGUMENT"; break;
-    case grpc::StatusCode::NOT_FOUND: code = "NOT_FOUND"; break;
-    case grpc::StatusCode::ALREADY_EXISTS: code = "ALREADY_EXISTS"; break;
-    case grpc::StatusCode::PERMISSION_DENIED: code = "PERMISSION_DENIED"; break;
-    case grpc::StatusCode::UNAUTHENTICATED: code = "UNAUTHENTICATED"; break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: code = "RESOURCE_EXHAUSTED"; break;
-    case grpc::StatusCode::DEADLINE_EXCEEDED: code = "DEADLINE_EXCEEDED"; break;
-    default: code = "code " + std::to_string(static_cast<int>(s.error_code())); break;
-  }
-  std::string hint;
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) hint = " (is orreryd running at " + g.server + "?)";
-  return Fail(code + ": " + s.error_message() + hint);
-}
-
-bool RequireSecret(const std::string& secret, const char* what, const char* how) {
-  if (!secret.empty()) return true;
-  std::cerr << "error: no " << what << ": " << how << "\n";
-  return false;
-}
-
-bool NeedKey(const GlobalOptions& g) {
-  return RequireSecret(g.api_key, "API key", "pass --api-key or set ORRERY_API_KEY");
-}
-bool NeedAdmin(const GlobalOptions& g) {
-  return RequireSecret(g.admin_token, "admin token",
-                       "pass --admin-token, set ORRERY_ADMIN_TOKEN, or run where orrery-data/admin.token is readable");
-}
-
-std::string ToJson(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
-  return out;
-}
 
 std::string ShapeText(const google::protobuf::RepeatedField<int64_t>& shape) {
   std::string s = "[";
@@ -168,47 +112,8 @@ std::string SafeFileName(const std::string& name) {
 
 }  // namespace
 
-int AdminTenantCreate(const GlobalOptions& g, const std::string& name) {
-  if (!NeedAdmin(g)) return 1;
-  auto stub = v1::AdminService::NewStub(Connect(g));
-  grpc::ClientContext ctx;
-  Authorize(&ctx, g.admin_token);
-  v1::CreateTenantRequest req;
-  req.set_name(name);
-  v1::CreateTenantResponse resp;
-  grpc::Status s = stub->CreateTenant(&ctx, req, &resp);
-  if (!s.ok()) return Fail(s, g);
-  if (g.json) {
-    std::cout << ToJson(resp) << "\n";
-  } else {
-    // The key alone on stdout so that $(orrery admin tenant create NAME) captures it.
-    std::cerr << "created tenant '" << resp.tenant().name() << "' (" << resp.tenant().id()
-              << "); its API key is shown once:\n";
-    std::cout << resp.api_key() << "\n";
-  }
-  return 0;
-}
-
-int AdminTenantList(const GlobalOptions& g) {
-  if (!NeedAdmin(g)) return 1;
-  auto stub = v1::AdminService::NewStub(Connect(g));
-  grpc::ClientContext ctx;
-  Authorize(&ctx, g.admin_token);
-  v1::ListTenantsResponse resp;
-  grpc::Status s = stub->ListTenants(&ctx, v1::ListTenantsRequest(), &resp);
-  if (!s.ok()) return Fail(s, g);
-  if (g.json) {
-    std::cout << ToJson(resp) << "\n";
-    return 0;
-  }
-  std::printf("%-20s %-24s %s\n", "ID", "NAME", "STATUS");
-  for (const auto& t : resp.tenants()) {
-    std::printf("%-20s %-24s %s\n", t.id().c_str(), t.name().c_str(), t.disabled() ? "disabled" : "active");
-  }
-  return 0;
-}
-
-int ModelUpload(const GlobalOptions& g, const std::string& name, const std::string& file) {
+int ModelUpload(const GlobalOptions& g, const std::string& name, const std::string& file,
+                const std::string& upload_id) {
   if (!NeedKey(g)) return 1;
   Result<std::string> bytes = ReadFile(file);
   if (!bytes.ok()) return Fail(bytes.status().message());
@@ -221,6 +126,7 @@ int ModelUpload(const GlobalOptions& g, const std::string& name, const std::stri
   v1::UploadModelRequest msg;
   msg.mutable_header()->set_name(name);
   msg.mutable_header()->set_total_size_bytes(bytes->size());
+  msg.mutable_header()->set_upload_id(upload_id);
   size_t offset = 0;
   do {
     size_t n = std::min(kChunkBytes, bytes->size() - offset);
@@ -237,8 +143,8 @@ int ModelUpload(const GlobalOptions& g, const std::string& name, const std::stri
   if (g.json) {
     std::cout << ToJson(resp) << "\n";
   } else {
-    std::cout << "uploaded " << resp.model().name() << " version " << resp.model().version() << " ("
-              << resp.model().size_bytes() << " bytes)\n";
+    std::cout << (resp.replayed() ? "already uploaded " : "uploaded ") << resp.model().name() << " version "
+              << resp.model().version() << " (" << resp.model().size_bytes() << " bytes)\n";
     PrintModel(resp.model());
   }
   return 0;
@@ -264,13 +170,14 @@ int ModelList(const GlobalOptions& g) {
   return 0;
 }
 
-int ModelShow(const GlobalOptions& g, const std::string& name) {
+int ModelShow(const GlobalOptions& g, const std::string& name, uint64_t version) {
   if (!NeedKey(g)) return 1;
   auto stub = v1::ModelService::NewStub(Connect(g));
   grpc::ClientContext ctx;
   Authorize(&ctx, g.api_key);
   v1::DescribeModelRequest req;
   req.set_name(name);
+  req.set_version(version);
   v1::DescribeModelResponse resp;
   grpc::Status s = stub->DescribeModel(&ctx, req, &resp);
   if (!s.ok()) return Fail(s, g);
@@ -282,17 +189,27 @@ int ModelShow(const GlobalOptions& g, const std::string& name) {
   return 0;
 }
 
-int ModelDelete(const GlobalOptions& g, const std::string& name) {
+int ModelDelete(const GlobalOptions& g, const std::string& name, uint64_t version) {
   if (!NeedKey(g)) return 1;
   auto stub = v1::ModelService::NewStub(Connect(g));
   grpc::ClientContext ctx;
   Authorize(&ctx, g.api_key);
   v1::DeleteModelRequest req;
   req.set_name(name);
+  req.set_version(version);
   v1::DeleteModelResponse resp;
   grpc::Status s = stub->DeleteModel(&ctx, req, &resp);
   if (!s.ok()) return Fail(s, g);
-  std::cout << (g.json ? "{\"deleted\":" + JsonQuote(name) + "}" : "deleted " + name) << "\n";
+  std::string versions;
+  for (uint64_t v : resp.deleted_versions()) {
+    if (!versions.empty()) versions.push_back(',');
+    versions.append(std::to_string(v));
+  }
+  if (g.json) {
+    std::cout << "{\"deleted\":" << JsonQuote(name) << ",\"versions\":[" << versions << "]}\n";
+  } else {
+    std::cout << "deleted " << name << " (versions " << versions << ")\n";
+  }
   return 0;
 }
 

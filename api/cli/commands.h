@@ -3,6 +3,8 @@
 // errors go to stderr.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,12 +17,36 @@ struct GlobalOptions {
   bool json = false;
 };
 
-int AdminTenantCreate(const GlobalOptions& g, const std::string& name);
+// Tenant settings given on the command line; unset (nullopt / 0) leaves a
+// setting at its default (create) or as it is (update).
+struct TenantFlags {
+  std::optional<std::string> display_name;
+  uint32_t weight = 0;
+  uint64_t max_models = 0;
+  uint64_t max_total_bytes = 0;
+  uint64_t max_model_bytes = 0;
+  uint32_t max_inflight_requests = 0;
+  uint32_t requests_per_second = 0;
+  uint32_t burst_requests = 0;
+};
+
+// `tenant` is a tenant name or id.
+int AdminTenantCreate(const GlobalOptions& g, const std::string& name, const TenantFlags& flags);
 int AdminTenantList(const GlobalOptions& g);
-int ModelUpload(const GlobalOptions& g, const std::string& name, const std::string& file);
+int AdminTenantShow(const GlobalOptions& g, const std::string& tenant);
+int AdminTenantUpdate(const GlobalOptions& g, const std::string& tenant, const TenantFlags& flags);
+int AdminTenantSetDisabled(const GlobalOptions& g, const std::string& tenant, bool disabled);
+int AdminTenantDelete(const GlobalOptions& g, const std::string& tenant);
+int AdminKeyCreate(const GlobalOptions& g, const std::string& tenant);
+int AdminKeyList(const GlobalOptions& g, const std::string& tenant);
+int AdminKeyRevoke(const GlobalOptions& g, const std::string& tenant, const std::string& key_id);
+// upload_id "" = none (a retry then stores a second version).
+int ModelUpload(const GlobalOptions& g, const std::string& name, const std::string& file,
+                const std::string& upload_id);
 int ModelList(const GlobalOptions& g);
-int ModelShow(const GlobalOptions& g, const std::string& name);
-int ModelDelete(const GlobalOptions& g, const std::string& name);
+// version 0 = latest (show) / every version (delete).
+int ModelShow(const GlobalOptions& g, const std::string& name, uint64_t version);
+int ModelDelete(const GlobalOptions& g, const std::string& name, uint64_t version);
 // inputs are "NAME=FILE.pb"; outputs go to output_dir as <name>.pb when set,
 // else they are printed.
 int Infer(const GlobalOptions& g, const std::string& model, const std::string& version,

@@ -46,25 +46,77 @@ int main(int argc, char** argv) {
   int rc = 0;
   auto* admin = app.add_subcommand("admin", "Operator commands (admin token)")->require_subcommand(1);
   auto* tenant = admin->add_subcommand("tenant", "Manage tenants")->require_subcommand(1);
-  std::string tenant_name;
+  std::string tenant_name, key_id;
+  TenantFlags flags;
+  std::string display_name;
+  // Settings shared by create and update; unset ones keep their value.
+  auto add_settings = [&](CLI::App* cmd) {
+    cmd->add_option("--display-name", display_name, "Human-readable name");
+    cmd->add_option("--weight", flags.weight, "Scheduling weight (1-1000)");
+    cmd->add_option("--max-models", flags.max_models, "Quota: distinct model names");
+    cmd->add_option("--max-total-bytes", flags.max_total_bytes, "Quota: stored ONNX bytes over all versions");
+    cmd->add_option("--max-model-bytes", flags.max_model_bytes, "Quota: bytes of one model");
+    cmd->add_option("--max-inflight", flags.max_inflight_requests, "Quota: inferences queued or running");
+    cmd->add_option("--rate", flags.requests_per_second, "Quota: inference requests per second");
+    cmd->add_option("--burst", flags.burst_requests, "Quota: request burst (token bucket size)");
+  };
+  auto settings = [&]() -> const TenantFlags& {
+    if (!display_name.empty() || tenant->get_subcommand("update")->count("--display-name") > 0) {
+      flags.display_name = display_name;
+    }
+    return flags;
+  };
   auto* tcreate = tenant->add_subcommand("create", "Create a tenant; prints its API key (shown once)");
   tcreate->add_option("NAME", tenant_name, "Tenant name")->required();
-  tcreate->callback([&] { rc = AdminTenantCreate(g, tenant_name); });
+  add_settings(tcreate);
+  tcreate->callback([&] { rc = AdminTenantCreate(g, tenant_name, settings()); });
   tenant->add_subcommand("list", "List tenants")->callback([&] { rc = AdminTenantList(g); });
+  auto* tshow = tenant->add_subcommand("show", "Show a tenant: settings, effective quotas, usage");
+  tshow->add_option("TENANT", tenant_name, "Tenant name or id")->required();
+  tshow->callback([&] { rc = AdminTenantShow(g, tenant_name); });
+  auto* tupdate = tenant->add_subcommand("update", "Change a tenant's display name, weight or quotas");
+  tupdate->add_option("TENANT", tenant_name, "Tenant name or id")->required();
+  add_settings(tupdate);
+  tupdate->callback([&] { rc = AdminTenantUpdate(g, tenant_name, settings()); });
+  auto* tdisable = tenant->add_subcommand("disable", "Disable a tenant (its keys stop working)");
+  tdisable->add_option("TENANT", tenant_name, "Tenant name or id")->required();
+  tdisable->callback([&] { rc = AdminTenantSetDisabled(g, tenant_name, true); });
+  auto* tenable = tenant->add_subcommand("enable", "Enable a disabled tenant");
+  tenable->add_option("TENANT", tenant_name, "Tenant name or id")->required();
+  tenable->callback([&] { rc = AdminTenantSetDisabled(g, tenant_name, false); });
+  auto* tdelete = tenant->add_subcommand("delete", "Delete a tenant with its models and keys (ledger kept)");
+  tdelete->add_option("TENANT", tenant_name, "Tenant name or id")->required();
+  tdelete->callback([&] { rc = AdminTenantDelete(g, tenant_name); });
+
+  auto* key = admin->add_subcommand("key", "Manage a tenant's API keys")->require_subcommand(1);
+  auto* kcreate = key->add_subcommand("create", "Create another key; prints it (shown once)");
+  kcreate->add_option("TENANT", tenant_name, "Tenant name or id")->required();
+  kcreate->callback([&] { rc = AdminKeyCreate(g, tenant_name); });
+  auto* klist = key->add_subcommand("list", "List keys by id and prefix");
+  klist->add_option("TENANT", tenant_name, "Tenant name or id")->required();
+  klist->callback([&] { rc = AdminKeyList(g, tenant_name); });
+  auto* krevoke = key->add_subcommand("revoke", "Revoke a key");
+  krevoke->add_option("TENANT", tenant_name, "Tenant name or id")->required();
+  krevoke->add_option("KEY_ID", key_id, "Key id (k_...)")->required();
+  krevoke->callback([&] { rc = AdminKeyRevoke(g, tenant_name, key_id); });
 
   auto* model = app.add_subcommand("model", "Manage your models (API key)")->require_subcommand(1);
-  std::string model_name, model_file;
+  std::string model_name, model_file, upload_id;
+  uint64_t model_version = 0;
   auto* upload = model->add_subcommand("upload", "Upload an ONNX model (a new version if NAME exists)");
   upload->add_option("NAME", model_name, "Model name")->required();
   upload->add_option("FILE", model_file, "ONNX file")->required()->check(CLI::ExistingFile);
-  upload->callback([&] { rc = ModelUpload(g, model_name, model_file); });
+  upload->add_option("--upload-id", upload_id, "Idempotency id: a retry with the same id stores nothing new");
+  upload->callback([&] { rc = ModelUpload(g, model_name, model_file, upload_id); });
   model->add_subcommand("list", "List your models")->callback([&] { rc = ModelList(g); });
   auto* show = model->add_subcommand("show", "Show a model's signature and metadata");
   show->add_option("NAME", model_name, "Model name")->required();
-  show->callback([&] { rc = ModelShow(g, model_name); });
-  auto* del = model->add_subcommand("delete", "Delete a model (all versions)");
+  show->add_option("--version", model_version, "Version (default: latest)");
+  show->callback([&] { rc = ModelShow(g, model_name, model_version); });
+  auto* del = model->add_subcommand("delete", "Delete a model (every version, or --version N)");
   del->add_option("NAME", model_name, "Model name")->required();
-  del->callback([&] { rc = ModelDelete(g, model_name); });
+  del->add_option("--version", model_version, "Delete only this version");
+  del->callback([&] { rc = ModelDelete(g, model_name, model_version); });
 
   std::string infer_model, infer_version, output_dir;
   std::vector<std::string> inputs;
@@ -78,8 +130,9 @@ int main(int argc, char** argv) {
   app.add_subcommand("status", "Server liveness, readiness and version")->callback([&] { rc = Status(g); });
 
   // Global options may follow the subcommands too.
-  for (CLI::App* sub : {admin, tenant, tcreate, model, upload, show, del, infer}) sub->fallthrough();
+  for (CLI::App* sub : {admin, tenant, key, model, infer}) sub->fallthrough();
   for (CLI::App* sub : tenant->get_subcommands({})) sub->fallthrough();
+  for (CLI::App* sub : key->get_subcommands({})) sub->fallthrough();
   for (CLI::App* sub : model->get_subcommands({})) sub->fallthrough();
   for (CLI::App* sub : app.get_subcommands({})) sub->fallthrough();
 

@@ -102,5 +102,31 @@ TEST(OipTensorTest, EncodesRawOutputs) {
   EXPECT_EQ(reinterpret_cast<const int64_t*>(resp.raw_output_contents(0).data())[1], 6);
 }
 
+TEST(OipTensorTest, InputsOverTheByteLimitAreRefusedBeforeDecoding) {
+  inference::ModelInferRequest req;
+  AddInput(&req, "a", "FP32", {2});  // 8 bytes
+  AddInput(&req, "b", "FP32", {3});  // 12 more: 20 in all
+  float v[3] = {1, 2, 3};
+  req.add_raw_input_contents(std::string(reinterpret_cast<const char*>(v), 8));
+  req.add_raw_input_contents(std::string(reinterpret_cast<const char*>(v), 12));
+  EXPECT_TRUE(DecodeInferInputs(req, 20).ok());
+  EXPECT_TRUE(DecodeInferInputs(req, 0).ok());  // no limit
+  Result<std::vector<NamedTensor>> out = DecodeInferInputs(req, 19);
+  ASSERT_EQ(out.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(out.status().message().find("input 'b'"), std::string::npos) << out.status().message();
+  EXPECT_NE(out.status().message().find("19"), std::string::npos) << out.status().message();
+  // A huge declared shape with tiny contents is refused by size, not by a
+  // failed allocation.
+  inference::ModelInferRequest huge;
+  AddInput(&huge, "x", "FP32", {1 << 20, 1 << 10});
+  huge.add_raw_input_contents("abcd");
+  EXPECT_EQ(DecodeInferInputs(huge, 64 << 20).status().code(), StatusCode::kResourceExhausted);
+  // Zero elements, but dims whose product overflows: refused, not decoded.
+  inference::ModelInferRequest empty;
+  AddInput(&empty, "e", "FP32", {0, int64_t{1} << 62, int64_t{1} << 62});
+  empty.add_raw_input_contents("");
+  EXPECT_EQ(DecodeInferInputs(empty).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace orrery

@@ -18,137 +18,11 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include "tests/unit/storage/catalog_test_util.h"
+
 namespace orrery {
 namespace {
 
-// ---- helpers
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "orrery_storage_XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr) << std::strerror(errno);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string db() const { return path_ + "/catalog"; }
-
- private:
-  std::string path_;
-};
-
-std::unique_ptr<Catalog> MustOpen(const std::string& dir, Catalog::Options options = {}) {
-  auto r = Catalog::Open(dir, options);
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return nullptr;
-  return std::move(r).value();
-}
-
-TenantRecord MakeTenant(const std::string& id, const std::string& name) {
-  TenantRecord t;
-  t.set_id(id);
-  t.set_name(name);
-  t.set_created_unix_ms(1234);
-  return t;
-}
-
-ApiKeyRecord MakeKey(const std::string& key_id, const std::string& tenant_id) {
-  ApiKeyRecord k;
-  k.set_key_id(key_id);
-  k.set_tenant_id(tenant_id);
-  k.set_prefix("ork_abcdefgh");
-  k.set_created_unix_ms(1234);
-  return k;
-}
-
-// A distinct 32-byte "digest" per seed.
-std::string Digest(int seed) {
-  std::string d(32, '\0');
-  for (int i = 0; i < 32; ++i) d[i] = static_cast<char>((seed * 131 + i * 7) & 0xff);
-  d[0] = static_cast<char>(seed & 0xff);
-  d[1] = static_cast<char>((seed >> 8) & 0xff);
-  return d;
-}
-
-Status AddTenant(Catalog* c, const std::string& id, const std::string& name, int seed) {
-  return c->CreateTenant(MakeTenant(id, name), Digest(seed), MakeKey("k_" + id, id));
-}
-
-ModelRecord MakeModel(const std::string& tenant_id, const std::string& name) {
-  ModelRecord m;
-  m.set_tenant_id(tenant_id);
-  m.set_name(name);
-  m.set_sha256("00");
-  m.set_opset(17);
-  auto* in = m.add_inputs();
-  in->set_name("x");
-  in->set_dtype(1);
-  in->add_shape(-1);
-  in->add_shape(4);
-  return m;
-}
-
-Result<uint64_t> Put(Catalog* c, const std::string& tenant_id, const std::string& name, std::string_view bytes) {
-  ModelRecord m = MakeModel(tenant_id, name);
-  ORRERY_RETURN_IF_ERROR(c->PutModel(&m, bytes));
-  return m.version();
-}
-
-// Opens the catalog directory with plain RocksDB (every CF) to poke at it.
-class RawDb {
- public:
-  explicit RawDb(const std::string& dir) {
-    std::vector<std::string> names;
-    rocksdb::DBOptions opts;
-    EXPECT_TRUE(rocksdb::DB::ListColumnFamilies(opts, dir, &names).ok());
-    std::vector<rocksdb::ColumnFamilyDescriptor> descs;
-    for (const auto& n : names) descs.emplace_back(n, rocksdb::ColumnFamilyOptions());
-    rocksdb::DB* db = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(opts, dir, descs, &handles_, &db);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    db_.reset(db);
-    names_ = names;
-  }
-  ~RawDb() {
-    for (auto* h : handles_) (void)db_->DestroyColumnFamilyHandle(h);
-    (void)db_->Close();
-  }
-  rocksdb::ColumnFamilyHandle* cf(const std::string& name) {
-    for (size_t i = 0; i < names_.size(); ++i) {
-      if (names_[i] == name) return handles_[i];
-    }
-    ADD_FAILURE() << "no column family " << name;
-    return nullptr;
-  }
-  void Put(const std::string& cf_name, const std::string& key, const std::string& value) {
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    ASSERT_TRUE(db_->Put(wo, cf(cf_name), key, value).ok());
-  }
-  std::string Get(const std::string& cf_name, const std::string& key) {
-    std::string v;
-    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf(cf_name), key, &v);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    return v;
-  }
-  const std::vector<std::string>& names() const { return names_; }
-
- private:
-  std::unique_ptr<rocksdb::DB> db_;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
-  std::vector<std::string> names_;
-};
-
-std::string ModelKey(const std::string& tenant, const std::string& name, uint64_t version) {
-  std::string k = tenant + std::string(1, '\0') + name + std::string(1, '\0');
-  for (int i = 7; i >= 0; --i) k.push_back(static_cast<char>((version >> (8 * i)) & 0xff));
-  return k;
-}
 
 // ---- child processes (fork + exec of this binary, so the child starts with a
 // clean RocksDB environment instead of a forked copy of the parent's threads)
@@ -269,16 +143,16 @@ TEST(CatalogTest, WritesAndReadsSchemaVersion) {
   }
   {
     RawDb raw(tmp.db());
-    for (const char* cf : {"meta", "tenants", "keys", "models", "blobs"}) {
+    for (const char* cf : {"meta", "tenants", "keys", "models", "blobs", "uploads", "cost_profiles", "ledger"}) {
       EXPECT_NE(std::find(raw.names().begin(), raw.names().end(), cf), raw.names().end()) << cf;
     }
     std::string v = raw.Get("meta", "schema_version");
     ASSERT_EQ(v.size(), 4u);
-    EXPECT_EQ(v, std::string("\x01\x00\x00\x00", 4));
+    EXPECT_EQ(v, std::string("\x02\x00\x00\x00", 4));
   }
   auto c = MustOpen(tmp.db());
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->schema_version(), 1u);
+  EXPECT_EQ(c->schema_version(), 2u);
 }
 
 TEST(CatalogTest, NewerSchemaVersionRejected) {
