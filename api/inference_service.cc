@@ -105,10 +105,27 @@ Result<int64_t> RequestDeadlineNs(const grpc::ServerContext& context, const infe
 
 grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
                                               inference::ModelInferResponse* response) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> labels{"", ""};  // tenant, model: "" until known
+  grpc::Status status = Infer(context, request, response, &labels);
+  if (ctx_->metrics != nullptr) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ctx_->metrics->requests
+        ->CounterWith({labels[0], labels[1], std::string(StatusCodeName(static_cast<StatusCode>(status.error_code())))})
+        .Increment();
+    if (status.ok()) ctx_->metrics->latency->HistogramWith(labels).Observe(seconds);
+  }
+  return status;
+}
+
+grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
+                                         inference::ModelInferResponse* response, std::vector<std::string>* labels) {
   if (!ctx_->ready.load()) return ToGrpcStatus(Status::Unavailable("server is draining"));
   TenantRecord tenant;
   Result<ModelRecord> record = Resolve(*context, request->model_name(), request->model_version(), &tenant);
+  (*labels)[0] = tenant.id();  // empty when the key was refused
   if (!record.ok()) return ToGrpcStatus(record.status());
+  (*labels)[1] = record->name();
 
   // Requested outputs must exist; an empty list means all outputs.
   std::set<std::string> wanted;

@@ -3,6 +3,9 @@
 // ServerMetadata need no key (health probes), everything else does.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "api/proto/grpc_predict_v2.grpc.pb.h"
 #include "api/service_context.h"
 
@@ -27,6 +30,10 @@ class InferenceServiceImpl final : public inference::GRPCInferenceService::Servi
                           inference::ModelInferResponse* response) override;
 
  private:
+  // ModelInfer without the metrics; fills *labels (tenant id, model name)
+  // as far as it gets.
+  grpc::Status Infer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
+                     inference::ModelInferResponse* response, std::vector<std::string>* labels);
   // The caller's model record for (name, version string; "" = latest), and
   // the caller's tenant into *tenant_out when given.
   Result<ModelRecord> Resolve(const grpc::ServerContext& context, const std::string& name,

@@ -14,6 +14,7 @@
 int main(int argc, char** argv) {
   orrery::ServerOptions options;
   std::string port_file;
+  std::string metrics_port_file;
   std::string log_level = "info";
   CLI::App app{"orreryd: multi-tenant ONNX inference server"};
   app.set_version_flag("--version", std::string("orreryd ") + orrery::kOrreryVersion);
@@ -31,6 +32,11 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--lanes", options.lanes, "CPU execution lanes (0 = one per core)")->capture_default_str();
   app.add_option("--port-file", port_file, "Write the bound HOST:PORT to this file once serving");
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "Prometheus metrics HOST:PORT (GET /metrics); empty = off")
+      ->capture_default_str();
+  app.add_option("--metrics-port-file", metrics_port_file,
+                 "Write the bound metrics HOST:PORT to this file once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -52,12 +58,15 @@ int main(int argc, char** argv) {
   } else {
     spdlog::info("admin token from ORRERY_ADMIN_TOKEN");
   }
-  if (!port_file.empty()) {
-    // Write then rename, so a reader never sees a partial address.
-    std::string tmp = port_file + ".tmp";
-    std::ofstream(tmp) << (*server)->address() << "\n";
-    std::rename(tmp.c_str(), port_file.c_str());
-  }
+  // Write then rename, so a reader never sees a partial address. The metrics
+  // file goes first: once the gRPC port file exists, both are there.
+  auto write_address = [](const std::string& path, const std::string& address) {
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp) << address << "\n";
+    std::rename(tmp.c_str(), path.c_str());
+  };
+  if (!metrics_port_file.empty()) write_address(metrics_port_file, (*server)->metrics_address());
+  if (!port_file.empty()) write_address(port_file, (*server)->address());
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

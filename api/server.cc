@@ -3,11 +3,14 @@
 #include <filesystem>
 #include <thread>
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
 #include "api/admin_service.h"
 #include "api/inference_service.h"
+#include "api/metrics_http.h"
 #include "api/model_service.h"
 #include "api/service_context.h"
 #include "tenancy/api_key.h"
@@ -22,12 +25,15 @@ struct Server::Impl {
   std::unique_ptr<ModelCache> cache;
   std::unique_ptr<Admission> admission;
   std::unique_ptr<FairScheduler> scheduler;
+  ServerMetrics metrics;
   ServiceContext ctx;
   std::unique_ptr<AdminServiceImpl> admin;
   std::unique_ptr<ModelServiceImpl> models;
   std::unique_ptr<InferenceServiceImpl> inference;
   std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<MetricsHttpServer> metrics_http;  // stopped before the scheduler goes
   std::string address;
+  std::string metrics_address;
   std::string admin_token_path;
   bool shut_down = false;
 };
@@ -37,6 +43,7 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() { Shutdown(); }
 
 const std::string& Server::address() const { return impl_->address; }
+const std::string& Server::metrics_address() const { return impl_->metrics_address; }
 const std::string& Server::admin_token_path() const { return impl_->admin_token_path; }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
@@ -59,12 +66,17 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->ctx.cache = impl->cache.get();
   impl->ctx.admission = impl->admission.get();
   impl->ctx.scheduler = impl->scheduler.get();
+  impl->ctx.metrics = &impl->metrics;
   impl->ctx.max_model_bytes = options.max_model_bytes;
   impl->ctx.max_input_bytes = options.max_input_bytes;
   impl->admin = std::make_unique<AdminServiceImpl>(&impl->ctx);
   impl->models = std::make_unique<ModelServiceImpl>(&impl->ctx);
   impl->inference = std::make_unique<InferenceServiceImpl>(&impl->ctx);
 
+  // grpc.health.v1 (for load balancers and grpc_health_probe) and server
+  // reflection (so grpc_cli / grpcurl can list and call every service).
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
@@ -79,8 +91,18 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   }
   std::string host = options.listen.substr(0, options.listen.rfind(':'));
   impl->address = host + ":" + std::to_string(port);
+  if (!options.metrics_listen.empty()) {
+    Impl* raw = impl.get();
+    ORRERY_ASSIGN_OR_RETURN(impl->metrics_http,
+                            MetricsHttpServer::Start(options.metrics_listen, [raw] {
+                              return raw->metrics.Render(*raw->scheduler);
+                            }));
+    impl->metrics_address = impl->metrics_http->address();
+  }
+  impl->grpc_server->GetHealthCheckService()->SetServingStatus(true);
   impl->ctx.ready.store(true);
-  spdlog::info("orreryd listening on {} ({} lanes, data dir '{}')", impl->address, lanes, options.data_dir);
+  spdlog::info("orreryd listening on {} ({} lanes, data dir '{}'); metrics {}", impl->address, lanes,
+               options.data_dir, impl->metrics_address.empty() ? "off" : "on http://" + impl->metrics_address + "/metrics");
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -88,9 +110,11 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   if (!impl_ || impl_->shut_down) return;
   impl_->shut_down = true;
   impl_->ctx.ready.store(false);
+  impl_->grpc_server->GetHealthCheckService()->SetServingStatus(false);
   spdlog::info("shutting down: finishing in-flight requests");
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + grace);
   impl_->grpc_server->Wait();
+  impl_->metrics_http.reset();
   impl_->scheduler->Shutdown();
   impl_->catalog.reset();  // closes RocksDB cleanly
   spdlog::info("shutdown complete");

@@ -18,6 +18,9 @@ struct ServerOptions {
   uint64_t max_input_bytes = uint64_t{64} << 20;  // decoded inputs of one inference
   int max_request_bytes = 64 << 20;       // largest single gRPC message
   int lanes = 0;                          // 0 = one per core
+  // Prometheus text metrics over HTTP (GET /metrics); "" = none. Port 0
+  // picks a free port (see metrics_address()).
+  std::string metrics_listen = "127.0.0.1:8502";
 };
 
 class Server {
@@ -30,6 +33,8 @@ class Server {
 
   // "HOST:PORT" with the port actually bound.
   const std::string& address() const;
+  // "HOST:PORT" of the metrics endpoint, "" when there is none.
+  const std::string& metrics_address() const;
   // Path of the admin token file, or "" when ORRERY_ADMIN_TOKEN supplied it.
   const std::string& admin_token_path() const;
 

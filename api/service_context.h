@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/server_metrics.h"
 #include "cache/model_cache.h"
 #include "scheduler/scheduler.h"
 #include "storage/catalog.h"
@@ -20,6 +21,7 @@ struct ServiceContext {
   ModelCache* cache = nullptr;
   Admission* admission = nullptr;  // per-tenant in-flight slots and request rate
   FairScheduler* scheduler = nullptr;
+  ServerMetrics* metrics = nullptr;  // may be null (no metrics)
   std::string admin_token;
   uint64_t max_model_bytes = 0;
   uint64_t max_input_bytes = 0;  // decoded inputs of one inference; 0 = unlimited

@@ -67,6 +67,12 @@ void Counter::Increment(double by) {
   if (by > 0) AtomicAdd(value_, by);  // counters never go down
 }
 
+void Counter::Mirror(double total) {
+  double cur = value_.load(std::memory_order_relaxed);
+  while (total > cur && !value_.compare_exchange_weak(cur, total, std::memory_order_relaxed)) {
+  }
+}
+
 void Gauge::Add(double by) { AtomicAdd(value_, by); }
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)) {

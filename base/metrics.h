@@ -21,6 +21,9 @@ namespace orrery::metrics {
 class Counter {
  public:
   void Increment(double by = 1.0);
+  // For counters kept elsewhere (e.g. the scheduler's totals), copied in at
+  // scrape time: raises the value to `total`, never lowers it.
+  void Mirror(double total);
   double value() const { return value_.load(std::memory_order_relaxed); }
 
  private:

@@ -14,7 +14,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$build/orreryd" --data-dir "$work/data" --listen 127.0.0.1:0 --port-file "$work/port" --log-level warn &
+"$build/orreryd" --data-dir "$work/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" --log-level warn &
 server_pid=$!
 for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { echo "FAIL: orreryd did not start"; exit 1; }

@@ -17,7 +17,7 @@ trap cleanup EXIT
 ln -s "$build" "$work/build"
 ln -s "$src/tests" "$work/tests"
 
-"$build/orreryd" --data-dir "$work/orrery-data" --listen 127.0.0.1:0 --port-file "$work/port" \
+"$build/orreryd" --data-dir "$work/orrery-data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" \
   --log-level warn &
 server_pid=$!
 for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done

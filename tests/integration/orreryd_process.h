@@ -47,8 +47,12 @@ class OrrerydProcess {
   bool Start() {
     std::string port_file = data_dir_ + "/port";
     std::filesystem::remove(port_file);
-    std::vector<std::string> args = {ORRERYD_PATH, "--data-dir", data_dir_, "--listen", "127.0.0.1:0",
-                                     "--port-file", port_file, "--log-level", "warn"};
+    const std::string metrics_file = data_dir_ + "/metrics-port";
+    std::filesystem::remove(metrics_file);
+    std::vector<std::string> args = {ORRERYD_PATH,   "--data-dir",          data_dir_,    "--listen",
+                                     "127.0.0.1:0",  "--port-file",         port_file,    "--log-level",
+                                     "warn",         "--metrics-listen",    "127.0.0.1:0", "--metrics-port-file",
+                                     metrics_file};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -59,6 +63,8 @@ class OrrerydProcess {
       std::string addr = ReadFileOrEmpty(port_file);
       if (!addr.empty() && addr.back() == '\n') {
         address_ = addr.substr(0, addr.size() - 1);
+        metrics_address_ = ReadFileOrEmpty(metrics_file);
+        if (!metrics_address_.empty()) metrics_address_.pop_back();
         channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
         return channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(30));
       }
@@ -78,6 +84,7 @@ class OrrerydProcess {
   void Kill() { Signal(SIGKILL); }
 
   const std::string& address() const { return address_; }
+  const std::string& metrics_address() const { return metrics_address_; }  // HOST:PORT
   const std::string& data_dir() const { return data_dir_; }
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   std::string admin_token() const {
@@ -101,6 +108,7 @@ class OrrerydProcess {
   std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   std::string address_;
+  std::string metrics_address_;
   std::shared_ptr<grpc::Channel> channel_;
 };
 

@@ -404,7 +404,7 @@ TEST(ServerStartTest, SecondServerOnSameDataDirFailsCleanly) {
   ASSERT_TRUE(first.Start());
   // A second orreryd on the same catalog must refuse to start (RocksDB lock).
   std::string cmd = std::string(ORRERYD_PATH) + " --data-dir " + first.data_dir() +
-                    " --listen 127.0.0.1:0 --log-level error > /dev/null 2>&1";
+                    " --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --log-level error > /dev/null 2>&1";
   int rc = std::system(cmd.c_str());
   EXPECT_NE(rc, 0);
 }

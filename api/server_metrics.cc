@@ -1,0 +1,59 @@
+#include "api/server_metrics.h"
+
+namespace orrery {
+
+using metrics::MetricType;
+
+ServerMetrics::ServerMetrics() {
+  requests = &registry.Family("orrery_inference_requests_total",
+                              "ModelInfer calls by tenant, model and gRPC status code.",
+                              MetricType::kCounter, {"tenant", "model", "code"});
+  latency = &registry.Family("orrery_inference_latency_seconds",
+                             "Server-side latency of successful ModelInfer calls.",
+                             MetricType::kHistogram, {"tenant", "model"});
+}
+
+std::string ServerMetrics::Render(const FairScheduler& scheduler) {
+  const SchedulerStats s = scheduler.Stats();
+  registry.Family("orrery_lanes", "CPU execution lanes.", MetricType::kGauge).GaugeWith({}).Set(s.lanes);
+  registry.Family("orrery_scheduler_queued", "Requests waiting for a lane.", MetricType::kGauge)
+      .GaugeWith({})
+      .Set(static_cast<double>(s.queued));
+  registry.Family("orrery_scheduler_preemptions_total", "Executions parked between layers for an urgent request.",
+                  MetricType::kCounter)
+      .CounterWith({})
+      .Mirror(static_cast<double>(s.preemptions));
+  auto& depth = registry.Family("orrery_tenant_queue_depth", "Queued requests per tenant.", MetricType::kGauge,
+                                {"tenant"});
+  auto& vtime = registry.Family("orrery_tenant_virtual_finish", "Fair-queuing virtual finish time per tenant.",
+                                MetricType::kGauge, {"tenant"});
+  auto& admitted = registry.Family("orrery_tenant_admitted_total", "Requests admitted by the scheduler.",
+                                   MetricType::kCounter, {"tenant"});
+  auto& rejected = registry.Family("orrery_tenant_rejected_total",
+                                   "Requests refused at admission or dropped before running, by reason.",
+                                   MetricType::kCounter, {"tenant", "reason"});
+  auto& completed = registry.Family("orrery_tenant_completed_total", "Requests that ran to the end (ok or error).",
+                                    MetricType::kCounter, {"tenant"});
+  auto& lane_seconds = registry.Family("orrery_tenant_lane_seconds_total", "Measured lane time per tenant.",
+                                       MetricType::kCounter, {"tenant"});
+  for (const TenantSchedulerStats& t : s.tenants) {
+    depth.GaugeWith({t.tenant}).Set(static_cast<double>(t.queued));
+    vtime.GaugeWith({t.tenant}).Set(t.virtual_finish);
+    admitted.CounterWith({t.tenant}).Mirror(static_cast<double>(t.admitted));
+    rejected.CounterWith({t.tenant, "deadline"}).Mirror(static_cast<double>(t.rejected_deadline));
+    rejected.CounterWith({t.tenant, "in_flight"}).Mirror(static_cast<double>(t.rejected_in_flight));
+    rejected.CounterWith({t.tenant, "dropped"}).Mirror(static_cast<double>(t.dropped));
+    completed.CounterWith({t.tenant}).Mirror(static_cast<double>(t.completed));
+    lane_seconds.CounterWith({t.tenant}).Mirror(static_cast<double>(t.service_ns) / 1e9);
+  }
+  auto& error = registry.Family("orrery_model_prediction_error",
+                                "|predicted - measured| / measured execution time per model, by quantile.",
+                                MetricType::kGauge, {"model", "quantile"});
+  for (const ModelCostStats& m : s.models) {
+    error.GaugeWith({m.model_id, "0.5"}).Set(m.error_p50);
+    error.GaugeWith({m.model_id, "0.99"}).Set(m.error_p99);
+  }
+  return registry.Render();
+}
+
+}  // namespace orrery
