@@ -16,7 +16,7 @@
 
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
-#include "ops/cpu/sgemm.h"
+#include "ops/cpu/gemm/sgemm.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -243,7 +243,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (IsPointwise(g)) {
     for (int64_t n = 0; n < s.n; ++n) {
       for (int64_t gi = 0; gi < s.group; ++gi) {
-        Sgemm(false, false, mg, out_vol, cg, 1.0f, wd + gi * mg * cg, cg,
+        SgemmAccumulate(false, false, mg, out_vol, cg, 1.0f, wd + gi * mg * cg, cg,
               xd + (n * s.c + gi * cg) * in_vol, in_vol, yd + (n * s.m + gi * mg) * out_vol,
               out_vol);
       }
@@ -279,7 +279,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       for (int64_t p0 = 0; p0 < out_vol; p0 += tile) {
         const int64_t cols = std::min(tile, out_vol - p0);
         im2col.Run(xg, p0, cols, col.data());
-        Sgemm(false, false, mg, cols, kdim, 1.0f, wg, kdim, col.data(), cols, yg + p0, out_vol);
+        SgemmAccumulate(false, false, mg, cols, kdim, 1.0f, wg, kdim, col.data(), cols, yg + p0, out_vol);
       }
     }
   }

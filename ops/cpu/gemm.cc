@@ -3,7 +3,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/cpu/cpu_kernels.h"
-#include "ops/cpu/sgemm.h"
+#include "ops/cpu/gemm/sgemm.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -82,7 +82,7 @@ Status ComputeGemm(const KernelContext& ctx, std::span<Tensor> outputs) {
       for (int64_t j = 0; j < n; ++j) out[i * n + j] = p.beta * cd[i * row_stride + j * col_stride];
     }
   }
-  Sgemm(p.trans_a, p.trans_b, m, n, k, p.alpha, a.data<float>(), a.shape()[1],
+  SgemmAccumulate(p.trans_a, p.trans_b, m, n, k, p.alpha, a.data<float>(), a.shape()[1],
         b.data<float>(), b.shape()[1], out, n);
   return Status::Ok();
 }

@@ -4,7 +4,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/cpu/cpu_kernels.h"
-#include "ops/cpu/sgemm.h"
+#include "ops/cpu/gemm/sgemm.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -72,7 +72,7 @@ Status ComputeMatMul(const KernelContext& ctx, std::span<Tensor> outputs) {
       a_off += coord * sa[i];
       b_off += coord * sb[i];
     }
-    Sgemm(false, false, d.m, d.n, d.k, 1.0f, ad + a_off * a_mat, d.k, bd + b_off * b_mat, d.n,
+    SgemmAccumulate(false, false, d.m, d.n, d.k, 1.0f, ad + a_off * a_mat, d.k, bd + b_off * b_mat, d.n,
           yd + bi * y_mat, d.n);
   }
   return Status::Ok();
