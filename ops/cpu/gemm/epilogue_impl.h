@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "ops/cpu/gemm/kernels.h"
 #include "ops/cpu/gemm/sgemm.h"
 
 #if !defined(ORRERY_GEMM_NS) || !defined(ORRERY_GEMM_WIDTH)
@@ -169,6 +170,38 @@ inline void ApplyEpilogueImpl(const Epilogue& ep, float* c, int64_t ldc, int64_t
       return EpilogueRows<Activation::kTanh>(ep, c, ldc, i0, j0, rows, cols);
     case Activation::kGelu:
       return EpilogueRows<Activation::kGelu>(ep, c, ldc, i0, j0, rows, cols);
+  }
+}
+
+// The depthwise plane, compiled per ISA like the epilogue (plain loops that
+// the compiler vectorises with the file's flags).
+inline void DepthwisePlaneImpl(const gemm_internal::DepthwiseGeometry& g, const float* x,
+                               const float* w, float* y) {
+  for (int64_t oh = 0; oh < g.h_out; ++oh) {
+    float* __restrict yr = y + oh * g.w_out;
+    for (int64_t i = 0; i < g.w_out; ++i) yr[i] = 0.0f;
+    const int64_t start = oh * g.sh - g.ph;
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      const int64_t ih = start + kh * g.dh;
+      if (ih < 0 || ih >= g.h_in) continue;
+      const float* xr = x + ih * g.w_in;
+      for (int64_t kw = 0; kw < g.kw; ++kw) {
+        const int64_t b = g.inner_begin[kw], e = g.inner_end[kw];
+        if (e <= b) continue;
+        const float wv = w[kh * g.kw + kw];
+        // xs[i] is the input under output column b + i.
+        const float* __restrict xs = xr + b * g.sw + kw * g.dw - g.pw;
+        float* __restrict ys = yr + b;
+        const int64_t len = e - b;
+        if (g.sw == 1) {
+          for (int64_t i = 0; i < len; ++i) ys[i] += wv * xs[i];
+        } else if (g.sw == 2) {
+          for (int64_t i = 0; i < len; ++i) ys[i] += wv * xs[2 * i];
+        } else {
+          for (int64_t i = 0; i < len; ++i) ys[i] += wv * xs[i * g.sw];
+        }
+      }
+    }
   }
 }
 

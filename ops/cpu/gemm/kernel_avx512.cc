@@ -91,7 +91,7 @@ void TileAny(const TileArgs& t) {
 namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& Avx512Kernels() {
-  static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl};
+  static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::DepthwisePlaneImpl};
   return k;
 }
 

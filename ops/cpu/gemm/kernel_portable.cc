@@ -39,7 +39,7 @@ void TileAny(const TileArgs& t) {
 namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& PortableKernels() {
-  static const GemmKernels k{portable::TileAny, portable::ApplyEpilogueImpl};
+  static const GemmKernels k{portable::TileAny, portable::ApplyEpilogueImpl, portable::DepthwisePlaneImpl};
   return k;
 }
 

@@ -24,6 +24,19 @@ struct TileArgs {
 };
 
 using TileFn = void (*)(const TileArgs& t);
+
+// A 2-D depthwise (one channel in, one out) convolution plane; padding is
+// resolved by `inner` (per kernel column: the output columns whose taps are
+// inside the input) and ValidTaps-style row clipping, never in the inner loop.
+struct DepthwiseGeometry {
+  int64_t h_in = 0, w_in = 0, h_out = 0, w_out = 0;
+  int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  const int64_t* inner_begin = nullptr;  // [kw]
+  const int64_t* inner_end = nullptr;    // [kw]
+};
+// y[h_out x w_out] = conv(x, w) (overwrites y; no bias).
+using DepthwiseFn = void (*)(const DepthwiseGeometry& g, const float* x, const float* w,
+                             float* y);
 // The post-GEMM epilogue on a block of C (see ApplyEpilogue in sgemm.h).
 using EpilogueFn = void (*)(const Epilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
                             int64_t rows, int64_t cols);
@@ -31,6 +44,7 @@ using EpilogueFn = void (*)(const Epilogue& ep, float* c, int64_t ldc, int64_t i
 struct GemmKernels {
   TileFn tile;
   EpilogueFn epilogue;
+  DepthwiseFn depthwise;
 };
 
 const GemmKernels& PortableKernels();
