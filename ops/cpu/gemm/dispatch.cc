@@ -1,11 +1,10 @@
 // Sgemm's driver: ISA choice, cache blocking, packing of the non-constant
 // operand into scratch, task split across the caller's threads.
 //
-// Blocking (BLIS-style, adapted to row-major C): the right operand is packed
-// kc x nc at a time (<= 1 MiB, stays in L2); for each 8-row left panel
-// (kc x 8 floats, stays in L1) the kernel walks every right panel of the
-// block. The epilogue runs on each tile right after its last K block, while
-// it is still in L1.
+// Blocking (BLIS-style): per K block, the right operand is packed kc x nc at
+// a time and the left one 256 x kc (unless prepacked); each right panel then
+// meets every left panel of the block. The epilogue runs on each tile right
+// after its last K block, while it is still in L1.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -22,8 +21,12 @@ namespace {
 using gemm_internal::GemmKernels;
 using gemm_internal::PanelWidth;
 
-constexpr int64_t kMaxKc = 256;
-constexpr int64_t kMaxNc = 21 * kPanelCols;  // 1008 columns: kc x nc <= 1 MiB
+// The kc x 48 right panel (<= 36 KiB) stays in L1 while the kernel walks
+// the left block (kMcPanels x 8 x kc, <= 192 KiB, in L2); the kc x nc right
+// block (<= 756 KiB) stays in L2 too.
+constexpr int64_t kMaxKc = 192;
+constexpr int64_t kMaxNc = 21 * kPanelCols;  // 1008 columns
+constexpr int64_t kMcPanels = 32;            // 256 rows
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -81,7 +84,7 @@ ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
     l.b_floats = RoundUp(bl.kc * bl.nc, 16);
     l.row_floats = RoundUp(bl.nc, 16);
   }
-  if (!a_packed) l.a_floats = RoundUp(bl.kc * kPanelRows, 16);
+  if (!a_packed) l.a_floats = RoundUp(bl.kc * kPanelRows * kMcPanels, 16);
   return l;
 }
 
@@ -206,33 +209,41 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
       const int64_t kc = std::min(bl.kc, s.k - pc);
       const bool last = pc + kc == s.k;
       if (b.packed == nullptr) PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf, row);
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t i0 = p * kPanelRows;
-        const int64_t rows = std::min(kPanelRows, s.m - i0);
-        const float* ap;
-        if (a.packed != nullptr) {
-          ap = a.packed->data() + i0 * s.k + pc * kPanelRows;
-        } else {
-          gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0, rows, pc, kc, abuf);
-          ap = abuf;
+      for (int64_t pb = p0; pb < p1; pb += kMcPanels) {
+        const int64_t pe = std::min(p1, pb + kMcPanels);
+        if (a.packed == nullptr) {
+          for (int64_t p = pb; p < pe; ++p) {
+            const int64_t i0 = p * kPanelRows;
+            gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0,
+                                         std::min(kPanelRows, s.m - i0), pc, kc,
+                                         abuf + (p - pb) * kc * kPanelRows);
+          }
         }
+        // Each right panel (kc x 48, in L1) meets every left panel of the
+        // block (in L2).
         for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
           const int64_t w = PanelWidth(s.n - q0);
           const float* bp = b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w
                                                 : bbuf + (q0 - j0) * kc;
           const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
-          float* ct = c + i0 * ldc + q0;
-          kern.tile({.kc = kc,
-                     .a = ap,
-                     .b = bp,
-                     .w = w,
-                     .rows = static_cast<int>(rows),
-                     .cols = cols,
-                     .c = ct,
-                     .ldc = ldc,
-                     .alpha = ep.alpha,
-                     .load_c = ep.accumulate || pc > 0});
-          if (last && ep.has_post()) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
+          for (int64_t p = pb; p < pe; ++p) {
+            const int64_t i0 = p * kPanelRows;
+            const int64_t rows = std::min(kPanelRows, s.m - i0);
+            const float* ap = a.packed != nullptr ? a.packed->data() + i0 * s.k + pc * kPanelRows
+                                                  : abuf + (p - pb) * kc * kPanelRows;
+            float* ct = c + i0 * ldc + q0;
+            kern.tile({.kc = kc,
+                       .a = ap,
+                       .b = bp,
+                       .w = w,
+                       .rows = static_cast<int>(rows),
+                       .cols = cols,
+                       .c = ct,
+                       .ldc = ldc,
+                       .alpha = ep.alpha,
+                       .load_c = ep.accumulate || pc > 0});
+            if (last && ep.has_post()) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
+          }
         }
       }
     }
