@@ -63,7 +63,11 @@ Blocking ChooseBlocking(GemmShape s, int threads) {
   Blocking b;
   const int64_t kblocks = std::max<int64_t>(1, CeilDiv(s.k, kMaxKc));
   b.kc = std::max<int64_t>(1, CeilDiv(s.k, kblocks));
-  int64_t nchunks = std::max<int64_t>(1, CeilDiv(s.n, kMaxNc));
+  // The C chunk (m x nc) and the right block (kc x nc) together stay within
+  // ~1 MiB of L2, so that later K blocks find C still cached.
+  const int64_t fit = (int64_t{1} << 18) / std::max<int64_t>(1, s.m + b.kc);
+  const int64_t max_nc = std::clamp(fit / kPanelCols * kPanelCols, 2 * kPanelCols, kMaxNc);
+  int64_t nchunks = std::max<int64_t>(1, CeilDiv(s.n, max_nc));
   if (threads > 1) {
     const int64_t want = 4 * static_cast<int64_t>(threads);
     nchunks = std::max(nchunks, std::min(want, CeilDiv(s.n, 4 * kPanelCols)));
@@ -236,6 +240,7 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
                        .a = ap,
                        .b = bp,
                        .w = w,
+                       .ldb = w,
                        .rows = static_cast<int>(rows),
                        .cols = cols,
                        .c = ct,

@@ -31,7 +31,7 @@ void Block(const TileArgs& t, const float* a, const float* b, float* c, int cols
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
   }
-  const int64_t w = t.w;
+  const int64_t ldb = t.ldb;
   for (int64_t k = 0; k < t.kc; ++k) {
     __m256 bv[NV];
 #pragma GCC unroll 3
@@ -43,7 +43,7 @@ void Block(const TileArgs& t, const float* a, const float* b, float* c, int cols
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
     }
     a += kPanelRows;
-    b += w;
+    b += ldb;
   }
   const __m256 alpha = _mm256_set1_ps(t.alpha);
 #pragma GCC unroll 4

@@ -27,7 +27,7 @@ void Tile(const TileArgs& t) {
   }
   const float* a = t.a;
   const float* b = t.b;
-  const int64_t w = t.w;
+  const int64_t ldb = t.ldb;
   for (int64_t k = 0; k < t.kc; ++k) {
     __m512 bv[NV];
 #pragma GCC unroll 3
@@ -39,7 +39,7 @@ void Tile(const TileArgs& t) {
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
     a += kPanelRows;
-    b += w;
+    b += ldb;
   }
   const __m512 alpha = _mm512_set1_ps(t.alpha);
   __mmask16 masks[NV];

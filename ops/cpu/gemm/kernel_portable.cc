@@ -18,7 +18,7 @@ void TileAny(const TileArgs& t) {
   const int64_t w = t.w;
   for (int64_t k = 0; k < t.kc; ++k) {
     const float* a = t.a + k * kPanelRows;
-    const float* b = t.b + k * w;
+    const float* b = t.b + k * t.ldb;
     for (int r = 0; r < t.rows; ++r) {
       const float av = a[r];
       for (int64_t j = 0; j < w; ++j) acc[r][j] += av * b[j];

@@ -13,8 +13,9 @@ namespace orrery::ops::cpu::gemm_internal {
 struct TileArgs {
   int64_t kc = 0;
   const float* a = nullptr;  // a[k * kPanelRows + i]
-  const float* b = nullptr;  // b[k * w + j]
-  int64_t w = 0;             // B panel width: 16, 32 or 48
+  const float* b = nullptr;  // b[k * ldb + j]
+  int64_t w = 0;             // B panel width: 16, 32 or 48 (readable columns)
+  int64_t ldb = 0;           // B row stride: w when packed, more when read in place
   int rows = 0;              // 1..kPanelRows
   int cols = 0;              // 1..w
   float* c = nullptr;
