@@ -294,8 +294,10 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
 
 // One im2col row: kernel row k = (channel, tap) of the 2-D geometry, output
 // positions [n0, n0 + nc) of the flattened output plane.
-void Im2ColRow(const ConvPrepared& p, const float* xg, int64_t k, int64_t n0, int64_t nc,
-               float* dst) {
+// Plain loops rather than memset / memcpy: runs are short (one output row),
+// where a library call costs more than the copy.
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) void Im2ColRow(
+    const ConvPrepared& p, const float* xg, int64_t k, int64_t n0, int64_t nc, float* dst) {
   const WindowGeometry& g = p.g2;
   const int64_t kw_n = g.kernel[1];
   const int64_t c = k / p.k_vol;
@@ -311,22 +313,19 @@ void Im2ColRow(const ConvPrepared& p, const float* xg, int64_t k, int64_t n0, in
   int64_t done = 0;
   while (done < nc) {
     const int64_t len = std::min(w_out - ow, nc - done);
-    float* d = dst + done - ow;  // d[o] is output column o of this row
+    float* __restrict d = dst + done - ow;  // d[o] is output column o of this row
     const int64_t ih = oh * g.strides[0] - g.pad_begin[0] + th * g.dilations[0];
-    const int64_t lo = std::clamp(ib, ow, ow + len);
-    const int64_t hi = std::clamp(ie, lo, ow + len);
-    if (ih < 0 || ih >= h_in || hi == lo) {
-      std::memset(d + ow, 0, static_cast<size_t>(len) * sizeof(float));
+    int64_t lo = std::clamp(ib, ow, ow + len);
+    int64_t hi = std::clamp(ie, lo, ow + len);
+    if (ih < 0 || ih >= h_in) lo = hi = ow + len;
+    for (int64_t o = ow; o < lo; ++o) d[o] = 0.0f;
+    const float* __restrict src = xc + ih * w_in + off;
+    if (sw == 1) {
+      for (int64_t o = lo; o < hi; ++o) d[o] = src[o];
     } else {
-      if (lo > ow) std::memset(d + ow, 0, static_cast<size_t>(lo - ow) * sizeof(float));
-      const float* src = xc + ih * w_in + off;
-      if (sw == 1) {
-        std::memcpy(d + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(float));
-      } else {
-        for (int64_t o = lo; o < hi; ++o) d[o] = src[o * sw];
-      }
-      if (ow + len > hi) std::memset(d + hi, 0, static_cast<size_t>(ow + len - hi) * sizeof(float));
+      for (int64_t o = lo; o < hi; ++o) d[o] = src[o * sw];
     }
+    for (int64_t o = hi; o < ow + len; ++o) d[o] = 0.0f;
     done += len;
     ow = 0;
     ++oh;
