@@ -9,7 +9,7 @@
 //   - depthwise (group == C == M, 1-D / 2-D): a direct per-plane kernel whose
 //     tap and output ranges are precomputed, so padding costs no branches,
 //     then the epilogue on the plane while it is in cache;
-//   - other 1-D / 2-D convolutions: GEMM of the packed W with im2col rows
+//   - other 1-D / 2-D convolutions: GEMM of the packed W with im2col panels
 //     made block by block inside the GEMM's packing (no col buffer);
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
 // Bias, residual and activation are the GEMM's epilogue.
@@ -225,6 +225,7 @@ struct ConvPrepared final : PreparedKernel {
   // columns whose taps fall inside the input.
   WindowGeometry g2;
   std::vector<int64_t> inner_begin, inner_end;
+  gemm_internal::Im2ColGeometry im2col;  // points into inner_begin / inner_end
 };
 
 Result<std::shared_ptr<const PackedGroups>> PackWeights(const Tensor& w, const ConvSetup& s,
@@ -271,6 +272,23 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->inner_end.push_back(r.end);
     }
   }
+  if (g.rank() <= 2) {
+    const WindowGeometry& g2 = p->g2;
+    p->im2col = {.h_in = g2.input[0],
+                 .w_in = g2.input[1],
+                 .w_out = g2.output[1],
+                 .kh = g2.kernel[0],
+                 .kw = g2.kernel[1],
+                 .sh = g2.strides[0],
+                 .sw = g2.strides[1],
+                 .dh = g2.dilations[0],
+                 .dw = g2.dilations[1],
+                 .ph = g2.pad_begin[0],
+                 .pw = g2.pad_begin[1],
+                 .in_vol = p->in_vol,
+                 .inner_begin = p->inner_begin.data(),
+                 .inner_end = p->inner_end.data()};
+  }
   const Tensor* w = ctx.value(1);
   if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0) {
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
@@ -294,44 +312,6 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
 
 // One im2col row: kernel row k = (channel, tap) of the 2-D geometry, output
 // positions [n0, n0 + nc) of the flattened output plane.
-// Plain loops rather than memset / memcpy: runs are short (one output row),
-// where a library call costs more than the copy.
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) void Im2ColRow(
-    const ConvPrepared& p, const float* xg, int64_t k, int64_t n0, int64_t nc, float* dst) {
-  const WindowGeometry& g = p.g2;
-  const int64_t kw_n = g.kernel[1];
-  const int64_t c = k / p.k_vol;
-  const int64_t t = k - c * p.k_vol;
-  const int64_t th = t / kw_n, tw = t - th * kw_n;
-  const float* xc = xg + c * p.in_vol;
-  const int64_t h_in = g.input[0], w_in = g.input[1], w_out = g.output[1];
-  const int64_t sw = g.strides[1];
-  const int64_t off = tw * g.dilations[1] - g.pad_begin[1];
-  const int64_t ib = p.inner_begin[static_cast<size_t>(tw)];
-  const int64_t ie = p.inner_end[static_cast<size_t>(tw)];
-  int64_t oh = n0 / w_out, ow = n0 - oh * w_out;
-  int64_t done = 0;
-  while (done < nc) {
-    const int64_t len = std::min(w_out - ow, nc - done);
-    float* __restrict d = dst + done - ow;  // d[o] is output column o of this row
-    const int64_t ih = oh * g.strides[0] - g.pad_begin[0] + th * g.dilations[0];
-    int64_t lo = std::clamp(ib, ow, ow + len);
-    int64_t hi = std::clamp(ie, lo, ow + len);
-    if (ih < 0 || ih >= h_in) lo = hi = ow + len;
-    for (int64_t o = ow; o < lo; ++o) d[o] = 0.0f;
-    const float* __restrict src = xc + ih * w_in + off;
-    if (sw == 1) {
-      for (int64_t o = lo; o < hi; ++o) d[o] = src[o];
-    } else {
-      for (int64_t o = lo; o < hi; ++o) d[o] = src[o * sw];
-    }
-    for (int64_t o = hi; o < ow + len; ++o) d[o] = 0.0f;
-    done += len;
-    ow = 0;
-    ++oh;
-  }
-}
-
 Status RunDepthwise(const KernelContext& ctx, const ConvPrepared& p, const float* xd,
                     const float* wd, float* yd, const Epilogue& ep) {
   const WindowGeometry& g = p.g2;
@@ -399,6 +379,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   std::vector<float> heap_col;
   std::vector<std::byte> heap_scratch;
   std::optional<Im2Col> im2col_nd;
+  const gemm_internal::GemmKernels& kern = gemm_internal::ActiveKernels();
   if (p.path == ConvPath::kIm2ColND) im2col_nd.emplace(s.geo, p.cg);
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t gi = 0; gi < s.group; ++gi) {
@@ -414,11 +395,11 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
       } else if (p.path == ConvPath::kIm2Col2D) {
-        auto row = [&](int64_t k, int64_t n0, int64_t nc, float* dst) {
-          Im2ColRow(p, xg, k, n0, nc, dst);
-        };
-        const RowSource rows(row);
-        Sgemm(shape, a, RightOperand{.rows = &rows}, yg, p.out_vol, e, ctx.scratch, ctx.threads);
+        auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
+                         float* dst) { kern.im2col(p.im2col, xg, k0, kc, j0, cols, w, dst); };
+        const PanelSource panels(panel);
+        Sgemm(shape, a, RightOperand{.panels = &panels}, yg, p.out_vol, e, ctx.scratch,
+              ctx.threads);
       } else {
         // Rare: 3-D and higher convolutions use heap buffers.
         const int64_t budget = kHeapColBytes / static_cast<int64_t>(sizeof(float));

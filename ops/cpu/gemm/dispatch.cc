@@ -78,8 +78,8 @@ Blocking ChooseBlocking(GemmShape s, int threads) {
 }
 
 struct ScratchLayout {
-  int64_t b_floats = 0, row_floats = 0, a_floats = 0;
-  int64_t bytes() const { return (b_floats + row_floats + a_floats) * 4 + 3 * 64; }
+  int64_t b_floats = 0, a_floats = 0;
+  int64_t bytes() const { return (b_floats + a_floats) * 4 + 2 * 64; }
 };
 
 ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
@@ -87,7 +87,6 @@ ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
   ScratchLayout l;
   if (!b_packed) {
     l.b_floats = RoundUp(bl.kc * bl.nc, 16);
-    l.row_floats = RoundUp(bl.nc, 16);
   }
   if (!a_packed) l.a_floats = RoundUp(bl.kc * kPanelRows * kMcPanels, 16);
   return l;
@@ -99,20 +98,19 @@ float* AlignUp(std::byte* p) {
 }
 
 // Packs op(B)[pc, pc + kc) x [j0, j1) into panels at dst (panel stride
-// kc * kPanelCols). Plain loops: rows are short.
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) void PackRightBlock(const RightOperand& b, int64_t n, int64_t pc, int64_t kc, int64_t j0,
-                    int64_t j1, float* dst, float* row) {
-  if (b.rows != nullptr) {
-    const int64_t width = j1 - j0;
-    for (int64_t k = 0; k < kc; ++k) {
-      (*b.rows)(pc + k, j0, width, row);
-      for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
-        const int64_t cols = std::min(kPanelCols, n - q0);
-        const int64_t w = PanelWidth(n - q0);
-        float* __restrict d = dst + (q0 - j0) * kc + k * w;
-        const float* __restrict r = row + (q0 - j0);
-        for (int64_t j = 0; j < cols; ++j) d[j] = r[j];
-        for (int64_t j = cols; j < w; ++j) d[j] = 0.0f;
+// kc * kPanelCols).
+void PackRightBlock(const RightOperand& b, int64_t n, int64_t pc, int64_t kc, int64_t j0,
+                    int64_t j1, float* dst) {
+  if (b.panels != nullptr) {
+    for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
+      const int64_t cols = std::min(kPanelCols, n - q0);
+      const int64_t w = PanelWidth(n - q0);
+      float* d = dst + (q0 - j0) * kc;
+      (*b.panels)(pc, kc, q0, cols, w, d);
+      if (cols < w) {
+        for (int64_t k = 0; k < kc; ++k) {
+          for (int64_t j = cols; j < w; ++j) d[k * w + j] = 0.0f;
+        }
       }
     }
     return;
@@ -205,8 +203,7 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   ParallelFor(threads, m_chunks * n_chunks, [&](int64_t task, int thread) {
     std::byte* base = scratch.data() + static_cast<size_t>(thread) * stride;
     float* bbuf = AlignUp(base);
-    float* row = AlignUp(reinterpret_cast<std::byte*>(bbuf + layout.b_floats));
-    float* abuf = AlignUp(reinterpret_cast<std::byte*>(row + layout.row_floats));
+    float* abuf = AlignUp(reinterpret_cast<std::byte*>(bbuf + layout.b_floats));
     const int64_t p0 = (task % m_chunks) * panels_per_chunk;
     const int64_t p1 = std::min(m_panels, p0 + panels_per_chunk);
     const int64_t j0 = (task / m_chunks) * bl.nc;
@@ -214,7 +211,7 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
       const int64_t kc = std::min(bl.kc, s.k - pc);
       const bool last = pc + kc == s.k;
-      if (b.packed == nullptr) PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf, row);
+      if (b.packed == nullptr) PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf);
       for (int64_t pb = p0; pb < p1; pb += kMcPanels) {
         const int64_t pe = std::min(p1, pb + kMcPanels);
         if (a.packed == nullptr) {

@@ -205,4 +205,68 @@ inline void DepthwisePlaneImpl(const gemm_internal::DepthwiseGeometry& g, const 
   }
 }
 
+// One right panel of the im2col matrix: rows k0..k0+kc (channel, tap),
+// output positions [j0, j0 + cols) of the flattened output plane, written
+// to dst[k * w + j] in order. The positions are split once into runs along
+// output rows; per row k each run is a zero / copy / zero in native vectors.
+inline void Im2ColPanelImpl(const gemm_internal::Im2ColGeometry& g, const float* x, int64_t k0,
+                            int64_t kc, int64_t j0, int64_t cols, int64_t w, float* dst) {
+  struct Run {
+    int64_t oh, ow, len, pos;
+  };
+  Run runs[kPanelCols];
+  int nruns = 0;
+  {
+    int64_t oh = j0 / g.w_out, ow = j0 - oh * g.w_out, pos = 0;
+    while (pos < cols) {
+      const int64_t left = g.w_out - ow, want = cols - pos;
+      const int64_t len = left < want ? left : want;
+      runs[nruns++] = {oh, ow, len, pos};
+      pos += len;
+      ow = 0;
+      ++oh;
+    }
+  }
+  const int64_t k_vol = g.kh * g.kw;
+  int64_t c = k0 / k_vol;
+  const int64_t t0 = k0 - c * k_vol;
+  int64_t th = t0 / g.kw, tw = t0 - th * g.kw;
+  const VF zero = Splat(0.0f);
+  for (int64_t k = 0; k < kc; ++k) {
+    float* d = dst + k * w;
+    const float* xc = x + c * g.in_vol;
+    const int64_t off = tw * g.dw - g.pw;
+    const int64_t ib = g.inner_begin[tw], ie = g.inner_end[tw];
+    const int64_t row_off = th * g.dh - g.ph;
+    for (int r = 0; r < nruns; ++r) {
+      const Run& run = runs[r];
+      float* out = d + run.pos - run.ow;  // out[o] is output column o
+      const int64_t end = run.ow + run.len;
+      const int64_t ih = run.oh * g.sh + row_off;
+      int64_t lo = ib < run.ow ? run.ow : ib > end ? end : ib;
+      int64_t hi = ie < lo ? lo : ie > end ? end : ie;
+      if (ih < 0 || ih >= g.h_in) lo = hi = end;
+      int64_t o = run.ow;
+      for (; o + kW <= lo; o += kW) Store(out + o, zero);
+      for (; o < lo; ++o) out[o] = 0.0f;
+      const float* src = xc + ih * g.w_in + off;
+      if (g.sw == 1) {
+        for (; o + kW <= hi; o += kW) Store(out + o, Load(src + o));
+        for (; o < hi; ++o) out[o] = src[o];
+      } else {
+        for (; o < hi; ++o) out[o] = src[o * g.sw];
+      }
+      for (; o + kW <= end; o += kW) Store(out + o, zero);
+      for (; o < end; ++o) out[o] = 0.0f;
+    }
+    if (++tw == g.kw) {
+      tw = 0;
+      if (++th == g.kh) {
+        th = 0;
+        ++c;
+      }
+    }
+  }
+}
+
 }  // namespace orrery::ops::cpu::ORRERY_GEMM_NS

@@ -188,7 +188,8 @@ void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const 
 namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& Avx512Kernels() {
-  static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise};
+  static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
+                             avx512::Im2ColPanelImpl};
   return k;
 }
 

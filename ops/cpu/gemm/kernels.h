@@ -42,10 +42,23 @@ using DepthwiseFn = void (*)(const DepthwiseGeometry& g, const float* x, const f
 using EpilogueFn = void (*)(const Epilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
                             int64_t rows, int64_t cols);
 
+// im2col for a 2-D convolution (see Im2ColPanelImpl in epilogue_impl.h).
+struct Im2ColGeometry {
+  int64_t h_in = 0, w_in = 0, w_out = 0;
+  int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  int64_t in_vol = 0;                    // h_in * w_in
+  const int64_t* inner_begin = nullptr;  // [kw]: output columns whose tap is inside
+  const int64_t* inner_end = nullptr;
+};
+// dst[k * w + j] = im2col(x)[k0 + k][j0 + j] for k < kc, j < cols.
+using Im2ColFn = void (*)(const Im2ColGeometry& g, const float* x, int64_t k0, int64_t kc,
+                          int64_t j0, int64_t cols, int64_t w, float* dst);
+
 struct GemmKernels {
   TileFn tile;
   EpilogueFn epilogue;
   DepthwiseFn depthwise;
+  Im2ColFn im2col;
 };
 
 const GemmKernels& PortableKernels();

@@ -125,17 +125,20 @@ struct LeftOperand {
   const PackedMatrix* packed = nullptr;  // wins when set
 };
 
-// Fills dst[0, nc) with op(B)[k][n0, n0 + nc) (e.g. one im2col row). Called
-// concurrently from several threads with distinct dst.
-using RowSource = FunctionRef<void(int64_t k, int64_t n0, int64_t nc, float* dst)>;
+// Fills one right panel on demand (e.g. im2col for a tile of output
+// positions): dst[k * w + j] = op(B)[k0 + k][j0 + j] for k < kc, j < cols
+// (cols <= w; the GEMM zeroes columns [cols, w)). Called concurrently from
+// several threads with distinct dst.
+using PanelSource = FunctionRef<void(int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
+                                     float* dst)>;
 
-// A right operand: packed, a raw row-major matrix, or rows made on demand.
+// A right operand: packed, a raw row-major matrix, or panels made on demand.
 struct RightOperand {
   const float* data = nullptr;
   int64_t ld = 0;
   bool trans = false;
   const PackedMatrix* packed = nullptr;  // wins when set
-  const RowSource* rows = nullptr;       // wins over data when set
+  const PanelSource* panels = nullptr;   // wins over data when set
 };
 
 struct GemmShape {

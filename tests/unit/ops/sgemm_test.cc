@@ -80,11 +80,14 @@ class SgemmIsaTest : public ::testing::TestWithParam<GemmIsa> {
       pb = PackedMatrix::PackRight(b.data(), ldb, cs.tb, cs.k, cs.n);
       right.packed = &pb;
     }
-    auto row_fn = [&](int64_t k, int64_t n0, int64_t nc, float* dst) {
-      for (int64_t j = 0; j < nc; ++j) dst[j] = At(b, ldb, cs.tb, k, n0 + j);
+    auto panel_fn = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w, float* dst) {
+      for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t j = 0; j < cols; ++j) dst[k * w + j] = At(b, ldb, cs.tb, k0 + k, j0 + j);
+        for (int64_t j = cols; j < w; ++j) dst[k * w + j] = 12345.0f;  // must be ignored
+      }
     };
-    RowSource rows(row_fn);
-    if (use_rows) right.rows = &rows;
+    PanelSource panels(panel_fn);
+    if (use_rows) right.panels = &panels;
 
     const GemmShape shape{cs.m, cs.n, cs.k};
     const int nthreads = NumThreads(threads);
