@@ -28,6 +28,7 @@ using gemm_internal::PanelWidth;
 constexpr int64_t kMaxKc = 256;
 constexpr int64_t kMaxNc = 21 * kPanelCols;  // 1008 columns
 constexpr int64_t kMcPanels = 32;            // 256 rows
+constexpr double kMinParallelFlops = 5e5;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -72,6 +73,8 @@ Blocking ChooseBlocking(GemmShape s, int threads) {
   if (threads > 1) {
     const int64_t want = 4 * static_cast<int64_t>(threads);
     nchunks = std::max(nchunks, std::min(want, CeilDiv(s.n, 4 * kPanelCols)));
+    // A multiple of the thread count balances better when chunks are few.
+    if (nchunks < want) nchunks = RoundUp(nchunks, threads);
   }
   b.nc = RoundUp(CeilDiv(s.n, nchunks), kPanelCols);
   return b;
@@ -186,6 +189,11 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   const GemmKernels& kern = gemm_internal::ActiveKernels();
   if (s.k <= 0) return ZeroDepth(s, c, ldc, ep, kern);
 
+  // Below ~0.5 MFLOP waking other threads costs more than it saves.
+  if (2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <
+      kMinParallelFlops) {
+    threads = nullptr;
+  }
   const int nthreads = NumThreads(threads);
   const Blocking bl = ChooseBlocking(s, nthreads);
   const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);
