@@ -245,7 +245,8 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   p->loc = LocateInputs(ctx.inputs.size(), p->fusion);
   if (p->loc.b >= 0 && !ctx.inputs[static_cast<size_t>(p->loc.b)].present()) p->loc.b = -1;
   const Shape* b_shape = p->loc.b >= 0 ? &ctx.inputs[static_cast<size_t>(p->loc.b)].shape : nullptr;
-  ORRERY_ASSIGN_OR_RETURN(p->s, Setup(ctx.inputs[0].shape, ctx.inputs[1].shape, b_shape, ctx.attrs));
+  ORRERY_ASSIGN_OR_RETURN(p->s,
+                          Setup(ctx.inputs[0].shape, ctx.inputs[1].shape, b_shape, ctx.attrs));
   const ConvSetup& s = p->s;
   const WindowGeometry& g = s.geo;
   p->x_shape = ctx.inputs[0].shape;
@@ -363,7 +364,8 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   const float* bd = p.loc.b >= 0 && ctx.inputs[static_cast<size_t>(p.loc.b)] != nullptr
                         ? ctx.inputs[static_cast<size_t>(p.loc.b)]->data<float>()
                         : nullptr;
-  const float* zd = p.loc.z >= 0 ? ctx.inputs[static_cast<size_t>(p.loc.z)]->data<float>() : nullptr;
+  const float* zd =
+      p.loc.z >= 0 ? ctx.inputs[static_cast<size_t>(p.loc.z)]->data<float>() : nullptr;
   const ConvSetup& s = p.s;
   Epilogue ep;
   p.fusion.ApplyTo(&ep);
@@ -410,7 +412,8 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
           const int64_t cols = std::min(tile, p.out_vol - p0);
           im2col_nd->Run(xg, p0, cols, heap_col.data());
           const GemmShape ts{p.mg, cols, p.kdim};
-          const size_t bytes = static_cast<size_t>(SgemmScratchBytes(ts, a.packed != nullptr, false));
+          const size_t bytes =
+              static_cast<size_t>(SgemmScratchBytes(ts, a.packed != nullptr, false));
           heap_scratch.resize(bytes + 64);
           auto* base = reinterpret_cast<std::byte*>(
               (reinterpret_cast<uintptr_t>(heap_scratch.data()) + 63) & ~uintptr_t{63});

@@ -55,7 +55,7 @@ GemmIsa EnvCap() {
 std::atomic<int> g_test_cap{static_cast<int>(GemmIsa::kAvx512)};
 
 struct Blocking {
-  int64_t kc = 1;  // depth of one K block
+  int64_t kc = 1;           // depth of one K block
   int64_t nc = kPanelCols;  // columns of one task (a multiple of kPanelCols)
 };
 
@@ -225,17 +225,16 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
         if (a.packed == nullptr) {
           for (int64_t p = pb; p < pe; ++p) {
             const int64_t i0 = p * kPanelRows;
-            gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0,
-                                         std::min(kPanelRows, s.m - i0), pc, kc,
-                                         abuf + (p - pb) * kc * kPanelRows);
+            gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0, std::min(kPanelRows, s.m - i0),
+                                         pc, kc, abuf + (p - pb) * kc * kPanelRows);
           }
         }
         // Each right panel (kc x 48, in L1) meets every left panel of the
         // block (in L2).
         for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
           const int64_t w = PanelWidth(s.n - q0);
-          const float* bp = b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w
-                                                : bbuf + (q0 - j0) * kc;
+          const float* bp =
+              b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w : bbuf + (q0 - j0) * kc;
           const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
           for (int64_t p = pb; p < pe; ++p) {
             const int64_t i0 = p * kPanelRows;
@@ -277,8 +276,8 @@ void SgemmAccumulate(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k
         std::span<std::byte>(aligned, bytes), nullptr);
 }
 
-void ApplyEpilogue(const Epilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
-                   int64_t rows, int64_t cols) {
+void ApplyEpilogue(const Epilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows,
+                   int64_t cols) {
   if (rows <= 0 || cols <= 0 || !ep.has_post()) return;
   gemm_internal::ActiveKernels().epilogue(ep, c, ldc, i0, j0, rows, cols);
 }

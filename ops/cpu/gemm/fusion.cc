@@ -33,15 +33,12 @@ Result<Fusion> ReadFusion(const Attributes& attrs, std::string_view op) {
       alpha = -FLT_MAX;
       beta = FLT_MAX;
       break;
-    case Activation::kLeakyRelu:
-      alpha = 0.01f;
-      break;
+    case Activation::kLeakyRelu: alpha = 0.01f; break;
     case Activation::kHardSigmoid:
       alpha = 0.2f;
       beta = 0.5f;
       break;
-    default:
-      break;
+    default: break;
   }
   ORRERY_ASSIGN_OR_RETURN(f.alpha, attrs.GetFloat("_fused_alpha", alpha));
   ORRERY_ASSIGN_OR_RETURN(f.beta, attrs.GetFloat("_fused_beta", beta));

@@ -85,7 +85,6 @@ void TileAny(const TileArgs& t) {
   }
 }
 
-
 // Depthwise plane with each output row held in up to 8 zmm accumulators
 // (w_out <= 128): every tap is one masked load + FMA per vector, the masks
 // (computed once per plane from the valid output ranges) replace padding
@@ -122,7 +121,8 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
     const int64_t n = g.w_out - v * 16;
     out_mask[v] = n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
   }
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i evens =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   for (int64_t oh = 0; oh < g.h_out; ++oh) {
     __m512 acc[NV];
 #pragma GCC unroll 8

@@ -39,8 +39,8 @@ void TileAny(const TileArgs& t) {
 namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& PortableKernels() {
-  static const GemmKernels k{portable::TileAny, portable::ApplyEpilogueImpl, portable::DepthwisePlaneImpl,
-                             portable::Im2ColPanelImpl};
+  static const GemmKernels k{portable::TileAny, portable::ApplyEpilogueImpl,
+                             portable::DepthwisePlaneImpl, portable::Im2ColPanelImpl};
   return k;
 }
 

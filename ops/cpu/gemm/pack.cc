@@ -102,8 +102,7 @@ PackedMatrix PackedMatrix::PackLeft(const float* x, int64_t ld, bool trans, int6
   return pm;
 }
 
-PackedMatrix PackedMatrix::PackRight(const float* x, int64_t ld, bool trans, int64_t k,
-                                     int64_t n) {
+PackedMatrix PackedMatrix::PackRight(const float* x, int64_t ld, bool trans, int64_t k, int64_t n) {
   PackedMatrix pm = Allocate(Side::kRight, k, n);
   for (int64_t j0 = 0; j0 < n; j0 += kPanelCols) {
     const int64_t cols = std::min(kPanelCols, n - j0);
@@ -152,8 +151,8 @@ Result<PackedMatrix> PackedMatrix::Deserialize(std::span<const std::byte> bytes)
     return Status::InvalidArgument("packed matrix: dimensions out of range");
   }
   const Side s = static_cast<Side>(side);
-  const uint64_t floats =
-      static_cast<uint64_t>(LayoutFloats(s, static_cast<int64_t>(rows), static_cast<int64_t>(cols)));
+  const uint64_t floats = static_cast<uint64_t>(
+      LayoutFloats(s, static_cast<int64_t>(rows), static_cast<int64_t>(cols)));
   if (floats > (uint64_t{1} << 34) / sizeof(float) ||
       bytes.size() != kHeaderBytes + floats * sizeof(float)) {
     return Status::InvalidArgument("packed matrix: " + std::to_string(bytes.size()) +
