@@ -431,6 +431,10 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
     CheckConv({.x = {1, 3, 20, 61}, .w = {17, 3, 3, 3}, .pads = {1, 1, 1, 1}}, seed++);
     CheckConv({.x = {1, 3, 30, 29}, .w = {8, 3, 7, 7}, .strides = {2, 2}, .pads = {3, 3, 3, 3}},
               seed++);
+    // Stride 2 along rows wide enough for the vectorised even-lane gather.
+    CheckConv({.x = {1, 3, 9, 100}, .w = {5, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+              seed++);
+    CheckConv({.x = {1, 2, 5, 67}, .w = {3, 2, 1, 4}, .strides = {1, 2}}, seed++);
     // Depthwise: 1, 2 and 3+ vectors per row, stride 1 and 2, 3x3 and 5x5,
     // and a row wider than the vectorised kernel takes (w_out > 128).
     for (int64_t w : {9, 23, 40, 57, 140, 300}) {
