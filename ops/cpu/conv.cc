@@ -226,15 +226,28 @@ struct ConvPrepared final : PreparedKernel {
   WindowGeometry g2;
   std::vector<int64_t> inner_begin, inner_end;
   gemm_internal::Im2ColGeometry im2col;  // points into inner_begin / inner_end
+  // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
+  // so that the positions, not the channels, pad the 8-row panels; Y^T goes
+  // to scratch after the GEMM's own part and is transposed into Y.
+  bool transposed = false;
+  int64_t gemm_scratch = 0;  // bytes of the GEMM's part of each thread's slice
 };
 
+// Output positions at most this, with at least kTransposedMinChannels
+// channels per group, take the transposed GEMM.
+constexpr int64_t kTransposedMaxPositions = 64;
+constexpr int64_t kTransposedMinChannels = 64;
+
+// W per group as the left operand W_g [mg x kdim], or transposed as the
+// right operand W_g^T [kdim x mg].
 Result<std::shared_ptr<const PackedGroups>> PackWeights(const Tensor& w, const ConvSetup& s,
-                                                        int64_t kdim) {
+                                                        int64_t kdim, bool transposed) {
   auto p = std::make_shared<PackedGroups>();
   const int64_t mg = s.m / s.group;
   for (int64_t gi = 0; gi < s.group; ++gi) {
-    p->groups.push_back(
-        PackedMatrix::PackLeft(w.data<float>() + gi * mg * kdim, kdim, false, mg, kdim));
+    const float* wg = w.data<float>() + gi * mg * kdim;
+    p->groups.push_back(transposed ? PackedMatrix::PackRight(wg, kdim, true, kdim, mg)
+                                   : PackedMatrix::PackLeft(wg, kdim, false, mg, kdim));
   }
   return std::shared_ptr<const PackedGroups>(std::move(p));
 }
@@ -291,21 +304,30 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
                  .inner_end = p->inner_end.data()};
   }
   const Tensor* w = ctx.value(1);
+  const bool gemm_path = p->path == ConvPath::kPointwise || p->path == ConvPath::kIm2Col2D;
+  p->transposed = gemm_path && w != nullptr && p->kdim > 0 &&
+                  p->out_vol <= kTransposedMaxPositions && p->mg >= kTransposedMinChannels;
   if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0) {
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
-      ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PackedGroups> pg, PackWeights(*w, s, p->kdim));
+      ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PackedGroups> pg,
+                              PackWeights(*w, s, p->kdim, p->transposed));
       return std::shared_ptr<const PreparedKernel>(std::move(pg));
     };
     std::shared_ptr<const PreparedKernel> got;
+    const uint32_t key = p->transposed ? 1 : 0;  // the two layouts differ
     if (ctx.node_cache != nullptr) {
-      ORRERY_ASSIGN_OR_RETURN(got, ctx.node_cache->GetOrMake(0, make));
+      ORRERY_ASSIGN_OR_RETURN(got, ctx.node_cache->GetOrMake(key, make));
     } else {
       ORRERY_ASSIGN_OR_RETURN(got, make());
     }
     p->packed = std::static_pointer_cast<const PackedGroups>(got);
   }
   int64_t scratch = 0;
-  if (p->path == ConvPath::kPointwise || p->path == ConvPath::kIm2Col2D) {
+  if (p->transposed) {
+    p->gemm_scratch = static_cast<int64_t>(
+        ScratchStride(SgemmScratchBytes({p->out_vol, p->mg, p->kdim}, false, true)));
+    scratch = p->gemm_scratch + p->out_vol * p->mg * static_cast<int64_t>(sizeof(float));
+  } else if (gemm_path) {
     scratch = SgemmScratchBytes({p->mg, p->out_vol, p->kdim}, p->packed != nullptr, false);
   }
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
@@ -345,6 +367,27 @@ Status RunDepthwise(const KernelContext& ctx, const ConvPrepared& p, const float
     }
   });
   return Status::Ok();
+}
+
+// Y_g = (im2col(X_g)^T W_g^T)^T with the epilogue applied to Y_g after the
+// transposition (the GEMM's rows are output positions here).
+void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
+                   const gemm_internal::GemmKernels& kern, const float* xg,
+                   const PackedMatrix* wt, float* yg, const Epilogue& ep) {
+  float* yt = reinterpret_cast<float*>(ctx.scratch.data() + p.gemm_scratch);  // [pos x mg]
+  auto panel = [&](int64_t k0, int64_t kc, int64_t i0, int64_t rows, int64_t w, float* dst) {
+    kern.im2col(p.im2col, xg, k0, kc, i0, rows, w, dst);
+  };
+  const PanelSource panels(panel);
+  LeftOperand a{.data = xg, .ld = p.in_vol, .trans = true};  // pointwise: X_g^T
+  if (p.path == ConvPath::kIm2Col2D) a.panels = &panels;
+  Sgemm({p.out_vol, p.mg, p.kdim}, a, RightOperand{.packed = wt}, yt, p.mg, Epilogue{},
+        ctx.scratch, ctx.threads);
+  for (int64_t c = 0; c < p.mg; ++c) {
+    float* __restrict yr = yg + c * p.out_vol;
+    for (int64_t pos = 0; pos < p.out_vol; ++pos) yr[pos] = yt[pos * p.mg + c];
+  }
+  ApplyEpilogue(ep, yg, p.out_vol, 0, 0, p.mg, p.out_vol);
 }
 
 Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
@@ -390,6 +433,10 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       Epilogue e = ep;
       e.row_bias = bd != nullptr ? bd + gi * p.mg : nullptr;
       e.residual = zd != nullptr ? zd + (n * s.m + gi * p.mg) * p.out_vol : nullptr;
+      if (p.transposed) {
+        RunTransposed(ctx, p, kern, xg, &p.packed->groups[static_cast<size_t>(gi)], yg, e);
+        continue;
+      }
       LeftOperand a{.data = wd + gi * p.mg * p.kdim, .ld = p.kdim};
       if (p.packed != nullptr) a.packed = &p.packed->groups[static_cast<size_t>(gi)];
       const GemmShape shape{p.mg, p.out_vol, p.kdim};

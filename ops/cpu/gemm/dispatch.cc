@@ -225,8 +225,16 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
         if (a.packed == nullptr) {
           for (int64_t p = pb; p < pe; ++p) {
             const int64_t i0 = p * kPanelRows;
-            gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0, std::min(kPanelRows, s.m - i0),
-                                         pc, kc, abuf + (p - pb) * kc * kPanelRows);
+            const int64_t rows = std::min(kPanelRows, s.m - i0);
+            float* dst = abuf + (p - pb) * kc * kPanelRows;
+            if (a.panels != nullptr) {
+              (*a.panels)(pc, kc, i0, rows, kPanelRows, dst);
+              for (int64_t k = 0; rows < kPanelRows && k < kc; ++k) {
+                for (int64_t i = rows; i < kPanelRows; ++i) dst[k * kPanelRows + i] = 0.0f;
+              }
+            } else {
+              gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0, rows, pc, kc, dst);
+            }
           }
         }
         // Each right panel (kc x 48, in L1) meets every left panel of the

@@ -117,13 +117,6 @@ class PackedMatrix {
   std::unique_ptr<float[], Free> data_;
 };
 
-// A left operand: packed, or a raw row-major matrix packed on the fly.
-struct LeftOperand {
-  const float* data = nullptr;
-  int64_t ld = 0;
-  bool trans = false;
-  const PackedMatrix* packed = nullptr;  // wins when set
-};
 
 // Fills one right panel on demand (e.g. im2col for a tile of output
 // positions): dst[k * w + j] = op(B)[k0 + k][j0 + j] for k < kc, j < cols
@@ -131,6 +124,17 @@ struct LeftOperand {
 // several threads with distinct dst.
 using PanelSource = FunctionRef<void(int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
                                      float* dst)>;
+
+// A left operand: packed, a raw row-major matrix packed on the fly, or
+// panels made on demand (called as panels(k0, kc, i0, rows, kPanelRows, dst):
+// dst[k * kPanelRows + i] = op(A)[i0 + i][k0 + k]).
+struct LeftOperand {
+  const float* data = nullptr;
+  int64_t ld = 0;
+  bool trans = false;
+  const PackedMatrix* packed = nullptr;  // wins when set
+  const PanelSource* panels = nullptr;   // wins over data when set
+};
 
 // A right operand: packed, a raw row-major matrix, or panels made on demand.
 struct RightOperand {

@@ -452,6 +452,11 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
       }
     }
     CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
+    // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
+    CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+              seed++);
+    CheckConv({.x = {1, 40, 5, 6}, .w = {64, 40, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {1, 8, 9, 9}, .w = {128, 4, 3, 3}, .group = 2, .strides = {2, 2}}, seed++);
   }
   cpu::SetGemmIsaCapForTesting(GemmIsa::kAvx512);
 }

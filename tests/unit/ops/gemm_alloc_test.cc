@@ -121,6 +121,13 @@ TEST(GemmAllocationTest, PreparedKernelsAllocateNothing) {
   EXPECT_EQ(ComputeAllocations("Conv", {&x, &w1, &b24}, {false, true, true}, plain), 0u);
   // Weights that are not constant are packed on the fly into scratch.
   EXPECT_EQ(ComputeAllocations("Conv", {&x, &w3, &b24}, {false, false, false}, plain), 0u);
+  // Few positions and many channels: the transposed GEMM (Y^T in scratch).
+  const Tensor x7 = RandomTensor({1, 16, 7, 7}, 17);
+  const Tensor w64 = RandomTensor({64, 16, 3, 3}, 18);
+  const Tensor z7 = RandomTensor({1, 64, 7, 7}, 19);
+  const Tensor b64 = RandomTensor({64}, 20);
+  EXPECT_EQ(ComputeAllocations("Conv", {&x7, &w64, &b64, &z7}, {false, true, true, false}, conv3),
+            0u);
   Attributes dw;
   dw.Set("group", int64_t{16});
   dw.Set("strides", std::vector<int64_t>{2, 2});

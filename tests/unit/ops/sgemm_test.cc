@@ -88,6 +88,14 @@ class SgemmIsaTest : public ::testing::TestWithParam<GemmIsa> {
     };
     PanelSource panels(panel_fn);
     if (use_rows) right.panels = &panels;
+    auto left_fn = [&](int64_t k0, int64_t kc, int64_t i0, int64_t rows, int64_t w, float* dst) {
+      for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t i = 0; i < rows; ++i) dst[k * w + i] = At(a, lda, cs.ta, i0 + i, k0 + k);
+        for (int64_t i = rows; i < w; ++i) dst[k * w + i] = 12345.0f;  // must be ignored
+      }
+    };
+    PanelSource left_panels(left_fn);
+    if (use_rows && !pack_a) left.panels = &left_panels;
 
     const GemmShape shape{cs.m, cs.n, cs.k};
     const int nthreads = NumThreads(threads);
@@ -129,10 +137,11 @@ TEST_P(SgemmIsaTest, OddShapesAllOperandForms) {
       {3, 200, 513, false, true, 0.5f},    {33, 65, 1, true, true, -2.0f},
       {64, 1100, 40},  {8, 16, 257, true}, {5, 33, 100, false, true}};
   for (const Case& cs : cases) {
-    for (int form = 0; form < 5; ++form) {
-      const bool pack_a = form == 1 || form == 3;
+    for (int form = 0; form < 6; ++form) {
+      // 4: both operands made by panel sources; 5: packed A, right panels.
+      const bool pack_a = form == 1 || form == 3 || form == 5;
       const bool pack_b = form == 2 || form == 3;
-      const bool use_rows = form == 4;
+      const bool use_rows = form >= 4;
       Check(cs, pack_a, pack_b, use_rows, Epilogue{});
       if (HasFatalFailure()) return;
     }
