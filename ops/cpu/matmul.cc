@@ -160,12 +160,20 @@ Status ComputeMatMul(const KernelContext& ctx, std::span<Tensor> outputs) {
     return Status::Ok();
   }
   const int64_t y_mat = p.m * p.n;
-  for (int64_t bi = 0; bi < p.batches; ++bi) {
+  auto one = [&](int64_t bi, std::span<std::byte> scratch, ThreadGroup* threads) {
     Epilogue e = ep;
     e.residual = zd != nullptr ? zd + bi * y_mat : nullptr;
     Sgemm({p.m, p.n, p.k}, LeftOperand{.data = ad + p.a_off[static_cast<size_t>(bi)], .ld = p.k},
           RightOperand{.data = bd + p.b_off[static_cast<size_t>(bi)], .ld = p.n},
-          yd + bi * y_mat, p.n, e, ctx.scratch, ctx.threads);
+          yd + bi * y_mat, p.n, e, scratch, threads);
+  };
+  if (NumThreads(ctx.threads) > 1 && p.batches >= NumThreads(ctx.threads)) {
+    // Batches (attention heads) across threads: one fork-join per call, each
+    // GEMM on its thread's scratch slice.
+    ParallelFor(ctx.threads, p.batches,
+                [&](int64_t bi, int thread) { one(bi, ThreadScratch(ctx, thread), nullptr); });
+  } else {
+    for (int64_t bi = 0; bi < p.batches; ++bi) one(bi, ctx.scratch, ctx.threads);
   }
   return Status::Ok();
 }

@@ -11,6 +11,7 @@
 #include "ops/cpu/gemm/sgemm.h"
 #include "ops/registry.h"
 #include "op_test_util.h"
+#include "parallel_test_util.h"
 
 namespace orrery::ops {
 namespace {
@@ -230,6 +231,30 @@ TEST(FusedMatMulTest, BiasResidualAndActivation) {
   EXPECT_EQ(RunOp("MatMul", {&a, &b2, &bad_bias}, fb).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(RunOp("MatMul", {&a, &b2, &z}).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Threads lent through KernelContext give the same result (batches split
+// across threads, or one GEMM's tiles).
+TEST(MatMulTest, ThreadsMatchSingleThread) {
+  const Tensor a = RandomTensor({4, 33, 70}, 61);
+  const Tensor b = RandomTensor({4, 70, 150}, 62);
+  const Tensor w = RandomTensor({70, 150}, 63);
+  for (const Tensor* rhs : {&b, &w}) {
+    auto want = RunOp("MatMul", {&a, rhs});
+    ASSERT_TRUE(want.ok());
+    const KernelDef* def = OpRegistry::Global().Find("MatMul", Backend::kCpu);
+    ASSERT_NE(def, nullptr);
+    testing::SpawnThreads threads(2);
+    Attributes attrs;
+    const std::vector<const Tensor*> ins = {&a, rhs};
+    const KernelContext ctx{.inputs = ins, .attrs = attrs, .opset = 13, .threads = &threads};
+    const TensorType out_type{DType::kFloat32, (*want)[0].shape()};
+    std::vector<Tensor> outs(1);
+    outs[0] = *Tensor::Allocate(DType::kFloat32, out_type.shape);
+    ASSERT_TRUE(
+        PrepareAndCompute(def->prepare, def->compute, ctx, {&out_type, 1}, outs).ok());
+    EXPECT_EQ(Values<float>(outs[0]), Values<float>((*want)[0]));
+  }
 }
 
 TEST(MatMulTest, SmallBatchOneRowsMatchReference) {
