@@ -1,29 +1,37 @@
 // Conv (opset 1 / 11 semantics; float32), 1-D, 2-D, 3-D and beyond:
-//   X [N, C, D1..Dk], W [M, C / group, k1..kk], optional B [M] -> Y [N, M, O1..Ok].
-// Three paths, chosen per node:
-//   - pointwise (1x1, stride 1, no padding): one GEMM per (image, group)
-//     straight over NCHW, no copies;
-//   - depthwise (group == C == M, 1-D / 2-D): a direct loop whose kernel-tap
-//     and output ranges are precomputed, so padding costs no branches;
-//   - everything else: im2col over a tile of output positions (the scratch
-//     buffer is bounded by kScratchBytes) followed by the shared Sgemm.
-// Bias is written first and the convolution accumulates onto it; activations
-// are not fused.
+//   X [N, C, D1..Dk], W [M, C / group, k1..kk], optional B [M] -> Y [N, M, O1..Ok],
+// plus the runtime's fused forms (ops/cpu/gemm/fusion.h): an activation and a
+// residual Z [N, M, O1..Ok] (the last input), Y = act(conv(X, W) + B + Z).
+// Prepare resolves the geometry and packs W once per node (NodeCache); Compute
+// then allocates nothing. Paths, chosen in Prepare:
+//   - pointwise (1x1, stride 1, no padding): one packed GEMM per (image,
+//     group) straight over NCHW, no copies;
+//   - depthwise (group == C == M, 1-D / 2-D): a direct per-plane kernel whose
+//     tap and output ranges are precomputed, so padding costs no branches,
+//     then the epilogue on the plane while it is in cache;
+//   - other 1-D / 2-D convolutions: GEMM of the packed W with im2col panels
+//     made block by block inside the GEMM's packing (no col buffer);
+//   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
+// Bias, residual and activation are the GEMM's epilogue.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
-#include "ops/cpu/sgemm.h"
+#include "ops/cpu/gemm/fusion.h"
+#include "ops/cpu/gemm/kernels.h"
+#include "ops/cpu/gemm/sgemm.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
 namespace {
 
-// Upper bound on the im2col buffer of one call (a tile of output positions).
-constexpr int64_t kScratchBytes = int64_t{64} << 20;
+// Upper bound on the im2col buffer of one call on the 3-D+ path.
+constexpr int64_t kHeapColBytes = int64_t{8} << 20;
 
 struct ConvSetup {
   int64_t n = 0, c = 0, m = 0, group = 1;
@@ -71,20 +79,41 @@ Result<ConvSetup> Setup(const Shape& x, const Shape& w, const Shape* b, const At
   return s;
 }
 
+// Where the optional inputs are: B at #2 unless #2 is the residual.
+struct ConvInputs {
+  int b = -1;  // bias index or -1
+  int z = -1;  // residual index or -1
+};
+
+ConvInputs LocateInputs(size_t count, const Fusion& f) {
+  ConvInputs in;
+  if (f.residual) {
+    in.z = static_cast<int>(count) - 1;
+    if (count == 4) in.b = 2;
+  } else if (count >= 3) {
+    in.b = 2;
+  }
+  return in;
+}
+
 Status InferConv(const InferContext& ctx, std::vector<TensorType>* outputs) {
   const TensorType& x = ctx.inputs[0];
   const TensorType& w = ctx.inputs[1];
-  const bool has_b = ctx.inputs.size() > 2 && ctx.inputs[2].present();
+  ORRERY_ASSIGN_OR_RETURN(Fusion f, ReadFusion(ctx.attrs, "Conv"));
+  const ConvInputs loc = LocateInputs(ctx.inputs.size(), f);
+  const bool has_b = loc.b >= 0 && ctx.inputs[static_cast<size_t>(loc.b)].present();
   if (x.dtype != DType::kFloat32) {
     return Status::InvalidArgument("Conv: unsupported dtype " + std::string(DTypeName(x.dtype)) +
                                    " (float32 only)");
   }
   ORRERY_RETURN_IF_ERROR(RequireDType(w, "Conv: W", {DType::kFloat32}));
-  if (has_b) ORRERY_RETURN_IF_ERROR(RequireDType(ctx.inputs[2], "Conv: B", {DType::kFloat32}));
+  const TensorType* b = has_b ? &ctx.inputs[static_cast<size_t>(loc.b)] : nullptr;
+  if (b != nullptr) ORRERY_RETURN_IF_ERROR(RequireDType(*b, "Conv: B", {DType::kFloat32}));
   ORRERY_ASSIGN_OR_RETURN(ConvSetup s,
-                          Setup(x.shape, w.shape, has_b ? &ctx.inputs[2].shape : nullptr, ctx.attrs));
+                          Setup(x.shape, w.shape, b ? &b->shape : nullptr, ctx.attrs));
   Shape out{s.n, s.m};
   out.insert(out.end(), s.geo.output.begin(), s.geo.output.end());
+  ORRERY_RETURN_IF_ERROR(CheckFusedInputs(ctx.inputs, f, 3, out, "Conv"));
   outputs->assign(1, TensorType{DType::kFloat32, std::move(out)});
   return Status::Ok();
 }
@@ -168,38 +197,6 @@ class Im2Col {
   std::vector<IndexRange> inner_;  // valid output range per innermost tap
 };
 
-// Depthwise 2-D (1-D arrives with a leading unit axis): one channel in, one out.
-void DepthwisePlane(const WindowGeometry& g, const float* x, const float* w, float* y,
-                    const std::vector<IndexRange>& inner) {
-  const int64_t h_in = g.input[0], w_in = g.input[1];
-  const int64_t h_out = g.output[0], w_out = g.output[1];
-  const int64_t kh_n = g.kernel[0], kw_n = g.kernel[1];
-  const int64_t sh = g.strides[0], sw = g.strides[1];
-  const int64_t dh = g.dilations[0], dw = g.dilations[1];
-  const int64_t ph = g.pad_begin[0], pw = g.pad_begin[1];
-  for (int64_t oh = 0; oh < h_out; ++oh) {
-    float* __restrict yr = y + oh * w_out;
-    const IndexRange th = ValidTaps(oh, h_in, kh_n, sh, dh, ph);
-    for (int64_t kh = th.begin; kh < th.end; ++kh) {
-      const float* xr = x + (oh * sh - ph + kh * dh) * w_in;
-      for (int64_t kw = 0; kw < kw_n; ++kw) {
-        const IndexRange r = inner[static_cast<size_t>(kw)];
-        if (r.size() == 0) continue;
-        const float wv = w[kh * kw_n + kw];
-        // xs[i] is the input under output r.begin + i.
-        const float* __restrict xs = xr + r.begin * sw + kw * dw - pw;
-        float* __restrict ys = yr + r.begin;
-        const int64_t len = r.size();
-        if (sw == 1) {
-          for (int64_t i = 0; i < len; ++i) ys[i] += wv * xs[i];
-        } else {
-          for (int64_t i = 0; i < len; ++i) ys[i] += wv * xs[i * sw];
-        }
-      }
-    }
-  }
-}
-
 bool IsPointwise(const WindowGeometry& g) {
   for (size_t j = 0; j < g.rank(); ++j) {
     if (g.kernel[j] != 1 || g.strides[j] != 1 || g.pad_begin[j] != 0 || g.pad_end[j] != 0) {
@@ -209,77 +206,269 @@ bool IsPointwise(const WindowGeometry& g) {
   return true;
 }
 
+enum class ConvPath { kPointwise, kDepthwise, kIm2Col2D, kIm2ColND };
+
+// W packed per group (left operands), shared across the node's shapes.
+struct PackedGroups final : PreparedKernel {
+  std::vector<PackedMatrix> groups;
+};
+
+struct ConvPrepared final : PreparedKernel {
+  ConvSetup s;
+  Fusion fusion;
+  ConvInputs loc;
+  ConvPath path = ConvPath::kIm2ColND;
+  Shape x_shape, y_shape;
+  int64_t in_vol = 0, out_vol = 0, k_vol = 0, cg = 0, mg = 0, kdim = 0;
+  std::shared_ptr<const PackedGroups> packed;  // null: W is not constant
+  // 1-D / 2-D paths: the geometry as 2-D, and per kernel column the output
+  // columns whose taps fall inside the input.
+  WindowGeometry g2;
+  std::vector<int64_t> inner_begin, inner_end;
+  gemm_internal::Im2ColGeometry im2col;  // points into inner_begin / inner_end
+  // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
+  // so that the positions, not the channels, pad the 8-row panels; Y^T goes
+  // to scratch after the GEMM's own part and is transposed into Y.
+  bool transposed = false;
+  int64_t gemm_scratch = 0;  // bytes of the GEMM's part of each thread's slice
+};
+
+// Output positions at most this, with at least kTransposedMinChannels
+// channels per group, take the transposed GEMM.
+constexpr int64_t kTransposedMaxPositions = 64;
+constexpr int64_t kTransposedMinChannels = 64;
+
+// W per group as the left operand W_g [mg x kdim], or transposed as the
+// right operand W_g^T [kdim x mg].
+Result<std::shared_ptr<const PackedGroups>> PackWeights(const Tensor& w, const ConvSetup& s,
+                                                        int64_t kdim, bool transposed) {
+  auto p = std::make_shared<PackedGroups>();
+  const int64_t mg = s.m / s.group;
+  for (int64_t gi = 0; gi < s.group; ++gi) {
+    const float* wg = w.data<float>() + gi * mg * kdim;
+    p->groups.push_back(transposed ? PackedMatrix::PackRight(wg, kdim, true, kdim, mg)
+                                   : PackedMatrix::PackLeft(wg, kdim, false, mg, kdim));
+  }
+  return std::shared_ptr<const PackedGroups>(std::move(p));
+}
+
+Result<Prepared> PrepareConv(const PrepareContext& ctx) {
+  auto p = std::make_shared<ConvPrepared>();
+  ORRERY_ASSIGN_OR_RETURN(p->fusion, ReadFusion(ctx.attrs, "Conv"));
+  p->loc = LocateInputs(ctx.inputs.size(), p->fusion);
+  if (p->loc.b >= 0 && !ctx.inputs[static_cast<size_t>(p->loc.b)].present()) p->loc.b = -1;
+  const Shape* b_shape = p->loc.b >= 0 ? &ctx.inputs[static_cast<size_t>(p->loc.b)].shape : nullptr;
+  ORRERY_ASSIGN_OR_RETURN(p->s,
+                          Setup(ctx.inputs[0].shape, ctx.inputs[1].shape, b_shape, ctx.attrs));
+  const ConvSetup& s = p->s;
+  const WindowGeometry& g = s.geo;
+  p->x_shape = ctx.inputs[0].shape;
+  p->y_shape = ctx.outputs[0].shape;
+  p->in_vol = g.input_volume();
+  p->out_vol = g.output_volume();
+  p->k_vol = g.kernel_volume();
+  p->cg = s.c / s.group;
+  p->mg = s.m / s.group;
+  p->kdim = p->cg * p->k_vol;
+  if (IsPointwise(g)) {
+    p->path = ConvPath::kPointwise;
+  } else if (p->cg == 1 && p->mg == 1 && g.rank() <= 2) {
+    p->path = ConvPath::kDepthwise;
+  } else if (g.rank() <= 2) {
+    p->path = ConvPath::kIm2Col2D;
+  }
+  if (g.rank() <= 2) {
+    p->g2 = g.rank() == 1 ? g.WithLeadingUnitAxis() : g;
+    for (int64_t t = 0; t < p->g2.kernel[1]; ++t) {
+      const IndexRange r = ValidPositions(t, p->g2.input[1], p->g2.output[1], p->g2.strides[1],
+                                          p->g2.dilations[1], p->g2.pad_begin[1]);
+      p->inner_begin.push_back(r.begin);
+      p->inner_end.push_back(r.end);
+    }
+  }
+  if (g.rank() <= 2) {
+    const WindowGeometry& g2 = p->g2;
+    p->im2col = {.h_in = g2.input[0],
+                 .w_in = g2.input[1],
+                 .w_out = g2.output[1],
+                 .kh = g2.kernel[0],
+                 .kw = g2.kernel[1],
+                 .sh = g2.strides[0],
+                 .sw = g2.strides[1],
+                 .dh = g2.dilations[0],
+                 .dw = g2.dilations[1],
+                 .ph = g2.pad_begin[0],
+                 .pw = g2.pad_begin[1],
+                 .in_vol = p->in_vol,
+                 .inner_begin = p->inner_begin.data(),
+                 .inner_end = p->inner_end.data()};
+  }
+  const Tensor* w = ctx.value(1);
+  const bool gemm_path = p->path == ConvPath::kPointwise || p->path == ConvPath::kIm2Col2D;
+  p->transposed = gemm_path && w != nullptr && p->kdim > 0 &&
+                  p->out_vol <= kTransposedMaxPositions && p->mg >= kTransposedMinChannels;
+  if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0) {
+    auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
+      ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PackedGroups> pg,
+                              PackWeights(*w, s, p->kdim, p->transposed));
+      return std::shared_ptr<const PreparedKernel>(std::move(pg));
+    };
+    std::shared_ptr<const PreparedKernel> got;
+    const uint32_t key = p->transposed ? 1 : 0;  // the two layouts differ
+    if (ctx.node_cache != nullptr) {
+      ORRERY_ASSIGN_OR_RETURN(got, ctx.node_cache->GetOrMake(key, make));
+    } else {
+      ORRERY_ASSIGN_OR_RETURN(got, make());
+    }
+    p->packed = std::static_pointer_cast<const PackedGroups>(got);
+  }
+  int64_t scratch = 0;
+  if (p->transposed) {
+    p->gemm_scratch = static_cast<int64_t>(
+        ScratchStride(SgemmScratchBytes({p->out_vol, p->mg, p->kdim}, false, true)));
+    scratch = p->gemm_scratch + p->out_vol * p->mg * static_cast<int64_t>(sizeof(float));
+  } else if (gemm_path) {
+    scratch = SgemmScratchBytes({p->mg, p->out_vol, p->kdim}, p->packed != nullptr, false);
+  }
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
+}
+
+// One im2col row: kernel row k = (channel, tap) of the 2-D geometry, output
+// positions [n0, n0 + nc) of the flattened output plane.
+Status RunDepthwise(const KernelContext& ctx, const ConvPrepared& p, const float* xd,
+                    const float* wd, float* yd, const Epilogue& ep) {
+  const WindowGeometry& g = p.g2;
+  const gemm_internal::DepthwiseGeometry dg{.h_in = g.input[0],
+                                            .w_in = g.input[1],
+                                            .h_out = g.output[0],
+                                            .w_out = g.output[1],
+                                            .kh = g.kernel[0],
+                                            .kw = g.kernel[1],
+                                            .sh = g.strides[0],
+                                            .sw = g.strides[1],
+                                            .dh = g.dilations[0],
+                                            .dw = g.dilations[1],
+                                            .ph = g.pad_begin[0],
+                                            .pw = g.pad_begin[1],
+                                            .inner_begin = p.inner_begin.data(),
+                                            .inner_end = p.inner_end.data()};
+  const gemm_internal::GemmKernels& kern = gemm_internal::ActiveKernels();
+  const int64_t planes = p.s.n * p.s.c;
+  const int64_t c = p.s.c;
+  ParallelFor(ctx.threads, planes, [&](int64_t plane, int) {
+    const int64_t ch = plane % c;
+    float* y = yd + plane * p.out_vol;
+    kern.depthwise(dg, xd + plane * p.in_vol, wd + ch * p.k_vol, y);
+    if (ep.has_post()) {
+      // Row `ch` of this image's [C x out_vol] output matrix.
+      Epilogue e = ep;
+      if (e.residual != nullptr) e.residual += (plane - ch) * p.out_vol;
+      ApplyEpilogue(e, y, p.out_vol, ch, 0, 1, p.out_vol);
+    }
+  });
+  return Status::Ok();
+}
+
+// Y_g = (im2col(X_g)^T W_g^T)^T with the epilogue applied to Y_g after the
+// transposition (the GEMM's rows are output positions here).
+void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
+                   const gemm_internal::GemmKernels& kern, const float* xg,
+                   const PackedMatrix* wt, float* yg, const Epilogue& ep) {
+  float* yt = reinterpret_cast<float*>(ctx.scratch.data() + p.gemm_scratch);  // [pos x mg]
+  auto panel = [&](int64_t k0, int64_t kc, int64_t i0, int64_t rows, int64_t w, float* dst) {
+    kern.im2col(p.im2col, xg, k0, kc, i0, rows, w, dst);
+  };
+  const PanelSource panels(panel);
+  LeftOperand a{.data = xg, .ld = p.in_vol, .trans = true};  // pointwise: X_g^T
+  if (p.path == ConvPath::kIm2Col2D) a.panels = &panels;
+  Sgemm({p.out_vol, p.mg, p.kdim}, a, RightOperand{.packed = wt}, yt, p.mg, Epilogue{},
+        ctx.scratch, ctx.threads);
+  for (int64_t c = 0; c < p.mg; ++c) {
+    float* __restrict yr = yg + c * p.out_vol;
+    for (int64_t pos = 0; pos < p.out_vol; ++pos) yr[pos] = yt[pos * p.mg + c];
+  }
+  ApplyEpilogue(ep, yg, p.out_vol, 0, 0, p.mg, p.out_vol);
+}
+
 Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) {
+    const TensorType out_type{DType::kFloat32, outputs[0].shape()};
+    return PrepareAndCompute(PrepareConv, ComputeConv, ctx, {&out_type, 1}, outputs);
+  }
+  const auto& p = static_cast<const ConvPrepared&>(*ctx.prepared);
   const Tensor& x = *ctx.inputs[0];
   const Tensor& w = *ctx.inputs[1];
-  const Tensor* b = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
-  ORRERY_ASSIGN_OR_RETURN(ConvSetup s,
-                          Setup(x.shape(), w.shape(), b ? &b->shape() : nullptr, ctx.attrs));
+  if (x.shape() != p.x_shape) return Status::Internal("Conv: input shape differs from the plan");
   Tensor& y = outputs[0];
-  const WindowGeometry& g = s.geo;
-  const int64_t in_vol = g.input_volume();
-  const int64_t out_vol = g.output_volume();
-  const int64_t k_vol = g.kernel_volume();
-  const int64_t cg = s.c / s.group;
-  const int64_t mg = s.m / s.group;
-  const int64_t kdim = cg * k_vol;  // GEMM depth
+  if (y.num_elements() == 0) return Status::Ok();
   const float* xd = x.data<float>();
   const float* wd = w.data<float>();
   float* yd = y.data<float>();
-  if (y.num_elements() == 0) return Status::Ok();
+  const float* bd = p.loc.b >= 0 && ctx.inputs[static_cast<size_t>(p.loc.b)] != nullptr
+                        ? ctx.inputs[static_cast<size_t>(p.loc.b)]->data<float>()
+                        : nullptr;
+  const float* zd =
+      p.loc.z >= 0 ? ctx.inputs[static_cast<size_t>(p.loc.z)]->data<float>() : nullptr;
+  const ConvSetup& s = p.s;
+  Epilogue ep;
+  p.fusion.ApplyTo(&ep);
+  ep.ld_residual = p.out_vol;
 
-  // The output buffer arrives zero-filled; only a bias needs writing.
-  if (b != nullptr) {
-    const float* bd = b->data<float>();
-    for (int64_t n = 0; n < s.n; ++n) {
-      for (int64_t m = 0; m < s.m; ++m) {
-        float* p = yd + (n * s.m + m) * out_vol;
-        std::fill(p, p + out_vol, bd[m]);
-      }
-    }
-  }
-  if (kdim == 0) return Status::Ok();
-
-  if (IsPointwise(g)) {
-    for (int64_t n = 0; n < s.n; ++n) {
-      for (int64_t gi = 0; gi < s.group; ++gi) {
-        Sgemm(false, false, mg, out_vol, cg, 1.0f, wd + gi * mg * cg, cg,
-              xd + (n * s.c + gi * cg) * in_vol, in_vol, yd + (n * s.m + gi * mg) * out_vol,
-              out_vol);
-      }
-    }
-    return Status::Ok();
+  if (p.path == ConvPath::kDepthwise) {
+    ep.row_bias = bd;
+    ep.residual = zd;
+    return RunDepthwise(ctx, p, xd, wd, yd, ep);
   }
 
-  if (cg == 1 && mg == 1 && g.rank() <= 2) {
-    const WindowGeometry g2 = g.rank() == 1 ? g.WithLeadingUnitAxis() : g;
-    std::vector<IndexRange> inner;
-    for (int64_t t = 0; t < g2.kernel[1]; ++t) {
-      inner.push_back(ValidPositions(t, g2.input[1], g2.output[1], g2.strides[1],
-                                     g2.dilations[1], g2.pad_begin[1]));
-    }
-    for (int64_t n = 0; n < s.n; ++n) {
-      for (int64_t c = 0; c < s.c; ++c) {
-        DepthwisePlane(g2, xd + (n * s.c + c) * in_vol, wd + c * k_vol,
-                       yd + (n * s.m + c) * out_vol, inner);
-      }
-    }
-    return Status::Ok();
-  }
-
-  const int64_t budget = kScratchBytes / static_cast<int64_t>(sizeof(float));
-  const int64_t tile = std::clamp<int64_t>(budget / kdim, 1, out_vol);
-  std::vector<float> col(static_cast<size_t>(kdim * tile));
-  const Im2Col im2col(g, cg);
+  // 3-D+ path only (the others allocate nothing).
+  std::vector<float> heap_col;
+  std::vector<std::byte> heap_scratch;
+  std::optional<Im2Col> im2col_nd;
+  const gemm_internal::GemmKernels& kern = gemm_internal::ActiveKernels();
+  if (p.path == ConvPath::kIm2ColND) im2col_nd.emplace(s.geo, p.cg);
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t gi = 0; gi < s.group; ++gi) {
-      const float* xg = xd + (n * s.c + gi * cg) * in_vol;
-      const float* wg = wd + gi * mg * kdim;
-      float* yg = yd + (n * s.m + gi * mg) * out_vol;
-      for (int64_t p0 = 0; p0 < out_vol; p0 += tile) {
-        const int64_t cols = std::min(tile, out_vol - p0);
-        im2col.Run(xg, p0, cols, col.data());
-        Sgemm(false, false, mg, cols, kdim, 1.0f, wg, kdim, col.data(), cols, yg + p0, out_vol);
+      const float* xg = xd + (n * s.c + gi * p.cg) * p.in_vol;
+      float* yg = yd + (n * s.m + gi * p.mg) * p.out_vol;
+      Epilogue e = ep;
+      e.row_bias = bd != nullptr ? bd + gi * p.mg : nullptr;
+      e.residual = zd != nullptr ? zd + (n * s.m + gi * p.mg) * p.out_vol : nullptr;
+      if (p.transposed) {
+        RunTransposed(ctx, p, kern, xg, &p.packed->groups[static_cast<size_t>(gi)], yg, e);
+        continue;
+      }
+      LeftOperand a{.data = wd + gi * p.mg * p.kdim, .ld = p.kdim};
+      if (p.packed != nullptr) a.packed = &p.packed->groups[static_cast<size_t>(gi)];
+      const GemmShape shape{p.mg, p.out_vol, p.kdim};
+      if (p.path == ConvPath::kPointwise) {
+        Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
+              ctx.threads);
+      } else if (p.path == ConvPath::kIm2Col2D) {
+        auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
+                         float* dst) { kern.im2col(p.im2col, xg, k0, kc, j0, cols, w, dst); };
+        const PanelSource panels(panel);
+        Sgemm(shape, a, RightOperand{.panels = &panels}, yg, p.out_vol, e, ctx.scratch,
+              ctx.threads);
+      } else {
+        // Rare: 3-D and higher convolutions use heap buffers.
+        const int64_t budget = kHeapColBytes / static_cast<int64_t>(sizeof(float));
+        const int64_t tile = std::clamp<int64_t>(budget / std::max<int64_t>(p.kdim, 1), 1,
+                                                 p.out_vol);
+        heap_col.resize(static_cast<size_t>(p.kdim * tile));
+        for (int64_t p0 = 0; p0 < p.out_vol; p0 += tile) {
+          const int64_t cols = std::min(tile, p.out_vol - p0);
+          im2col_nd->Run(xg, p0, cols, heap_col.data());
+          const GemmShape ts{p.mg, cols, p.kdim};
+          const size_t bytes =
+              static_cast<size_t>(SgemmScratchBytes(ts, a.packed != nullptr, false));
+          heap_scratch.resize(bytes + 64);
+          auto* base = reinterpret_cast<std::byte*>(
+              (reinterpret_cast<uintptr_t>(heap_scratch.data()) + 63) & ~uintptr_t{63});
+          Epilogue et = e;
+          if (et.residual != nullptr) et.residual += p0;
+          Sgemm(ts, a, RightOperand{.data = heap_col.data(), .ld = cols}, yg + p0, p.out_vol, et,
+                std::span<std::byte>(base, bytes), nullptr);
+        }
       }
     }
   }
@@ -292,9 +481,10 @@ Status RegisterConvKernels(OpRegistry* registry) {
   return registry->Register(KernelDef{.op_type = "Conv",
                                       .backend = Backend::kCpu,
                                       .min_inputs = 2,
-                                      .max_inputs = 3,
+                                      .max_inputs = 4,
                                       .infer = InferConv,
-                                      .compute = ComputeConv});
+                                      .compute = ComputeConv,
+                                      .prepare = PrepareConv});
 }
 
 }  // namespace orrery::ops::cpu

@@ -1,6 +1,6 @@
 // ConvTranspose (opset 1 / 11 semantics; float32), any spatial rank:
 //   X [N, C, D1..Dk], W [C, M / group, k1..kk], optional B [M] -> Y [N, M, O1..Ok].
-// Per (image, group): col = W_g^T * X_g with the shared Sgemm over a tile of
+// Per (image, group): col = W_g^T * X_g with the shared SgemmAccumulate over a tile of
 // input positions (scratch bounded by kScratchBytes), then col2im scatters
 // each kernel tap's row into Y, adding. A 1x1 / stride-1 / unpadded node is a
 // single GEMM straight into Y.
@@ -10,7 +10,7 @@
 
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
-#include "ops/cpu/sgemm.h"
+#include "ops/cpu/gemm/sgemm.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -202,7 +202,7 @@ Status ComputeConvTranspose(const KernelContext& ctx, std::span<Tensor> outputs)
   if (IsPointwise(g)) {
     for (int64_t n = 0; n < s.n; ++n) {
       for (int64_t gi = 0; gi < s.group; ++gi) {
-        Sgemm(true, false, mg, in_vol, cg, 1.0f, wd + gi * cg * mg, mg,
+        SgemmAccumulate(true, false, mg, in_vol, cg, 1.0f, wd + gi * cg * mg, mg,
               xd + (n * s.c + gi * cg) * in_vol, in_vol, yd + (n * s.m + gi * mg) * out_vol,
               out_vol);
       }
@@ -222,7 +222,8 @@ Status ComputeConvTranspose(const KernelContext& ctx, std::span<Tensor> outputs)
       for (int64_t p0 = 0; p0 < in_vol; p0 += tile) {
         const int64_t cols = std::min(tile, in_vol - p0);
         std::fill(col.begin(), col.begin() + rows * cols, 0.0f);
-        Sgemm(true, false, rows, cols, cg, 1.0f, wg, rows, xg + p0, in_vol, col.data(), cols);
+        SgemmAccumulate(true, false, rows, cols, cg, 1.0f, wg, rows, xg + p0, in_vol, col.data(),
+                        cols);
         col2im.Run(col.data(), p0, cols, yg);
       }
     }

@@ -1,10 +1,18 @@
 // MatMul with numpy semantics: N-d batches broadcast, 1-D operands promoted
-// (A: [K] -> [1, K], B: [K] -> [K, 1]) and the promoted dim removed after.
+// (A: [K] -> [1, K], B: [K] -> [K, 1]) and the promoted dim removed after;
+// plus the runtime's fused forms (ops/cpu/gemm/fusion.h): a bias [N] at #2
+// (_fused_bias), an activation and a residual Z (the last input, the output's
+// shape): Y = act(A B + bias + Z).
+// Prepare packs a constant 2-D B once per node (NodeCache). When B has no
+// batch dims, A's batches fold into M: one GEMM for the whole call.
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "ops/broadcast.h"
 #include "ops/cpu/cpu_kernels.h"
-#include "ops/cpu/sgemm.h"
+#include "ops/cpu/gemm/fusion.h"
+#include "ops/cpu/gemm/sgemm.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -45,35 +53,127 @@ Status InferMatMul(const InferContext& ctx, std::vector<TensorType>* outputs) {
   ORRERY_RETURN_IF_ERROR(RequireDType(ctx.inputs[0], "input A", {DType::kFloat32}));
   ORRERY_RETURN_IF_ERROR(RequireDType(ctx.inputs[1], "input B", {DType::kFloat32}));
   ORRERY_ASSIGN_OR_RETURN(MatMulDims d, ComputeDims(ctx.inputs[0].shape, ctx.inputs[1].shape));
+  ORRERY_ASSIGN_OR_RETURN(Fusion f, ReadFusion(ctx.attrs, "MatMul"));
+  if (f.bias) {
+    if (ctx.inputs.size() < 3 || !ctx.inputs[2].present()) {
+      return Status::InvalidArgument("MatMul: _fused_bias needs the bias as input #2");
+    }
+    ORRERY_RETURN_IF_ERROR(RequireDType(ctx.inputs[2], "bias", {DType::kFloat32}));
+    if (ctx.inputs[2].shape != Shape{d.n}) {
+      return Status::InvalidArgument("MatMul: fused bias must have shape [" +
+                                     std::to_string(d.n) + "], got " +
+                                     ShapeToString(ctx.inputs[2].shape));
+    }
+  }
+  ORRERY_RETURN_IF_ERROR(CheckFusedInputs(ctx.inputs, f, f.bias ? 3 : 2, d.out, "MatMul"));
   outputs->assign(1, TensorType{DType::kFloat32, d.out});
   return Status::Ok();
 }
 
-Status ComputeMatMul(const KernelContext& ctx, std::span<Tensor> outputs) {
-  const Tensor& a = *ctx.inputs[0];
-  const Tensor& b = *ctx.inputs[1];
-  ORRERY_ASSIGN_OR_RETURN(MatMulDims d, ComputeDims(a.shape(), b.shape()));
-  Tensor& y = outputs[0];
-  const int64_t batches = NumElements(d.batch_out);
-  if (batches == 0 || d.m == 0 || d.n == 0) return Status::Ok();
-  // Strides in units of whole matrices.
-  const std::vector<int64_t> sa = BroadcastStrides(d.batch_a, d.batch_out);
-  const std::vector<int64_t> sb = BroadcastStrides(d.batch_b, d.batch_out);
-  const int64_t a_mat = d.m * d.k, b_mat = d.k * d.n, y_mat = d.m * d.n;
-  const float* ad = a.data<float>();
-  const float* bd = b.data<float>();
-  float* yd = y.data<float>();
-  const size_t rank = d.batch_out.size();
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    int64_t rem = bi, a_off = 0, b_off = 0;
-    for (size_t i = rank; i-- > 0;) {
-      const int64_t coord = rem % d.batch_out[i];
-      rem /= d.batch_out[i];
-      a_off += coord * sa[i];
-      b_off += coord * sb[i];
+struct PackedOperand final : PreparedKernel {
+  explicit PackedOperand(PackedMatrix m) : matrix(std::move(m)) {}
+  PackedMatrix matrix;
+};
+
+struct MatMulPrepared final : PreparedKernel {
+  Fusion fusion;
+  int z_index = -1;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batches = 0;
+  bool folded = false;  // B has no batch dims: one GEMM of (batches * m) rows
+  // Per output batch, the A and B matrix offsets in floats (unfolded path).
+  std::vector<int64_t> a_off, b_off;
+  std::shared_ptr<const PackedOperand> packed_b;  // constant 2-D B
+};
+
+Result<Prepared> PrepareMatMul(const PrepareContext& ctx) {
+  auto p = std::make_shared<MatMulPrepared>();
+  ORRERY_ASSIGN_OR_RETURN(MatMulDims d, ComputeDims(ctx.inputs[0].shape, ctx.inputs[1].shape));
+  ORRERY_ASSIGN_OR_RETURN(p->fusion, ReadFusion(ctx.attrs, "MatMul"));
+  if (p->fusion.residual) p->z_index = static_cast<int>(ctx.inputs.size()) - 1;
+  p->m = d.m;
+  p->n = d.n;
+  p->k = d.k;
+  p->batches = NumElements(d.batch_out);
+  p->folded = d.batch_b.empty();
+  if (!p->folded) {
+    const std::vector<int64_t> sa = BroadcastStrides(d.batch_a, d.batch_out);
+    const std::vector<int64_t> sb = BroadcastStrides(d.batch_b, d.batch_out);
+    const size_t rank = d.batch_out.size();
+    for (int64_t bi = 0; bi < p->batches; ++bi) {
+      int64_t rem = bi, ao = 0, bo = 0;
+      for (size_t i = rank; i-- > 0;) {
+        const int64_t coord = rem % d.batch_out[i];
+        rem /= d.batch_out[i];
+        ao += coord * sa[i];
+        bo += coord * sb[i];
+      }
+      p->a_off.push_back(ao * d.m * d.k);
+      p->b_off.push_back(bo * d.k * d.n);
     }
-    Sgemm(false, false, d.m, d.n, d.k, 1.0f, ad + a_off * a_mat, d.k, bd + b_off * b_mat, d.n,
-          yd + bi * y_mat, d.n);
+  }
+  const Tensor* b = ctx.value(1);
+  if (p->folded && b != nullptr && d.n > 0 && d.k > 0) {
+    auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
+      return std::shared_ptr<const PreparedKernel>(std::make_shared<PackedOperand>(
+          PackedMatrix::PackRight(b->data<float>(), d.n, false, d.k, d.n)));
+    };
+    std::shared_ptr<const PreparedKernel> got;
+    if (ctx.node_cache != nullptr) {
+      ORRERY_ASSIGN_OR_RETURN(got, ctx.node_cache->GetOrMake(0, make));
+    } else {
+      ORRERY_ASSIGN_OR_RETURN(got, make());
+    }
+    p->packed_b = std::static_pointer_cast<const PackedOperand>(got);
+  }
+  const GemmShape shape{p->folded ? p->batches * p->m : p->m, p->n, p->k};
+  const int64_t scratch = SgemmScratchBytes(shape, false, p->packed_b != nullptr);
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
+}
+
+Status ComputeMatMul(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) {
+    const TensorType out_type{DType::kFloat32, outputs[0].shape()};
+    return PrepareAndCompute(PrepareMatMul, ComputeMatMul, ctx, {&out_type, 1}, outputs);
+  }
+  const auto& p = static_cast<const MatMulPrepared&>(*ctx.prepared);
+  Tensor& y = outputs[0];
+  if (y.num_elements() != p.batches * p.m * p.n) {
+    return Status::Internal("MatMul: output shape differs from the plan");
+  }
+  if (y.num_elements() == 0) return Status::Ok();
+  const float* ad = ctx.inputs[0]->data<float>();
+  const float* bd = ctx.inputs[1]->data<float>();
+  float* yd = y.data<float>();
+  Epilogue ep;
+  p.fusion.ApplyTo(&ep);
+  if (p.fusion.bias) ep.col_bias = ctx.inputs[2]->data<float>();
+  const float* zd =
+      p.z_index >= 0 ? ctx.inputs[static_cast<size_t>(p.z_index)]->data<float>() : nullptr;
+  ep.ld_residual = p.n;
+  if (p.folded) {
+    ep.residual = zd;
+    RightOperand ro{.data = bd, .ld = p.n};
+    if (p.packed_b != nullptr) ro.packed = &p.packed_b->matrix;
+    Sgemm({p.batches * p.m, p.n, p.k}, LeftOperand{.data = ad, .ld = p.k}, ro, yd, p.n, ep,
+          ctx.scratch, ctx.threads);
+    return Status::Ok();
+  }
+  const int64_t y_mat = p.m * p.n;
+  auto one = [&](int64_t bi, std::span<std::byte> scratch, ThreadGroup* threads) {
+    Epilogue e = ep;
+    e.residual = zd != nullptr ? zd + bi * y_mat : nullptr;
+    Sgemm({p.m, p.n, p.k}, LeftOperand{.data = ad + p.a_off[static_cast<size_t>(bi)], .ld = p.k},
+          RightOperand{.data = bd + p.b_off[static_cast<size_t>(bi)], .ld = p.n},
+          yd + bi * y_mat, p.n, e, scratch, threads);
+  };
+  if (NumThreads(ctx.threads) > 1 && p.batches >= NumThreads(ctx.threads)) {
+    // Batches (attention heads) across threads: one fork-join per call, each
+    // GEMM on its thread's scratch slice.
+    ParallelFor(ctx.threads, p.batches,
+                [&](int64_t bi, int thread) { one(bi, ThreadScratch(ctx, thread), nullptr); });
+  } else {
+    for (int64_t bi = 0; bi < p.batches; ++bi) one(bi, ctx.scratch, ctx.threads);
   }
   return Status::Ok();
 }
@@ -84,9 +184,10 @@ Status RegisterMatMulKernels(OpRegistry* registry) {
   return registry->Register(KernelDef{.op_type = "MatMul",
                                       .backend = Backend::kCpu,
                                       .min_inputs = 2,
-                                      .max_inputs = 2,
+                                      .max_inputs = 4,
                                       .infer = InferMatMul,
-                                      .compute = ComputeMatMul});
+                                      .compute = ComputeMatMul,
+                                      .prepare = PrepareMatMul});
 }
 
 }  // namespace orrery::ops::cpu

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/conv_util.h"
+#include "ops/cpu/gemm/sgemm.h"
 #include "ops/registry.h"
 #include "op_test_util.h"
 
@@ -414,6 +415,50 @@ TEST(ConvTest, PointwiseGemmPath) {
   CheckConv({.x = {1, 8, 5, 7}, .w = {6, 4, 1, 1}, .group = 2}, 31);
   // 1x1 with stride goes through im2col.
   CheckConv({.x = {1, 3, 6, 6}, .w = {2, 3, 1, 1}, .strides = {2, 2}}, 32);
+}
+
+// Every micro-kernel ISA (the im2col panels, the depthwise rows and the
+// epilogue are compiled per ISA) against the naive reference.
+TEST(ConvTest, EveryGemmIsaMatchesReference) {
+  using cpu::GemmIsa;
+  for (GemmIsa isa : {GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512}) {
+    cpu::SetGemmIsaCapForTesting(isa);
+    if (cpu::ActiveGemmIsa() != isa) continue;  // the CPU lacks it
+    SCOPED_TRACE(std::string(cpu::GemmIsaName(isa)));
+    uint32_t seed = 100;
+    // im2col panels spanning several output rows (w_out 7) and wide rows.
+    CheckConv({.x = {1, 5, 7, 7}, .w = {9, 5, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {1, 3, 20, 61}, .w = {17, 3, 3, 3}, .pads = {1, 1, 1, 1}}, seed++);
+    CheckConv({.x = {1, 3, 30, 29}, .w = {8, 3, 7, 7}, .strides = {2, 2}, .pads = {3, 3, 3, 3}},
+              seed++);
+    // Stride 2 along rows wide enough for the vectorised even-lane gather.
+    CheckConv({.x = {1, 3, 9, 100}, .w = {5, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+              seed++);
+    CheckConv({.x = {1, 2, 5, 67}, .w = {3, 2, 1, 4}, .strides = {1, 2}}, seed++);
+    // Depthwise: 1, 2 and 3+ vectors per row, stride 1 and 2, 3x3 and 5x5,
+    // and a row wider than the vectorised kernel takes (w_out > 128).
+    for (int64_t w : {9, 23, 40, 57, 140, 300}) {
+      for (int64_t stride : {1, 2}) {
+        for (int64_t k : {3, 5}) {
+          const int64_t pad = k / 2;
+          CheckConv({.x = {1, 3, 6, w},
+                     .w = {3, 1, k, k},
+                     .group = 3,
+                     .strides = {stride, stride},
+                     .pads = {pad, pad, pad, pad},
+                     .bias = true},
+                    seed++);
+        }
+      }
+    }
+    CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
+    // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
+    CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+              seed++);
+    CheckConv({.x = {1, 40, 5, 6}, .w = {64, 40, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {1, 8, 9, 9}, .w = {128, 4, 3, 3}, .group = 2, .strides = {2, 2}}, seed++);
+  }
+  cpu::SetGemmIsaCapForTesting(GemmIsa::kAvx512);
 }
 
 TEST(ConvTest, OneAndThreeDimensional) {

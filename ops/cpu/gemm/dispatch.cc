@@ -1,0 +1,293 @@
+// Sgemm's driver: ISA choice, cache blocking, packing of the non-constant
+// operand into scratch, task split across the caller's threads.
+//
+// Blocking (BLIS-style): per K block, the right operand is packed kc x nc at
+// a time and the left one 256 x kc (unless prepacked); each right panel then
+// meets every left panel of the block. The epilogue runs on each tile right
+// after its last K block, while it is still in L1.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ops/cpu/gemm/kernels.h"
+#include "ops/cpu/gemm/sgemm.h"
+
+namespace orrery::ops::cpu {
+namespace {
+
+using gemm_internal::GemmKernels;
+using gemm_internal::PanelWidth;
+
+// The kc x 48 right panel (<= 48 KiB) stays in L1 (mostly) while the kernel
+// walks the left block (kMcPanels x 8 x kc, <= 256 KiB, in L2); the kc x nc
+// right block (<= 1 MiB) stays in L2 too. kc 256 measured best on the CNNs
+// (fewer passes over C than 128 or 192; 384 was no better).
+constexpr int64_t kMaxKc = 256;
+constexpr int64_t kMaxNc = 21 * kPanelCols;  // 1008 columns
+constexpr int64_t kMcPanels = 32;            // 256 rows
+constexpr double kMinParallelFlops = 5e5;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+
+GemmIsa DetectIsa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma")) {
+    return GemmIsa::kAvx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return GemmIsa::kAvx2;
+  return GemmIsa::kPortable;
+}
+
+GemmIsa EnvCap() {
+  const char* v = std::getenv("ORRERY_GEMM_ISA");
+  if (v == nullptr) return GemmIsa::kAvx512;
+  const std::string s(v);
+  if (s == "portable") return GemmIsa::kPortable;
+  if (s == "avx2") return GemmIsa::kAvx2;
+  return GemmIsa::kAvx512;
+}
+
+std::atomic<int> g_test_cap{static_cast<int>(GemmIsa::kAvx512)};
+
+struct Blocking {
+  int64_t kc = 1;           // depth of one K block
+  int64_t nc = kPanelCols;  // columns of one task (a multiple of kPanelCols)
+};
+
+// Even K blocks of at most kMaxKc; N chunks of at most kMaxNc, more of them
+// (down to 4 panels) when several threads need tasks.
+Blocking ChooseBlocking(GemmShape s, int threads) {
+  Blocking b;
+  const int64_t kblocks = std::max<int64_t>(1, CeilDiv(s.k, kMaxKc));
+  b.kc = std::max<int64_t>(1, CeilDiv(s.k, kblocks));
+  // The C chunk (m x nc) and the right block (kc x nc) together stay within
+  // ~1 MiB of L2, so that later K blocks find C still cached.
+  const int64_t fit = (int64_t{1} << 18) / std::max<int64_t>(1, s.m + b.kc);
+  const int64_t max_nc = std::clamp(fit / kPanelCols * kPanelCols, 2 * kPanelCols, kMaxNc);
+  int64_t nchunks = std::max<int64_t>(1, CeilDiv(s.n, max_nc));
+  if (threads > 1) {
+    const int64_t want = 4 * static_cast<int64_t>(threads);
+    nchunks = std::max(nchunks, std::min(want, CeilDiv(s.n, 4 * kPanelCols)));
+    // A multiple of the thread count balances better when chunks are few.
+    if (nchunks < want) nchunks = RoundUp(nchunks, threads);
+  }
+  b.nc = RoundUp(CeilDiv(s.n, nchunks), kPanelCols);
+  return b;
+}
+
+struct ScratchLayout {
+  int64_t b_floats = 0, a_floats = 0;
+  int64_t bytes() const { return (b_floats + a_floats) * 4 + 2 * 64; }
+};
+
+ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
+  const Blocking bl = ChooseBlocking(s, 1);  // the widest nc of any thread count
+  ScratchLayout l;
+  if (!b_packed) {
+    l.b_floats = RoundUp(bl.kc * bl.nc, 16);
+  }
+  if (!a_packed) l.a_floats = RoundUp(bl.kc * kPanelRows * kMcPanels, 16);
+  return l;
+}
+
+float* AlignUp(std::byte* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<float*>((v + 63) & ~uintptr_t{63});
+}
+
+// Packs op(B)[pc, pc + kc) x [j0, j1) into panels at dst (panel stride
+// kc * kPanelCols).
+void PackRightBlock(const RightOperand& b, int64_t n, int64_t pc, int64_t kc, int64_t j0,
+                    int64_t j1, float* dst) {
+  if (b.panels != nullptr) {
+    for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
+      const int64_t cols = std::min(kPanelCols, n - q0);
+      const int64_t w = PanelWidth(n - q0);
+      float* d = dst + (q0 - j0) * kc;
+      (*b.panels)(pc, kc, q0, cols, w, d);
+      if (cols < w) {
+        for (int64_t k = 0; k < kc; ++k) {
+          for (int64_t j = cols; j < w; ++j) d[k * w + j] = 0.0f;
+        }
+      }
+    }
+    return;
+  }
+  for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
+    const int64_t cols = std::min(kPanelCols, n - q0);
+    gemm_internal::PackRightPanel(b.data, b.ld, b.trans, pc, kc, q0, cols, PanelWidth(n - q0),
+                                  dst + (q0 - j0) * kc);
+  }
+}
+
+// Output for K == 0: the product is zero.
+void ZeroDepth(GemmShape s, float* c, int64_t ldc, const Epilogue& ep, const GemmKernels& kern) {
+  if (!ep.accumulate) {
+    for (int64_t i = 0; i < s.m; ++i) std::memset(c + i * ldc, 0, static_cast<size_t>(s.n) * 4);
+  }
+  if (ep.has_post()) kern.epilogue(ep, c, ldc, 0, 0, s.m, s.n);
+}
+
+}  // namespace
+
+std::string_view GemmIsaName(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::kPortable: return "portable";
+    case GemmIsa::kAvx2: return "avx2";
+    case GemmIsa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+GemmIsa ActiveGemmIsa() {
+  static const GemmIsa detected = DetectIsa();
+  static const GemmIsa env = EnvCap();
+  const int cap = std::min(static_cast<int>(env), g_test_cap.load(std::memory_order_relaxed));
+  return static_cast<GemmIsa>(std::min(static_cast<int>(detected), cap));
+}
+
+void SetGemmIsaCapForTesting(GemmIsa cap) {
+  g_test_cap.store(static_cast<int>(cap), std::memory_order_relaxed);
+}
+
+namespace gemm_internal {
+const GemmKernels& ActiveKernels() {
+  switch (ActiveGemmIsa()) {
+    case GemmIsa::kAvx512: return Avx512Kernels();
+    case GemmIsa::kAvx2: return Avx2Kernels();
+    case GemmIsa::kPortable: break;
+  }
+  return PortableKernels();
+}
+}  // namespace gemm_internal
+
+Result<Activation> ParseActivation(std::string_view name) {
+  static constexpr std::pair<std::string_view, Activation> kNames[] = {
+      {"Relu", Activation::kRelu},           {"Clip", Activation::kClip},
+      {"LeakyRelu", Activation::kLeakyRelu}, {"HardSigmoid", Activation::kHardSigmoid},
+      {"HardSwish", Activation::kHardSwish}, {"Sigmoid", Activation::kSigmoid},
+      {"Tanh", Activation::kTanh},           {"Gelu", Activation::kGelu}};
+  for (const auto& [n, a] : kNames) {
+    if (n == name) return a;
+  }
+  return Status::InvalidArgument("unknown fused activation '" + std::string(name) + "'");
+}
+
+int64_t SgemmScratchBytes(GemmShape s, bool a_packed, bool b_packed) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return 0;
+  return Layout(s, a_packed, b_packed).bytes();
+}
+
+void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, int64_t ldc,
+           const Epilogue& ep, std::span<std::byte> scratch, ThreadGroup* threads) {
+  if (s.m <= 0 || s.n <= 0) return;
+  const GemmKernels& kern = gemm_internal::ActiveKernels();
+  if (s.k <= 0) return ZeroDepth(s, c, ldc, ep, kern);
+
+  // Below ~0.5 MFLOP waking other threads costs more than it saves.
+  if (2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <
+      kMinParallelFlops) {
+    threads = nullptr;
+  }
+  const int nthreads = NumThreads(threads);
+  const Blocking bl = ChooseBlocking(s, nthreads);
+  const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);
+  const size_t stride = scratch.size() / static_cast<size_t>(nthreads);
+
+  const int64_t m_panels = CeilDiv(s.m, kPanelRows);
+  const int64_t n_chunks = CeilDiv(s.n, bl.nc);
+  int64_t m_chunks = 1;
+  if (nthreads > 1 && n_chunks < 2 * nthreads) {
+    m_chunks = std::min(m_panels, CeilDiv(2 * nthreads, n_chunks));
+  }
+  const int64_t panels_per_chunk = CeilDiv(m_panels, m_chunks);
+  m_chunks = CeilDiv(m_panels, panels_per_chunk);
+
+  ParallelFor(threads, m_chunks * n_chunks, [&](int64_t task, int thread) {
+    std::byte* base = scratch.data() + static_cast<size_t>(thread) * stride;
+    float* bbuf = AlignUp(base);
+    float* abuf = AlignUp(reinterpret_cast<std::byte*>(bbuf + layout.b_floats));
+    const int64_t p0 = (task % m_chunks) * panels_per_chunk;
+    const int64_t p1 = std::min(m_panels, p0 + panels_per_chunk);
+    const int64_t j0 = (task / m_chunks) * bl.nc;
+    const int64_t j1 = std::min(s.n, j0 + bl.nc);
+    for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
+      const int64_t kc = std::min(bl.kc, s.k - pc);
+      const bool last = pc + kc == s.k;
+      if (b.packed == nullptr) PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf);
+      for (int64_t pb = p0; pb < p1; pb += kMcPanels) {
+        const int64_t pe = std::min(p1, pb + kMcPanels);
+        if (a.packed == nullptr) {
+          for (int64_t p = pb; p < pe; ++p) {
+            const int64_t i0 = p * kPanelRows;
+            const int64_t rows = std::min(kPanelRows, s.m - i0);
+            float* dst = abuf + (p - pb) * kc * kPanelRows;
+            if (a.panels != nullptr) {
+              (*a.panels)(pc, kc, i0, rows, kPanelRows, dst);
+              for (int64_t k = 0; rows < kPanelRows && k < kc; ++k) {
+                for (int64_t i = rows; i < kPanelRows; ++i) dst[k * kPanelRows + i] = 0.0f;
+              }
+            } else {
+              gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0, rows, pc, kc, dst);
+            }
+          }
+        }
+        // Each right panel (kc x 48, in L1) meets every left panel of the
+        // block (in L2).
+        for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
+          const int64_t w = PanelWidth(s.n - q0);
+          const float* bp =
+              b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w : bbuf + (q0 - j0) * kc;
+          const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
+          for (int64_t p = pb; p < pe; ++p) {
+            const int64_t i0 = p * kPanelRows;
+            const int64_t rows = std::min(kPanelRows, s.m - i0);
+            const float* ap = a.packed != nullptr ? a.packed->data() + i0 * s.k + pc * kPanelRows
+                                                  : abuf + (p - pb) * kc * kPanelRows;
+            float* ct = c + i0 * ldc + q0;
+            kern.tile({.kc = kc,
+                       .a = ap,
+                       .b = bp,
+                       .w = w,
+                       .ldb = w,
+                       .rows = static_cast<int>(rows),
+                       .cols = cols,
+                       .c = ct,
+                       .ldc = ldc,
+                       .alpha = ep.alpha,
+                       .load_c = ep.accumulate || pc > 0});
+            if (last && ep.has_post()) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
+          }
+        }
+      }
+    }
+  });
+}
+
+void SgemmAccumulate(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                     int64_t ldc) {
+  const GemmShape s{m, n, k};
+  const size_t bytes = static_cast<size_t>(SgemmScratchBytes(s, false, false));
+  std::vector<std::byte> heap(bytes + 64);
+  const auto aligned = reinterpret_cast<std::byte*>(AlignUp(heap.data()));
+  Epilogue ep;
+  ep.alpha = alpha;
+  ep.accumulate = true;
+  Sgemm(s, LeftOperand{.data = a, .ld = lda, .trans = trans_a},
+        RightOperand{.data = b, .ld = ldb, .trans = trans_b}, c, ldc, ep,
+        std::span<std::byte>(aligned, bytes), nullptr);
+}
+
+void ApplyEpilogue(const Epilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0, int64_t rows,
+                   int64_t cols) {
+  if (rows <= 0 || cols <= 0 || !ep.has_post()) return;
+  gemm_internal::ActiveKernels().epilogue(ep, c, ldc, i0, j0, rows, cols);
+}
+
+}  // namespace orrery::ops::cpu

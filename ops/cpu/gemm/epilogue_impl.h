@@ -1,0 +1,287 @@
+// Internal to ops/cpu/gemm: the vectorised epilogue (biases, residual,
+// activation), written once with GCC vector extensions and compiled by each
+// kernel_<isa>.cc with its own flags and vector width.
+//
+// Include it after defining ORRERY_GEMM_NS (a namespace name unique to the
+// including file) and ORRERY_GEMM_WIDTH (floats per native vector): every
+// function lands in that namespace, so the linker never merges an AVX-512
+// instantiation into code that runs on a CPU without AVX-512. Uses nothing
+// from the standard library for the same reason.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/cpu/gemm/kernels.h"
+#include "ops/cpu/gemm/sgemm.h"
+
+#if !defined(ORRERY_GEMM_NS) || !defined(ORRERY_GEMM_WIDTH)
+#error "define ORRERY_GEMM_NS and ORRERY_GEMM_WIDTH before including epilogue_impl.h"
+#endif
+
+namespace orrery::ops::cpu::ORRERY_GEMM_NS {
+
+constexpr int kW = ORRERY_GEMM_WIDTH;
+typedef float VF __attribute__((vector_size(kW * 4)));
+typedef int32_t VI __attribute__((vector_size(kW * 4)));
+
+#define ORRERY_GEMM_INLINE inline __attribute__((always_inline))
+
+ORRERY_GEMM_INLINE VF Splat(float x) { return VF{} + x; }
+ORRERY_GEMM_INLINE VF Load(const float* p) {
+  VF v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+ORRERY_GEMM_INLINE void Store(float* p, VF v) { __builtin_memcpy(p, &v, sizeof(v)); }
+ORRERY_GEMM_INLINE VF Max(VF a, VF b) { return a > b ? a : b; }
+ORRERY_GEMM_INLINE VF Min(VF a, VF b) { return a < b ? a : b; }
+ORRERY_GEMM_INLINE VF Abs(VF a) {
+  VI bits;
+  __builtin_memcpy(&bits, &a, sizeof(a));
+  bits &= 0x7fffffff;
+  VF r;
+  __builtin_memcpy(&r, &bits, sizeof(r));
+  return r;
+}
+
+// e^x, relative error ~2e-7 (Cephes expf: range reduction by ln 2, degree-6
+// polynomial); saturates outside [-87, 88].
+ORRERY_GEMM_INLINE VF Exp(VF x) {
+  x = Min(Max(x, Splat(-87.0f)), Splat(88.0f));
+  const VF round = Splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const VF n = (x * 1.44269504088896341f + round) - round;
+  const VF r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  VF p = Splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const VF y = p * r * r + r + 1.0f;
+  const VI e = (__builtin_convertvector(n, VI) + 127) << 23;
+  VF scale;
+  __builtin_memcpy(&scale, &e, sizeof(e));
+  return y * scale;
+}
+
+ORRERY_GEMM_INLINE VF Sigmoid(VF x) { return 1.0f / (1.0f + Exp(-x)); }
+
+// Cephes tanhf: an odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1) above.
+ORRERY_GEMM_INLINE VF Tanh(VF x) {
+  const VF ax = Abs(x);
+  const VF z = x * x;
+  VF p = Splat(-5.70498872745e-3f);
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const VF small = x + x * z * p;
+  const VF big_abs = 1.0f - 2.0f / (Exp(ax * 2.0f) + 1.0f);
+  const VF big = x < 0.0f ? -big_abs : big_abs;
+  return ax < 0.625f ? small : big;
+}
+
+// erf, absolute error < 1.5e-7 (Abramowitz & Stegun 7.1.26).
+ORRERY_GEMM_INLINE VF Erf(VF x) {
+  const VF ax = Abs(x);
+  const VF t = 1.0f / (1.0f + 0.3275911f * ax);
+  VF p = Splat(1.061405429f);
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  const VF y = 1.0f - p * t * Exp(-ax * ax);
+  return x < 0.0f ? -y : y;
+}
+
+template <Activation A>
+ORRERY_GEMM_INLINE VF Activate(VF v, float alpha, float beta) {
+  if constexpr (A == Activation::kNone) {
+    return v;
+  } else if constexpr (A == Activation::kRelu) {
+    return Max(v, Splat(0.0f));
+  } else if constexpr (A == Activation::kClip) {
+    return Min(Max(v, Splat(alpha)), Splat(beta));
+  } else if constexpr (A == Activation::kLeakyRelu) {
+    return v >= 0.0f ? v : v * alpha;
+  } else if constexpr (A == Activation::kHardSigmoid) {
+    return Min(Max(v * alpha + beta, Splat(0.0f)), Splat(1.0f));
+  } else if constexpr (A == Activation::kHardSwish) {
+    return v * Min(Max(v * (1.0f / 6.0f) + 0.5f, Splat(0.0f)), Splat(1.0f));
+  } else if constexpr (A == Activation::kSigmoid) {
+    return Sigmoid(v);
+  } else if constexpr (A == Activation::kTanh) {
+    return Tanh(v);
+  } else {
+    return v * 0.5f * (1.0f + Erf(v * 0.70710678118654752f));
+  }
+}
+
+template <Activation A>
+void EpilogueRows(const Epilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
+                  int64_t rows, int64_t cols) {
+  const float* cb = ep.col_bias != nullptr ? ep.col_bias + j0 : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* cr = c + r * ldc;
+    const float rb = ep.row_bias != nullptr ? ep.row_bias[i0 + r] : 0.0f;
+    const float* zr =
+        ep.residual != nullptr ? ep.residual + (i0 + r) * ep.ld_residual + j0 : nullptr;
+    int64_t j = 0;
+    for (; j + kW <= cols; j += kW) {
+      VF v = Load(cr + j) + rb;
+      if (cb != nullptr) v += Load(cb + j);
+      if (zr != nullptr) v += Load(zr + j);
+      Store(cr + j, Activate<A>(v, ep.act_alpha, ep.act_beta));
+    }
+    if (j < cols) {
+      // The tail goes through a padded copy so that no load leaves the rows.
+      const int64_t n = cols - j;
+      float buf[kW] = {};
+      float add[kW] = {};
+      for (int64_t t = 0; t < n; ++t) {
+        buf[t] = cr[j + t];
+        add[t] = (cb != nullptr ? cb[j + t] : 0.0f) + (zr != nullptr ? zr[j + t] : 0.0f);
+      }
+      const VF v = Activate<A>(Load(buf) + Load(add) + rb, ep.act_alpha, ep.act_beta);
+      Store(buf, v);
+      for (int64_t t = 0; t < n; ++t) cr[j + t] = buf[t];
+    }
+  }
+}
+
+inline void ApplyEpilogueImpl(const Epilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
+                              int64_t rows, int64_t cols) {
+  switch (ep.act) {
+    case Activation::kNone:
+      return EpilogueRows<Activation::kNone>(ep, c, ldc, i0, j0, rows, cols);
+    case Activation::kRelu:
+      return EpilogueRows<Activation::kRelu>(ep, c, ldc, i0, j0, rows, cols);
+    case Activation::kClip:
+      return EpilogueRows<Activation::kClip>(ep, c, ldc, i0, j0, rows, cols);
+    case Activation::kLeakyRelu:
+      return EpilogueRows<Activation::kLeakyRelu>(ep, c, ldc, i0, j0, rows, cols);
+    case Activation::kHardSigmoid:
+      return EpilogueRows<Activation::kHardSigmoid>(ep, c, ldc, i0, j0, rows, cols);
+    case Activation::kHardSwish:
+      return EpilogueRows<Activation::kHardSwish>(ep, c, ldc, i0, j0, rows, cols);
+    case Activation::kSigmoid:
+      return EpilogueRows<Activation::kSigmoid>(ep, c, ldc, i0, j0, rows, cols);
+    case Activation::kTanh:
+      return EpilogueRows<Activation::kTanh>(ep, c, ldc, i0, j0, rows, cols);
+    case Activation::kGelu:
+      return EpilogueRows<Activation::kGelu>(ep, c, ldc, i0, j0, rows, cols);
+  }
+}
+
+// The depthwise plane, compiled per ISA like the epilogue (plain loops that
+// the compiler vectorises with the file's flags).
+inline void DepthwisePlaneImpl(const gemm_internal::DepthwiseGeometry& g, const float* x,
+                               const float* w, float* y) {
+  for (int64_t oh = 0; oh < g.h_out; ++oh) {
+    float* __restrict yr = y + oh * g.w_out;
+    for (int64_t i = 0; i < g.w_out; ++i) yr[i] = 0.0f;
+    const int64_t start = oh * g.sh - g.ph;
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      const int64_t ih = start + kh * g.dh;
+      if (ih < 0 || ih >= g.h_in) continue;
+      const float* xr = x + ih * g.w_in;
+      for (int64_t kw = 0; kw < g.kw; ++kw) {
+        const int64_t b = g.inner_begin[kw], e = g.inner_end[kw];
+        if (e <= b) continue;
+        const float wv = w[kh * g.kw + kw];
+        // xs[i] is the input under output column b + i.
+        const float* __restrict xs = xr + b * g.sw + kw * g.dw - g.pw;
+        float* __restrict ys = yr + b;
+        const int64_t len = e - b;
+        if (g.sw == 1) {
+          for (int64_t i = 0; i < len; ++i) ys[i] += wv * xs[i];
+        } else if (g.sw == 2) {
+          for (int64_t i = 0; i < len; ++i) ys[i] += wv * xs[2 * i];
+        } else {
+          for (int64_t i = 0; i < len; ++i) ys[i] += wv * xs[i * g.sw];
+        }
+      }
+    }
+  }
+}
+
+// Lane indices 0, 2, 4, ... into the concatenation of two vectors.
+ORRERY_GEMM_INLINE VI EvenLanes() {
+  VI idx;
+  for (int i = 0; i < kW; ++i) idx[i] = 2 * i;
+  return idx;
+}
+
+// One right panel of the im2col matrix: rows k0..k0+kc (channel, tap),
+// output positions [j0, j0 + cols) of the flattened output plane, written
+// to dst[k * w + j] in order. The positions are split once into runs along
+// output rows; per row k each run is a zero / copy / zero in native vectors.
+inline void Im2ColPanelImpl(const gemm_internal::Im2ColGeometry& g, const float* x, int64_t k0,
+                            int64_t kc, int64_t j0, int64_t cols, int64_t w, float* dst) {
+  struct Run {
+    int64_t oh, ow, len, pos;
+  };
+  Run runs[kPanelCols];
+  int nruns = 0;
+  {
+    int64_t oh = j0 / g.w_out, ow = j0 - oh * g.w_out, pos = 0;
+    while (pos < cols) {
+      const int64_t left = g.w_out - ow, want = cols - pos;
+      const int64_t len = left < want ? left : want;
+      runs[nruns++] = {oh, ow, len, pos};
+      pos += len;
+      ow = 0;
+      ++oh;
+    }
+  }
+  const int64_t k_vol = g.kh * g.kw;
+  int64_t c = k0 / k_vol;
+  const int64_t t0 = k0 - c * k_vol;
+  int64_t th = t0 / g.kw, tw = t0 - th * g.kw;
+  const VF zero = Splat(0.0f);
+  for (int64_t k = 0; k < kc; ++k) {
+    float* d = dst + k * w;
+    const float* xc = x + c * g.in_vol;
+    const int64_t off = tw * g.dw - g.pw;
+    const int64_t ib = g.inner_begin[tw], ie = g.inner_end[tw];
+    const int64_t row_off = th * g.dh - g.ph;
+    for (int r = 0; r < nruns; ++r) {
+      const Run& run = runs[r];
+      float* out = d + run.pos - run.ow;  // out[o] is output column o
+      const int64_t end = run.ow + run.len;
+      const int64_t ih = run.oh * g.sh + row_off;
+      int64_t lo = ib < run.ow ? run.ow : ib > end ? end : ib;
+      int64_t hi = ie < lo ? lo : ie > end ? end : ie;
+      if (ih < 0 || ih >= g.h_in) lo = hi = end;
+      int64_t o = run.ow;
+      for (; o + kW <= lo; o += kW) Store(out + o, zero);
+      for (; o < lo; ++o) out[o] = 0.0f;
+      const float* src = xc + ih * g.w_in + off;
+      if (g.sw == 1) {
+        for (; o + kW <= hi; o += kW) Store(out + o, Load(src + o));
+        for (; o < hi; ++o) out[o] = src[o];
+      } else if (g.sw == 2) {
+        // Two vectors of inputs, even lanes kept; only while both stay
+        // inside the input row (src[2 o + 2 kW - 1] with src[0] at `off`).
+        for (; o + kW <= hi && 2 * (o + kW) - 1 + off < g.w_in; o += kW) {
+          const VF a = Load(src + 2 * o), b = Load(src + 2 * o + kW);
+          Store(out + o, __builtin_shuffle(a, b, EvenLanes()));
+        }
+        for (; o < hi; ++o) out[o] = src[2 * o];
+      } else {
+        for (; o < hi; ++o) out[o] = src[o * g.sw];
+      }
+      for (; o + kW <= end; o += kW) Store(out + o, zero);
+      for (; o < end; ++o) out[o] = 0.0f;
+    }
+    if (++tw == g.kw) {
+      tw = 0;
+      if (++th == g.kh) {
+        th = 0;
+        ++c;
+      }
+    }
+  }
+}
+
+}  // namespace orrery::ops::cpu::ORRERY_GEMM_NS

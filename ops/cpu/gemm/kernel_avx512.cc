@@ -1,0 +1,196 @@
+// AVX-512 micro-kernel: up to 8 rows x 48 columns (24 zmm accumulators, one
+// broadcast of A and three loads of B per k). Compiled with -mavx512f
+// -mavx512bw -mavx512vl -mfma; only called after dispatch.cc has checked the
+// CPU.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "ops/cpu/gemm/kernels.h"
+
+#define ORRERY_GEMM_NS avx512
+#define ORRERY_GEMM_WIDTH 16
+#include "ops/cpu/gemm/epilogue_impl.h"
+
+namespace orrery::ops::cpu::avx512 {
+namespace {
+
+using gemm_internal::TileArgs;
+
+template <int R, int NV>
+void Tile(const TileArgs& t) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  const float* a = t.a;
+  const float* b = t.b;
+  const int64_t ldb = t.ldb;
+  for (int64_t k = 0; k < t.kc; ++k) {
+    __m512 bv[NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+    a += kPanelRows;
+    b += ldb;
+  }
+  const __m512 alpha = _mm512_set1_ps(t.alpha);
+  __mmask16 masks[NV];
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v) {
+    const int n = t.cols - v * 16;
+    masks[v] = n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float* c = t.c + r * t.ldc;
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) {
+      __m512 y = _mm512_mul_ps(acc[r][v], alpha);
+      if (t.load_c) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(masks[v], c + v * 16));
+      _mm512_mask_storeu_ps(c + v * 16, masks[v], y);
+    }
+  }
+}
+
+template <int NV>
+void TileRows(const TileArgs& t) {
+  switch (t.rows) {
+    case 1: return Tile<1, NV>(t);
+    case 2: return Tile<2, NV>(t);
+    case 3: return Tile<3, NV>(t);
+    case 4: return Tile<4, NV>(t);
+    case 5: return Tile<5, NV>(t);
+    case 6: return Tile<6, NV>(t);
+    case 7: return Tile<7, NV>(t);
+    default: return Tile<8, NV>(t);
+  }
+}
+
+void TileAny(const TileArgs& t) {
+  // Narrow the vector count to the columns in use (a 48-wide panel with 20
+  // valid columns needs two vectors, not three).
+  const int64_t used = (t.cols + 15) / 16;
+  switch (used) {
+    case 1: return TileRows<1>(t);
+    case 2: return TileRows<2>(t);
+    default: return TileRows<3>(t);
+  }
+}
+
+// Depthwise plane with each output row held in up to 8 zmm accumulators
+// (w_out <= 128): every tap is one masked load + FMA per vector, the masks
+// (computed once per plane from the valid output ranges) replace padding
+// checks, and the row is stored once. Stride 2 loads 32 inputs and keeps the
+// even ones. Other geometries take the generic loop.
+template <int NV, int S>
+void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
+                   float* y) {
+  constexpr int kMaxKw = 8;
+  __mmask16 mlo[kMaxKw][NV], mhi[kMaxKw][NV];
+  for (int64_t kw = 0; kw < g.kw; ++kw) {
+    const int64_t b = g.inner_begin[kw], e = g.inner_end[kw];
+    for (int v = 0; v < NV; ++v) {
+      uint32_t lanes = 0;  // output lanes of vector v whose tap is inside
+      for (int l = 0; l < 16; ++l) {
+        const int64_t o = v * 16 + l;
+        if (o >= b && o < e) lanes |= 1u << l;
+      }
+      if (S == 1) {
+        mlo[kw][v] = static_cast<__mmask16>(lanes);
+        mhi[kw][v] = 0;
+      } else {
+        uint32_t even = 0;  // input j = 2 * lane of the 32 loaded
+        for (int l = 0; l < 16; ++l) {
+          if (lanes & (1u << l)) even |= 1u << (2 * l);
+        }
+        mlo[kw][v] = static_cast<__mmask16>(even & 0xffff);
+        mhi[kw][v] = static_cast<__mmask16>(even >> 16);
+      }
+    }
+  }
+  __mmask16 out_mask[NV];
+  for (int v = 0; v < NV; ++v) {
+    const int64_t n = g.w_out - v * 16;
+    out_mask[v] = n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+  }
+  const __m512i evens =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  for (int64_t oh = 0; oh < g.h_out; ++oh) {
+    __m512 acc[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
+    const int64_t start = oh * g.sh - g.ph;
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      const int64_t ih = start + kh * g.dh;
+      if (ih < 0 || ih >= g.h_in) continue;
+      const float* xr = x + ih * g.w_in;
+      for (int64_t kw = 0; kw < g.kw; ++kw) {
+        const __m512 wv = _mm512_set1_ps(w[kh * g.kw + kw]);
+        // Lane l of vector v reads input (16 v + l) * S + kw * dw - pw;
+        // masked-off lanes are never read.
+        const int64_t off = kw * g.dw - g.pw;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) {
+          if (S == 1) {
+            if (mlo[kw][v] == 0) continue;
+            const __m512 xv = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 16 + off));
+            acc[v] = _mm512_fmadd_ps(wv, xv, acc[v]);
+          } else {
+            if ((mlo[kw][v] | mhi[kw][v]) == 0) continue;
+            const __m512 lo = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 32 + off));
+            const __m512 hi = _mm512_maskz_loadu_ps(mhi[kw][v], xr + (v * 32 + 16 + off));
+            acc[v] = _mm512_fmadd_ps(wv, _mm512_permutex2var_ps(lo, evens, hi), acc[v]);
+          }
+        }
+      }
+    }
+    float* yr = y + oh * g.w_out;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(yr + v * 16, out_mask[v], acc[v]);
+  }
+}
+
+template <int S>
+void DepthwiseStride(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
+                     float* y) {
+  switch ((g.w_out + 15) / 16) {
+    case 1: return DepthwiseRows<1, S>(g, x, w, y);
+    case 2: return DepthwiseRows<2, S>(g, x, w, y);
+    case 3: return DepthwiseRows<3, S>(g, x, w, y);
+    case 4: return DepthwiseRows<4, S>(g, x, w, y);
+    case 5: return DepthwiseRows<5, S>(g, x, w, y);
+    case 6: return DepthwiseRows<6, S>(g, x, w, y);
+    case 7: return DepthwiseRows<7, S>(g, x, w, y);
+    default: return DepthwiseRows<8, S>(g, x, w, y);
+  }
+}
+
+void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
+               float* y) {
+  if (g.w_out >= 1 && g.w_out <= 128 && g.kw <= 8) {
+    if (g.sw == 1) return DepthwiseStride<1>(g, x, w, y);
+    if (g.sw == 2) return DepthwiseStride<2>(g, x, w, y);
+  }
+  DepthwisePlaneImpl(g, x, w, y);
+}
+
+}  // namespace
+}  // namespace orrery::ops::cpu::avx512
+
+namespace orrery::ops::cpu::gemm_internal {
+
+const GemmKernels& Avx512Kernels() {
+  static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
+                             avx512::Im2ColPanelImpl};
+  return k;
+}
+
+}  // namespace orrery::ops::cpu::gemm_internal

@@ -1,0 +1,86 @@
+// Internal to ops/cpu/gemm: the per-ISA micro-kernels behind Sgemm.
+// Each kernel_<isa>.cc is compiled with its own -m flags and is only called
+// after the CPU has been checked for that ISA (dispatch.cc).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/cpu/gemm/sgemm.h"
+
+namespace orrery::ops::cpu::gemm_internal {
+
+// One output tile: C[rows x cols] (=|+=) alpha * A_panel * B_panel over kc.
+struct TileArgs {
+  int64_t kc = 0;
+  const float* a = nullptr;  // a[k * kPanelRows + i]
+  const float* b = nullptr;  // b[k * ldb + j]
+  int64_t w = 0;             // B panel width: 16, 32 or 48 (readable columns)
+  int64_t ldb = 0;           // B row stride: w when packed, more when read in place
+  int rows = 0;              // 1..kPanelRows
+  int cols = 0;              // 1..w
+  float* c = nullptr;
+  int64_t ldc = 0;
+  float alpha = 1.0f;
+  bool load_c = false;  // add to C's content (later K blocks, accumulate)
+};
+
+using TileFn = void (*)(const TileArgs& t);
+
+// A 2-D depthwise (one channel in, one out) convolution plane; padding is
+// resolved by `inner` (per kernel column: the output columns whose taps are
+// inside the input) and ValidTaps-style row clipping, never in the inner loop.
+struct DepthwiseGeometry {
+  int64_t h_in = 0, w_in = 0, h_out = 0, w_out = 0;
+  int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  const int64_t* inner_begin = nullptr;  // [kw]
+  const int64_t* inner_end = nullptr;    // [kw]
+};
+// y[h_out x w_out] = conv(x, w) (overwrites y; no bias).
+using DepthwiseFn = void (*)(const DepthwiseGeometry& g, const float* x, const float* w,
+                             float* y);
+// The post-GEMM epilogue on a block of C (see ApplyEpilogue in sgemm.h).
+using EpilogueFn = void (*)(const Epilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
+                            int64_t rows, int64_t cols);
+
+// im2col for a 2-D convolution (see Im2ColPanelImpl in epilogue_impl.h).
+struct Im2ColGeometry {
+  int64_t h_in = 0, w_in = 0, w_out = 0;
+  int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  int64_t in_vol = 0;                    // h_in * w_in
+  const int64_t* inner_begin = nullptr;  // [kw]: output columns whose tap is inside
+  const int64_t* inner_end = nullptr;
+};
+// dst[k * w + j] = im2col(x)[k0 + k][j0 + j] for k < kc, j < cols.
+using Im2ColFn = void (*)(const Im2ColGeometry& g, const float* x, int64_t k0, int64_t kc,
+                          int64_t j0, int64_t cols, int64_t w, float* dst);
+
+struct GemmKernels {
+  TileFn tile;
+  EpilogueFn epilogue;
+  DepthwiseFn depthwise;
+  Im2ColFn im2col;
+};
+
+const GemmKernels& PortableKernels();
+const GemmKernels& Avx2Kernels();
+const GemmKernels& Avx512Kernels();
+
+// The kernels of the active ISA (dispatch.cc).
+const GemmKernels& ActiveKernels();
+
+// Width of the right-operand panel that starts `remaining` columns before
+// the end: kPanelCols, or the remainder rounded up to 16.
+inline int64_t PanelWidth(int64_t remaining) {
+  return remaining >= kPanelCols ? kPanelCols : (remaining + 15) / 16 * 16;
+}
+
+// Packs rows [i0, i0 + rows) (rows <= kPanelRows) and depth [k0, k0 + kc)
+// of op(A) into dst[k * kPanelRows + i]; missing rows are zero.
+void PackLeftPanel(const float* a, int64_t lda, bool trans, int64_t i0, int64_t rows, int64_t k0,
+                   int64_t kc, float* dst);
+// Packs depth [k0, k0 + kc) and columns [j0, j0 + cols) (cols <= w) of
+// op(B) into dst[k * w + j]; missing columns are zero.
+void PackRightPanel(const float* b, int64_t ldb, bool trans, int64_t k0, int64_t kc, int64_t j0,
+                    int64_t cols, int64_t w, float* dst);
+
+}  // namespace orrery::ops::cpu::gemm_internal

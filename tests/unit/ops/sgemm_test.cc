@@ -1,0 +1,271 @@
+// The packed GEMM (ops/cpu/gemm) against a naive reference, on every ISA the
+// machine has, odd shapes, transposes, packed operands and every epilogue.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "ops/cpu/gemm/sgemm.h"
+#include "ops/registry.h"
+#include "parallel_test_util.h"
+
+namespace orrery::ops::cpu {
+namespace {
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+float RefActivate(Activation act, float x, float alpha, float beta) {
+  switch (act) {
+    case Activation::kNone: return x;
+    case Activation::kRelu: return std::max(x, 0.0f);
+    case Activation::kClip: return std::min(std::max(x, alpha), beta);
+    case Activation::kLeakyRelu: return x >= 0 ? x : alpha * x;
+    case Activation::kHardSigmoid: return std::max(0.0f, std::min(1.0f, alpha * x + beta));
+    case Activation::kHardSwish: return x * std::max(0.0f, std::min(1.0f, x / 6 + 0.5f));
+    case Activation::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case Activation::kTanh: return std::tanh(x);
+    case Activation::kGelu: return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)));
+  }
+  return x;
+}
+
+struct Case {
+  int64_t m, n, k;
+  bool ta = false, tb = false;
+  float alpha = 1.0f;
+};
+
+// op(A) element (i, kk) of a matrix stored with leading dimension ld.
+float At(const std::vector<float>& x, int64_t ld, bool trans, int64_t r, int64_t c) {
+  return trans ? x[static_cast<size_t>(c * ld + r)] : x[static_cast<size_t>(r * ld + c)];
+}
+
+class SgemmIsaTest : public ::testing::TestWithParam<GemmIsa> {
+ protected:
+  void SetUp() override {
+    SetGemmIsaCapForTesting(GetParam());
+    if (ActiveGemmIsa() != GetParam()) GTEST_SKIP() << "CPU lacks " << GemmIsaName(GetParam());
+  }
+  void TearDown() override { SetGemmIsaCapForTesting(GemmIsa::kAvx512); }
+
+  // Runs one case with the given operand forms and compares with a double
+  // reference; `ep` may carry biases / residual / activation.
+  void Check(const Case& cs, bool pack_a, bool pack_b, bool use_rows, Epilogue ep,
+             ThreadGroup* threads = nullptr) {
+    const int64_t lda = cs.ta ? cs.m + 3 : cs.k + 1;  // padded leading dimensions
+    const int64_t ldb = cs.tb ? cs.k + 2 : cs.n + 5;
+    const int64_t ldc = cs.n + 7;
+    const std::vector<float> a = Random((cs.ta ? cs.k : cs.m) * lda, 1);
+    const std::vector<float> b = Random((cs.tb ? cs.n : cs.k) * ldb, 2);
+    std::vector<float> c = Random(std::max<int64_t>(cs.m, 1) * ldc, 3);
+    const std::vector<float> c0 = c;
+    ep.alpha = cs.alpha;
+
+    PackedMatrix pa, pb;
+    LeftOperand left{.data = a.data(), .ld = lda, .trans = cs.ta};
+    RightOperand right{.data = b.data(), .ld = ldb, .trans = cs.tb};
+    if (pack_a) {
+      pa = PackedMatrix::PackLeft(a.data(), lda, cs.ta, cs.m, cs.k);
+      left.packed = &pa;
+    }
+    if (pack_b) {
+      pb = PackedMatrix::PackRight(b.data(), ldb, cs.tb, cs.k, cs.n);
+      right.packed = &pb;
+    }
+    auto panel_fn = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w, float* dst) {
+      for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t j = 0; j < cols; ++j) dst[k * w + j] = At(b, ldb, cs.tb, k0 + k, j0 + j);
+        for (int64_t j = cols; j < w; ++j) dst[k * w + j] = 12345.0f;  // must be ignored
+      }
+    };
+    PanelSource panels(panel_fn);
+    if (use_rows) right.panels = &panels;
+    auto left_fn = [&](int64_t k0, int64_t kc, int64_t i0, int64_t rows, int64_t w, float* dst) {
+      for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t i = 0; i < rows; ++i) dst[k * w + i] = At(a, lda, cs.ta, i0 + i, k0 + k);
+        for (int64_t i = rows; i < w; ++i) dst[k * w + i] = 12345.0f;  // must be ignored
+      }
+    };
+    PanelSource left_panels(left_fn);
+    if (use_rows && !pack_a) left.panels = &left_panels;
+
+    const GemmShape shape{cs.m, cs.n, cs.k};
+    const int nthreads = NumThreads(threads);
+    const size_t per = ScratchStride(SgemmScratchBytes(shape, pack_a, pack_b));
+    std::vector<std::byte> scratch_heap(per * static_cast<size_t>(nthreads) + 64);
+    auto* base = reinterpret_cast<std::byte*>(
+        (reinterpret_cast<uintptr_t>(scratch_heap.data()) + 63) & ~uintptr_t{63});
+    Sgemm(shape, left, right, c.data(), ldc, ep,
+          std::span<std::byte>(base, per * static_cast<size_t>(nthreads)), threads);
+
+    for (int64_t i = 0; i < cs.m; ++i) {
+      for (int64_t j = 0; j < cs.n; ++j) {
+        double acc = 0;
+        for (int64_t kk = 0; kk < cs.k; ++kk) {
+          acc += double(At(a, lda, cs.ta, i, kk)) * At(b, ldb, cs.tb, kk, j);
+        }
+        double v = cs.alpha * acc;
+        if (ep.accumulate) v += c0[static_cast<size_t>(i * ldc + j)];
+        if (ep.row_bias) v += ep.row_bias[i];
+        if (ep.col_bias) v += ep.col_bias[j];
+        if (ep.residual) v += ep.residual[i * ep.ld_residual + j];
+        const float want = RefActivate(ep.act, static_cast<float>(v), ep.act_alpha, ep.act_beta);
+        const float got = c[static_cast<size_t>(i * ldc + j)];
+        ASSERT_NEAR(got, want, 2e-5 * (1 + std::abs(want)) + 1e-6 * std::sqrt(double(cs.k)))
+            << "m=" << cs.m << " n=" << cs.n << " k=" << cs.k << " at " << i << "," << j;
+      }
+      // Padding columns of C are never written.
+      for (int64_t j = cs.n; j < ldc; ++j) {
+        ASSERT_EQ(c[static_cast<size_t>(i * ldc + j)], c0[static_cast<size_t>(i * ldc + j)]);
+      }
+    }
+  }
+};
+
+TEST_P(SgemmIsaTest, OddShapesAllOperandForms) {
+  const std::vector<Case> cases = {
+      {1, 1, 1},       {1, 1, 7},          {7, 1, 5},          {1, 13, 9},
+      {8, 48, 16},     {9, 49, 17},        {15, 47, 33},       {17, 97, 300, true},
+      {3, 200, 513, false, true, 0.5f},    {33, 65, 1, true, true, -2.0f},
+      {64, 1100, 40},  {8, 16, 257, true}, {5, 33, 100, false, true}};
+  for (const Case& cs : cases) {
+    for (int form = 0; form < 6; ++form) {
+      // 4: both operands made by panel sources; 5: packed A, right panels.
+      const bool pack_a = form == 1 || form == 3 || form == 5;
+      const bool pack_b = form == 2 || form == 3;
+      const bool use_rows = form >= 4;
+      Check(cs, pack_a, pack_b, use_rows, Epilogue{});
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_P(SgemmIsaTest, AccumulatesOntoC) {
+  Epilogue ep;
+  ep.accumulate = true;
+  Check({19, 53, 270, false, false, 1.5f}, false, false, false, ep);
+  Check({19, 53, 270, true, true}, true, true, false, ep);
+}
+
+TEST_P(SgemmIsaTest, ZeroDepthWritesEpilogueOnly) {
+  const std::vector<float> bias = Random(20, 9);
+  Epilogue ep;
+  ep.row_bias = bias.data();
+  ep.act = Activation::kRelu;
+  Check({6, 10, 0}, false, false, false, ep);
+}
+
+TEST_P(SgemmIsaTest, EveryEpilogue) {
+  const Case cs{21, 70, 37};
+  const std::vector<float> row_bias = Random(cs.m, 4);
+  const std::vector<float> col_bias = Random(cs.n, 5);
+  const std::vector<float> residual = Random(cs.m * (cs.n + 2), 6);
+  const struct {
+    Activation act;
+    float alpha, beta;
+  } acts[] = {{Activation::kNone, 0, 0},        {Activation::kRelu, 0, 0},
+              {Activation::kClip, -0.5f, 0.7f}, {Activation::kLeakyRelu, 0.1f, 0},
+              {Activation::kHardSigmoid, 0.2f, 0.5f}, {Activation::kHardSwish, 0, 0},
+              {Activation::kSigmoid, 0, 0},     {Activation::kTanh, 0, 0},
+              {Activation::kGelu, 0, 0}};
+  for (const auto& a : acts) {
+    for (int mask = 0; mask < 8; ++mask) {
+      Epilogue ep;
+      ep.act = a.act;
+      ep.act_alpha = a.alpha;
+      ep.act_beta = a.beta;
+      if (mask & 1) ep.row_bias = row_bias.data();
+      if (mask & 2) ep.col_bias = col_bias.data();
+      if (mask & 4) {
+        ep.residual = residual.data();
+        ep.ld_residual = cs.n + 2;
+      }
+      Check(cs, mask & 1, mask & 2, false, ep);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_P(SgemmIsaTest, ActivationsAcrossRange) {
+  // Wide inputs exercise exp saturation and tanh's two branches.
+  for (Activation act : {Activation::kSigmoid, Activation::kTanh, Activation::kGelu}) {
+    std::vector<float> c(801);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = -100.0f + 0.25f * static_cast<float>(i);
+    c.push_back(1e-4f);
+    c.push_back(-3e-3f);
+    const std::vector<float> x = c;
+    Epilogue ep;
+    ep.act = act;
+    ApplyEpilogue(ep, c.data(), static_cast<int64_t>(c.size()), 0, 0, 1,
+                  static_cast<int64_t>(c.size()));
+    for (size_t i = 0; i < c.size(); ++i) {
+      const float want = RefActivate(act, x[i], 0, 0);
+      ASSERT_NEAR(c[i], want, 1e-6f + 2e-6f * std::abs(want)) << x[i];
+    }
+  }
+}
+
+TEST_P(SgemmIsaTest, ThreadsGiveIdenticalResults) {
+  testing::SpawnThreads lanes(2);
+  const Case cs{70, 500, 300};
+  const std::vector<float> bias = Random(cs.m, 7);
+  Epilogue ep;
+  ep.row_bias = bias.data();
+  ep.act = Activation::kRelu;
+  Check(cs, true, false, false, ep, &lanes);
+  Check({3, 2000, 64}, false, true, false, Epilogue{}, &lanes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, SgemmIsaTest,
+                         ::testing::Values(GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512),
+                         [](const auto& info) { return std::string(GemmIsaName(info.param)); });
+
+TEST(PackedMatrixTest, SerializeRoundTrip) {
+  const std::vector<float> w = Random(13 * 50, 8);
+  for (bool left : {true, false}) {
+    const PackedMatrix p = left ? PackedMatrix::PackLeft(w.data(), 50, false, 13, 50)
+                                : PackedMatrix::PackRight(w.data(), 50, false, 13, 50);
+    const std::vector<std::byte> bytes = p.Serialize();
+    Result<PackedMatrix> back = PackedMatrix::Deserialize(bytes);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->side(), p.side());
+    EXPECT_EQ(back->rows(), p.rows());
+    EXPECT_EQ(back->cols(), p.cols());
+    ASSERT_EQ(back->num_floats(), p.num_floats());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(back->data()) % 64, 0u);
+    for (int64_t i = 0; i < p.num_floats(); ++i) ASSERT_EQ(back->data()[i], p.data()[i]);
+    // Truncated or altered bytes are rejected, not misread.
+    std::vector<std::byte> bad = bytes;
+    bad.pop_back();
+    EXPECT_EQ(PackedMatrix::Deserialize(bad).status().code(), StatusCode::kInvalidArgument);
+    bad = bytes;
+    bad[8] = std::byte{9};  // version
+    EXPECT_EQ(PackedMatrix::Deserialize(bad).status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(PackedMatrix::Deserialize({}).ok());
+}
+
+TEST(PackedMatrixTest, LayoutIsDocumented) {
+  // Right operand 2 x 50: panel 0 is 48 wide, panel 1 holds 2 columns padded to 16.
+  std::vector<float> b(100);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i);
+  const PackedMatrix p = PackedMatrix::PackRight(b.data(), 50, false, 2, 50);
+  ASSERT_EQ(p.num_floats(), 2 * 96);
+  EXPECT_EQ(p.data()[0 * 48 + 5], 5.0f);           // (k=0, j=5)
+  EXPECT_EQ(p.data()[1 * 48 + 5], 55.0f);          // (k=1, j=5)
+  EXPECT_EQ(p.data()[2 * 48 + 1 * 16 + 1], 99.0f);  // (k=1, j=49) in panel 1, w=16
+  EXPECT_EQ(p.data()[2 * 48 + 1 * 16 + 2], 0.0f);   // padding
+  EXPECT_EQ(ParseActivation("Gelu").value(), Activation::kGelu);
+  EXPECT_FALSE(ParseActivation("Swish").ok());
+}
+
+}  // namespace
+}  // namespace orrery::ops::cpu
