@@ -194,6 +194,11 @@ struct KernelDef {
   CostFn cost = nullptr;  // optional, see CostFn
   PrepareFn prepare = nullptr;  // optional, see the top of this file
   uint32_t fusions = 0;         // FusionFlags
+  // kPreallocated kernels that write every element of every output: the
+  // executor then skips zero-filling their arena outputs (a pass over
+  // memory per step). Tests set ORRERY_POISON_OUTPUTS=1 to fill those
+  // outputs with NaN instead, so a kernel that relies on zeros fails.
+  bool overwrites_outputs = false;
 };
 
 // Runs `def` on inputs whose output types are known: Prepare (when the

@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -9,6 +10,17 @@ namespace {
 
 std::string TypeString(DType dtype, const Shape& shape) {
   return std::string(DTypeName(dtype)) + " " + ShapeToString(shape);
+}
+
+// ORRERY_POISON_OUTPUTS=1 (tests): kernels that declare overwrites_outputs
+// get NaN-filled outputs instead of none, so one that leaves an element
+// unwritten is caught.
+bool PoisonOutputs() {
+  static const bool poison = [] {
+    const char* v = std::getenv("ORRERY_POISON_OUTPUTS");
+    return v != nullptr && v[0] == '1';
+  }();
+  return poison;
 }
 
 bool InArena(const RunState& state, const Tensor& t) {
@@ -64,10 +76,12 @@ Status RunStatic(const SpecializedPlan& plan, const PlannedStep& ps,
   const Step& step = *ps.step;
   if (ps.recheck) ORRERY_RETURN_IF_ERROR(Recheck(plan, ps, inputs));
   const bool preallocated = step.alloc == ops::OutputAlloc::kPreallocated;
-  // Kernels may rely on zero-filled outputs (e.g. GEMM accumulates).
-  if (preallocated) {
+  // Kernels may rely on zero-filled outputs (e.g. GEMM accumulates) unless
+  // they declare that they overwrite them.
+  if (preallocated && (!step.overwrites_outputs || PoisonOutputs())) {
+    const int fill = step.overwrites_outputs ? 0xFF : 0;  // 0xFF..: a NaN
     for (Tensor& t : outputs) {
-      if (t.byte_size() > 0) std::memset(t.raw_data(), 0, t.byte_size());
+      if (t.byte_size() > 0) std::memset(t.raw_data(), fill, t.byte_size());
     }
   }
   ORRERY_ASSIGN_OR_RETURN(std::span<std::byte> scratch, Scratch(plan, ps, state, threads));

@@ -44,52 +44,58 @@ LaneGroup::LaneGroup(LaneGroupOptions options)
 
 LaneGroup::~LaneGroup() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  wake_.fetch_add(1, std::memory_order_acq_rel);
+  wake_.notify_all();
   workers_.clear();  // joins
 }
 
-void LaneGroup::RunTasks(int thread) {
+void LaneGroup::RunTasks(uint32_t generation, int thread) {
   for (;;) {
-    const int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= job_.num_tasks) return;
-    (*job_.fn)(task, thread);
+    uint64_t s = claim_.load(std::memory_order_acquire);
+    if (static_cast<uint32_t>(s >> 32) != generation) return;
+    const int64_t task = static_cast<int64_t>(s & 0xffffffffu);
+    if (task >= num_tasks_.load(std::memory_order_relaxed)) return;
+    if (!claim_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) continue;
+    (*fn_.load(std::memory_order_acquire))(task, thread);
+    done_.fetch_add(1, std::memory_order_release);
   }
 }
 
 void LaneGroup::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> fn) {
-  if (size_ == 1 || num_tasks <= 1) {
+  if (size_ == 1 || num_tasks <= 1 || num_tasks > 0xffffffffLL) {
     for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
     return;
   }
-  job_ = Job{&fn, num_tasks};
-  next_task_.store(0, std::memory_order_relaxed);
-  pending_workers_.store(size_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);  // publishes job_
-  generation_.notify_all();
-  RunTasks(0);
-  // Workers that have not woken yet still take part: wait for every one,
-  // so no worker reads job_ after this call returns.
-  while (pending_workers_.load(std::memory_order_acquire) != 0) CpuRelax();
+  // The previous job is fully done (every claimed task finished), so no
+  // worker reads these until the claim word below names the new job.
+  ++generation_;
+  fn_.store(&fn, std::memory_order_relaxed);
+  num_tasks_.store(num_tasks, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  claim_.store(static_cast<uint64_t>(generation_) << 32, std::memory_order_release);
+  wake_.store(generation_, std::memory_order_release);
+  wake_.notify_all();
+  RunTasks(generation_, 0);
+  // Only tasks claimed by workers can still be running.
+  while (done_.load(std::memory_order_acquire) != num_tasks) CpuRelax();
 }
 
 void LaneGroup::WorkerLoop(int thread) {
   uint32_t seen = 0;
   for (;;) {
-    uint32_t gen = generation_.load(std::memory_order_acquire);
+    uint32_t gen = wake_.load(std::memory_order_acquire);
     if (gen == seen) {
       const int64_t deadline = NowNs() + spin_ns_;
-      while ((gen = generation_.load(std::memory_order_acquire)) == seen && NowNs() < deadline) {
+      while ((gen = wake_.load(std::memory_order_acquire)) == seen && NowNs() < deadline) {
         CpuRelax();
       }
-      while ((gen = generation_.load(std::memory_order_acquire)) == seen) {
-        generation_.wait(seen, std::memory_order_acquire);
+      while ((gen = wake_.load(std::memory_order_acquire)) == seen) {
+        wake_.wait(seen, std::memory_order_acquire);
       }
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
-    RunTasks(thread);
-    pending_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    RunTasks(gen, thread);
   }
 }
 

@@ -3,9 +3,13 @@
 // lend to executions. Kernels never create threads themselves.
 //
 // A group of size N owns N - 1 worker threads; the thread calling
-// ParallelFor is the N-th. Between calls the workers spin briefly (a
-// kernel's next step usually follows within microseconds) and then sleep on
-// a futex, so an idle group costs no CPU. ParallelFor allocates nothing.
+// ParallelFor is the N-th. Tasks are claimed one at a time from a shared
+// counter, and ParallelFor returns as soon as every task has finished: a
+// worker that has not woken up yet (its core busy with other work) is not
+// waited for, so a busy core costs throughput, never a scheduler tick of
+// latency. Between calls the workers spin briefly (a kernel's next step
+// usually follows within microseconds) and then sleep on a futex, so an
+// idle group costs no CPU. ParallelFor allocates nothing.
 #pragma once
 
 #include <atomic>
@@ -38,19 +42,23 @@ class LaneGroup final : public ops::ThreadGroup {
   void ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t task, int thread)> fn) override;
 
  private:
-  struct Job {
-    const FunctionRef<void(int64_t, int)>* fn = nullptr;
-    int64_t num_tasks = 0;
-  };
   void WorkerLoop(int thread);
-  void RunTasks(int thread);
+  // Claims and runs tasks of job `generation` until none is left (or a
+  // newer job has replaced it).
+  void RunTasks(uint32_t generation, int thread);
 
   const int size_;
   const int64_t spin_ns_;
-  Job job_;
-  std::atomic<int64_t> next_task_{0};
-  std::atomic<uint32_t> generation_{0};  // bumped per ParallelFor (and on shutdown)
-  std::atomic<int> pending_workers_{0};  // workers still inside the current job
+  uint32_t generation_ = 0;  // the caller's count of jobs
+  // (generation << 32) | next unclaimed task: a claim is a CAS that fails
+  // once the job is replaced, so a late worker never runs a stale task.
+  std::atomic<uint64_t> claim_{0};
+  // The current job; read by a worker only after a successful claim, when
+  // the caller cannot replace it (one of its tasks is unfinished).
+  std::atomic<const FunctionRef<void(int64_t, int)>*> fn_{nullptr};
+  std::atomic<int64_t> num_tasks_{0};
+  std::atomic<int64_t> done_{0};        // tasks finished in the current job
+  std::atomic<uint32_t> wake_{0};       // generation to wake workers for
   std::atomic<bool> stop_{false};
   std::vector<std::jthread> workers_;
 };

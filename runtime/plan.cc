@@ -28,6 +28,7 @@ Result<Step> ResolveStep(const Node& node, const ops::OpRegistry& registry,
   step.cost = def->cost;
   step.prepare = def->prepare;
   step.fusions = def->fusions;
+  step.overwrites_outputs = def->overwrites_outputs;
   if (def->prepare != nullptr) step.node_cache = std::make_shared<ops::NodeCache>();
   step.alloc = def->alloc;
   step.inputs = node.inputs;

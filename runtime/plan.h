@@ -33,6 +33,7 @@ struct Step {
   ops::CostFn cost = nullptr;  // nullptr: ops::BytesMovedCost
   ops::PrepareFn prepare = nullptr;
   uint32_t fusions = 0;  // ops::FusionFlags the kernel implements
+  bool overwrites_outputs = false;  // ops::KernelDef::overwrites_outputs
   // Set when prepare is: what the node's preparations share across shapes.
   std::shared_ptr<ops::NodeCache> node_cache;
   ops::OutputAlloc alloc = ops::OutputAlloc::kPreallocated;

@@ -484,7 +484,9 @@ Status RegisterConvKernels(OpRegistry* registry) {
                                       .max_inputs = 4,
                                       .infer = InferConv,
                                       .compute = ComputeConv,
-                                      .prepare = PrepareConv});
+                                      .prepare = PrepareConv,
+                                      .fusions = kFuseResidual | kFuseActivation,
+                                      .overwrites_outputs = true});
 }
 
 }  // namespace orrery::ops::cpu

@@ -219,7 +219,9 @@ Status RegisterGemmKernels(OpRegistry* registry) {
                                       .max_inputs = 4,
                                       .infer = InferGemm,
                                       .compute = ComputeGemm,
-                                      .prepare = PrepareGemm});
+                                      .prepare = PrepareGemm,
+                                      .fusions = kFuseResidual | kFuseActivation,
+                                      .overwrites_outputs = true});
 }
 
 }  // namespace orrery::ops::cpu

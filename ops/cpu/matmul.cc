@@ -187,7 +187,9 @@ Status RegisterMatMulKernels(OpRegistry* registry) {
                                       .max_inputs = 4,
                                       .infer = InferMatMul,
                                       .compute = ComputeMatMul,
-                                      .prepare = PrepareMatMul});
+                                      .prepare = PrepareMatMul,
+                                      .fusions = kFuseBias | kFuseResidual | kFuseActivation,
+                                      .overwrites_outputs = true});
 }
 
 }  // namespace orrery::ops::cpu

@@ -56,8 +56,10 @@ TEST(ExecutionTest, StepByStepEqualsRun) {
   const Tensor x = Input(5, 9);
   auto ex = Execution::Start(*model, {{"X", x}});
   ASSERT_TRUE(ex.ok()) << ex.status().ToString();
-  EXPECT_EQ(ex->num_steps(), 4u);
-  EXPECT_EQ(ex->plan_stats().num_steps, 4u);
+  // fc1's Relu is fused into it (runtime/fuse.h): Gemm+Relu, Gemm, Softmax.
+  EXPECT_EQ(ex->num_steps(), 3u);
+  EXPECT_EQ(ex->plan_stats().num_steps, 3u);
+  EXPECT_EQ(ex->plan_stats().fused_nodes, 1u);
   EXPECT_FALSE(ex->done());
   EXPECT_EQ(ex->TakeOutputs().status().code(), StatusCode::kFailedPrecondition);
   size_t steps = 0;
@@ -66,7 +68,7 @@ TEST(ExecutionTest, StepByStepEqualsRun) {
     ASSERT_TRUE(ex->Step().ok());
     ++steps;
   }
-  EXPECT_EQ(steps, 4u);
+  EXPECT_EQ(steps, 3u);
   EXPECT_EQ(ex->Step().code(), StatusCode::kFailedPrecondition);
   auto stepped = ex->TakeOutputs();
   ASSERT_TRUE(stepped.ok()) << stepped.status().ToString();
@@ -113,21 +115,20 @@ TEST(ExecutionTest, ProfileReportsStepsCostsAndTimes) {
   ASSERT_TRUE(ex.ok());
   while (!ex->done()) ASSERT_TRUE(ex->Step().ok());
   const std::vector<StepProfile> prof = ex->Profile();
-  ASSERT_EQ(prof.size(), 4u);
+  ASSERT_EQ(prof.size(), 3u);  // the Relu is fused into fc1
   EXPECT_EQ(prof[0].op_type, "Gemm");
   EXPECT_EQ(prof[0].name, "fc1");
-  EXPECT_EQ(prof[1].op_type, "Relu");
-  EXPECT_EQ(prof[3].name, "softmax");
+  EXPECT_EQ(prof[1].op_type, "Gemm");
+  EXPECT_EQ(prof[2].name, "softmax");
   // fc1: 2 * M * N * K + bias = 2*2*8*4 + 16; bytes: X, W1, b1 in, h out.
   EXPECT_EQ(prof[0].flops, 2 * 2 * 8 * 4 + 2 * 8);
   EXPECT_EQ(prof[0].bytes, 4 * (2 * 4 + 4 * 8 + 8 + 2 * 8));
-  EXPECT_EQ(prof[1].flops, 16);  // elementwise: one per output element
-  EXPECT_EQ(prof[2].flops, 2 * 2 * 3 * 8 + 2 * 3);
-  EXPECT_EQ(prof[3].flops, 0);  // no cost function: bytes only
-  EXPECT_EQ(prof[3].bytes, 4 * 2 * 2 * 3);
+  EXPECT_EQ(prof[1].flops, 2 * 2 * 3 * 8 + 2 * 3);
+  EXPECT_EQ(prof[2].flops, 0);  // no cost function: bytes only
+  EXPECT_EQ(prof[2].bytes, 4 * 2 * 2 * 3);
   for (const StepProfile& p : prof) EXPECT_GE(p.ns, 0);
   EXPECT_TRUE(ex->TakeOutputs().ok());
-  EXPECT_EQ(ex->Profile().size(), 4u);  // still available after TakeOutputs
+  EXPECT_EQ(ex->Profile().size(), 3u);  // still available after TakeOutputs
 }
 
 TEST(ExecutionTest, OutputsOutliveLaterRunsAndTheModel) {
