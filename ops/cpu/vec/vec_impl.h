@@ -416,8 +416,12 @@ void SoftmaxRowsImpl(const float* x, float* y, int64_t rows, int64_t n, bool log
       sum += e;
     }
     if (log) {
-      const float shift = mx + Log(Splat(sum))[0];
-      BinaryLoop<Binary::kSub>(xr, 1, &shift, 0, yr, n);
+      // (x - max) - log(sum): subtracting max first keeps large inputs exact.
+      const float ls = Log(Splat(sum))[0];
+      const VF lv = Splat(ls);
+      int64_t j = 0;
+      for (; j + kW <= n; j += kW) Store(yr + j, (Load(xr + j) - m) - lv);
+      for (; j < n; ++j) yr[j] = (xr[j] - mx) - ls;
     } else {
       const float inv = 1.0f / sum;
       BinaryLoop<Binary::kMul>(yr, 1, &inv, 0, yr, n);
