@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/conv_util.h"
+
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -172,6 +174,79 @@ TEST(VecTest, SoftmaxLayerNormAndReductionsMatchLoops) {
         EXPECT_NEAR(y[r * n + i], std::exp(xr[i] - mx) / sum, 1e-6);
         EXPECT_NEAR(ly[r * n + i], xr[i] - mx - std::log(sum), 1e-5);
         EXPECT_NEAR(ln[r * n + i], (xr[i] - m) * is * scale[i] + bias[i], 1e-5);
+      }
+    }
+  }
+}
+
+struct PoolCase {
+  int64_t ih, iw, k, s, d, pad_lo, pad_hi;
+};
+
+// pool2d against a direct loop over the window, for strides 1..3,
+// dilations, padding and count_include_pad, on every instruction set.
+TEST(VecTest, Pool2dMatchesDirectLoops) {
+  const PoolCase cases[] = {{7, 37, 3, 1, 1, 1, 1},  {8, 40, 3, 2, 1, 1, 1}, {9, 53, 2, 2, 1, 0, 0},
+                            {6, 45, 3, 3, 1, 0, 2},  {11, 50, 3, 1, 2, 2, 2}, {5, 70, 5, 2, 1, 2, 3},
+                            {4, 4, 3, 1, 1, 1, 1},   {3, 9, 1, 1, 1, 0, 0}};
+  for (const Kernels* k : AllIsas()) {
+    for (const PoolCase& c : cases) {
+      for (int mode = 0; mode < 3; ++mode) {  // max, average, average with pads counted
+        const int64_t eff = (c.k - 1) * c.d + 1;
+        const int64_t oh = (c.ih + c.pad_lo + c.pad_hi - eff) / c.s + 1;
+        const int64_t ow = (c.iw + c.pad_lo + c.pad_hi - eff) / c.s + 1;
+        std::vector<int64_t> th, tw, ph, pw;
+        auto table = [&](int64_t in, int64_t out, std::vector<int64_t>* taps,
+                         std::vector<int64_t>* padded) {
+          for (int64_t o = 0; o < out; ++o) {
+            const IndexRange r = ValidTaps(o, in, c.k, c.s, c.d, c.pad_lo);
+            taps->push_back(r.begin);
+            taps->push_back(std::max(r.begin, r.end));
+            padded->push_back(ValidTaps(o, in + c.pad_lo + c.pad_hi, c.k, c.s, c.d, 0).size());
+          }
+        };
+        table(c.ih, oh, &th, &ph);
+        table(c.iw, ow, &tw, &pw);
+        Pool2d p{.ih = c.ih, .iw = c.iw, .oh = oh, .ow = ow, .kh = c.k, .kw = c.k, .sh = c.s,
+                 .sw = c.s, .dh = c.d, .dw = c.d, .ph = c.pad_lo, .pw = c.pad_lo,
+                 .max = mode == 0, .count_include_pad = mode == 2, .taps_h = th.data(),
+                 .taps_w = tw.data(), .padded_h = ph.data(), .padded_w = pw.data()};
+        p.ow_lo = ow;
+        p.ow_hi = ow;
+        for (int64_t o = 0; o < ow; ++o) {
+          if (tw[2 * o] == 0 && tw[2 * o + 1] == c.k) {
+            if (p.ow_lo == ow) p.ow_lo = o;
+            p.ow_hi = o + 1;
+          }
+        }
+        const int64_t planes = 2;
+        std::vector<float> x(static_cast<size_t>(planes * c.ih * c.iw));
+        for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+        std::vector<float> y(static_cast<size_t>(planes * oh * ow), -7.0f);
+        k->pool2d(p, x.data(), y.data(), planes);
+        for (int64_t pl = 0; pl < planes; ++pl) {
+          for (int64_t a = 0; a < oh; ++a) {
+            for (int64_t b = 0; b < ow; ++b) {
+              float mx = std::numeric_limits<float>::lowest(), sum = 0;
+              int64_t n = 0;
+              for (int64_t u = 0; u < c.k; ++u) {
+                for (int64_t v = 0; v < c.k; ++v) {
+                  const int64_t r = a * c.s - c.pad_lo + u * c.d, q = b * c.s - c.pad_lo + v * c.d;
+                  if (r < 0 || r >= c.ih || q < 0 || q >= c.iw) continue;
+                  const float val = x[static_cast<size_t>((pl * c.ih + r) * c.iw + q)];
+                  mx = std::max(mx, val);
+                  sum += val;
+                  ++n;
+                }
+              }
+              const int64_t count = mode == 2 ? ph[static_cast<size_t>(a)] * pw[static_cast<size_t>(b)] : n;
+              const float want = mode == 0 ? mx : (count == 0 ? 0.0f : sum / static_cast<float>(count));
+              EXPECT_NEAR(y[static_cast<size_t>((pl * oh + a) * ow + b)], want, 1e-5f)
+                  << IsaName(k->isa) << " mode " << mode << " case " << c.ih << "x" << c.iw
+                  << " k" << c.k << " s" << c.s << " d" << c.d << " at " << a << "," << b;
+            }
+          }
+        }
       }
     }
   }
