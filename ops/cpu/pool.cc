@@ -271,8 +271,9 @@ struct PreparedPool : PreparedKernel {
   PoolSetup setup;
   WindowGeometry geo;  // rank >= 2 (1-D windows get a leading unit axis)
   std::vector<AxisTable> tables;
-  // Flattened 2-D tables for vec::Pool2d (float32 MaxPool / AveragePool).
-  std::vector<int64_t> taps_h, taps_w, padded_h, padded_w;
+  // 2-D tables for vec::Pool2d (float32 MaxPool / AveragePool).
+  std::vector<int64_t> taps_h, padded_h;
+  std::vector<float> col_valid, col_padded;
   vec::Pool2d pool2d;
 };
 
@@ -283,17 +284,21 @@ Result<Prepared> PreparePool(const PrepareContext& ctx) {
   p->geo = p->setup.geo.rank() == 1 ? p->setup.geo.WithLeadingUnitAxis() : p->setup.geo;
   p->tables = BuildTables(p->geo);
   const WindowGeometry& g = p->geo;
-  if (g.rank() == 2) {
-    auto flatten = [](const AxisTable& t, std::vector<int64_t>* taps,
-                      std::vector<int64_t>* padded) {
-      for (const IndexRange& r : t.taps) {
-        taps->push_back(r.begin);
-        taps->push_back(r.end > r.begin ? r.end : r.begin);
-      }
-      *padded = t.padded;
-    };
-    flatten(p->tables[0], &p->taps_h, &p->padded_h);
-    flatten(p->tables[1], &p->taps_w, &p->padded_w);
+  int64_t scratch = 0;
+  if (g.rank() == 2 && ctx.inputs[0].dtype == DType::kFloat32 && kKind != PoolKind::kLp) {
+    for (const IndexRange& r : p->tables[0].taps) {
+      p->taps_h.push_back(r.begin);
+      p->taps_h.push_back(r.end > r.begin ? r.end : r.begin);
+    }
+    p->padded_h = p->tables[0].padded;
+    const int64_t columns = vec::Pool2dColumns(g.output[1]);
+    p->col_valid.assign(static_cast<size_t>(columns), 1.0f);
+    p->col_padded.assign(static_cast<size_t>(columns), 1.0f);
+    for (int64_t o = 0; o < g.output[1]; ++o) {
+      const size_t i = static_cast<size_t>(o);
+      p->col_valid[i] = static_cast<float>(p->tables[1].taps[i].size());
+      p->col_padded[i] = static_cast<float>(p->tables[1].padded[i]);
+    }
     vec::Pool2d& v = p->pool2d;
     v.ih = g.input[0], v.iw = g.input[1], v.oh = g.output[0], v.ow = g.output[1];
     v.kh = g.kernel[0], v.kw = g.kernel[1], v.sh = g.strides[0], v.sw = g.strides[1];
@@ -301,21 +306,12 @@ Result<Prepared> PreparePool(const PrepareContext& ctx) {
     v.max = kKind == PoolKind::kMax;
     v.count_include_pad = p->setup.count_include_pad;
     v.taps_h = p->taps_h.data();
-    v.taps_w = p->taps_w.data();
     v.padded_h = p->padded_h.data();
-    v.padded_w = p->padded_w.data();
-    // The interior: output columns whose every kernel column is inside.
-    v.ow_lo = v.ow;
-    v.ow_hi = v.ow;
-    for (int64_t o = 0; o < v.ow; ++o) {
-      if (p->taps_w[2 * o] == 0 && p->taps_w[2 * o + 1] == v.kw) {
-        if (v.ow_lo == v.ow) v.ow_lo = o;
-        v.ow_hi = o + 1;
-      }
-    }
-    if (v.ow_lo == v.ow) v.ow_hi = v.ow_lo;
+    v.col_valid = p->col_valid.data();
+    v.col_padded = p->col_padded.data();
+    scratch = vec::Pool2dScratchFloats(v) * static_cast<int64_t>(sizeof(float));
   }
-  return Prepared{.kernel = std::move(p), .scratch_bytes = 0};
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
 
 template <typename T>
@@ -335,11 +331,12 @@ Status RunPool(const KernelContext& ctx, PoolKind kind, const PreparedPool& pp, 
           ? std::min<int64_t>(planes, 8 * NumThreads(ctx.threads))
           : 1;
   if constexpr (std::is_same_v<T, float>) {
-    if (g.rank() == 2 && id == nullptr && kind != PoolKind::kLp) {
+    if (!pp.taps_h.empty() && id == nullptr) {
       const vec::Kernels& k = vec::Best();
-      ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
+      ParallelFor(ctx.threads, tasks, [&](int64_t task, int thread) {
         const int64_t p0 = task * planes / tasks, p1 = (task + 1) * planes / tasks;
-        k.pool2d(pp.pool2d, xd + p0 * in_vol, yd + p0 * out_vol, p1 - p0);
+        k.pool2d(pp.pool2d, xd + p0 * in_vol, yd + p0 * out_vol, p1 - p0,
+                 ScratchAs<float>(ctx, thread));
       });
       return Status::Ok();
     }

@@ -45,21 +45,28 @@ enum class Binary : int { kAdd, kSub, kMul, kDiv, kMax, kMin };
 enum class Reduce : int { kSum, kMax, kMin, kSumSquare };
 
 // One 2-D pooling problem (NCHW planes), window tables from the kernel's
-// Prepare: taps_h[o] = [begin, end) kernel rows inside the input for output
-// row o; padded_h[o] the rows inside the padded input (count_include_pad);
-// the same for columns. Output columns [ow_lo, ow_hi) have every kernel
-// column inside the input.
+// Prepare: taps_h[2 o], taps_h[2 o + 1] = [begin, end) of the kernel rows
+// inside the input for output row o (end >= begin); padded_h[o] the rows
+// inside the padded input (count_include_pad). Per output column, as
+// floats padded to Pool2dColumns(ow) entries with 1: col_valid (kernel
+// columns inside the input) and col_padded (inside the padded input).
 struct Pool2d {
   int64_t ih = 0, iw = 0, oh = 0, ow = 0;
   int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
   bool max = true;
   bool count_include_pad = false;
-  const int64_t* taps_h = nullptr;  // 2 per output row: begin, end
-  const int64_t* taps_w = nullptr;  // 2 per output column
+  const int64_t* taps_h = nullptr;
   const int64_t* padded_h = nullptr;
-  const int64_t* padded_w = nullptr;
-  int64_t ow_lo = 0, ow_hi = 0;
+  const float* col_valid = nullptr;
+  const float* col_padded = nullptr;
 };
+
+// Entries of the column tables: ow rounded up to the widest vector.
+int64_t Pool2dColumns(int64_t ow);
+// Floats per row of pool2d's padded copy of a plane, and of its scratch
+// per call (one padded plane).
+int64_t Pool2dRowWidth(const Pool2d& p);
+int64_t Pool2dScratchFloats(const Pool2d& p);
 
 struct Kernels {
   Isa isa;
@@ -84,8 +91,8 @@ struct Kernels {
   void (*scale_shift)(const float* x, float* y, int64_t n, float a, float b);
   // Mean and variance (population) of n values, two passes.
   void (*moments)(const float* x, int64_t n, float* mean, float* var);
-  // Pools `planes` consecutive planes.
-  void (*pool2d)(const Pool2d& p, const float* x, float* y, int64_t planes);
+  // Pools `planes` consecutive planes; `scratch` holds Pool2dScratchFloats.
+  void (*pool2d)(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch);
 };
 
 // The best kernels for this CPU (capped by ORRERY_VEC_ISA). Thread-safe.

@@ -499,65 +499,59 @@ inline VF Gather(const float* row, int64_t base, int64_t sw) {
   return v;
 }
 
+// The plane is first copied into `buf` with pad values around each row
+// (-inf for max, 0 for sums), so every output column is a plain vector of
+// window reads; rows outside the input are skipped via taps_h.
 template <bool kMax>
-void PoolPlane(const Pool2d& p, const float* x, float* y) {
+void PoolPlane(const Pool2d& p, const float* x, float* y, float* buf) {
+  const int64_t width = Pool2dRowWidth(p);
+  const float pad = kMax ? -__builtin_inff() : 0.0f;
+  for (int64_t r = 0; r < p.ih; ++r) {
+    float* b = buf + r * width;
+    for (int64_t i = 0; i < p.pw; ++i) b[i] = pad;
+    __builtin_memcpy(b + p.pw, x + r * p.iw, static_cast<size_t>(p.iw) * 4);
+    for (int64_t i = p.pw + p.iw; i < width; ++i) b[i] = pad;
+  }
+  const float init = kMax ? -3.40282347e+38f : 0.0f;  // numeric_limits<float>::lowest()
   for (int64_t oh = 0; oh < p.oh; ++oh) {
     const int64_t h0 = p.taps_h[2 * oh], h1 = p.taps_h[2 * oh + 1];
-    const int64_t rows = h1 - h0;
     float* yr = y + oh * p.ow;
-    const float init = kMax ? -3.40282347e+38f : 0.0f;  // numeric_limits<float>::lowest()
-    auto scalar = [&](int64_t ow) {
-      const int64_t w0 = p.taps_w[2 * ow], w1 = p.taps_w[2 * ow + 1];
-      float acc = init;
-      for (int64_t kh = h0; kh < h1; ++kh) {
-        const float* xr = x + (oh * p.sh - p.ph + kh * p.dh) * p.iw;
-        int64_t pos = ow * p.sw - p.pw + w0 * p.dw;
-        for (int64_t kw = w0; kw < w1; ++kw, pos += p.dw) {
-          if constexpr (kMax) acc = xr[pos] > acc ? xr[pos] : acc;
-          else acc += xr[pos];
-        }
-      }
-      if constexpr (kMax) {
-        yr[ow] = acc;
-      } else {
-        const int64_t count =
-            p.count_include_pad ? p.padded_h[oh] * p.padded_w[ow] : rows * (w1 - w0);
-        yr[ow] = count == 0 ? 0.0f : acc / static_cast<float>(count);
-      }
-    };
-    int64_t ow = 0;
-    for (; ow < p.ow_lo; ++ow) scalar(ow);
-    // Interior: every kernel column is inside the input.
-    const float count = static_cast<float>(
-        p.count_include_pad ? p.padded_h[oh] * p.kw : rows * p.kw);
-    for (; ow + kW <= p.ow_hi; ow += kW) {
+    const VF rows = Splat(static_cast<float>(h1 - h0));
+    const VF padded_rows = Splat(static_cast<float>(p.padded_h[oh]));
+    for (int64_t ow = 0; ow < p.ow; ow += kW) {
       VF acc = Splat(init);
       for (int64_t kh = h0; kh < h1; ++kh) {
-        const float* xr = x + (oh * p.sh - p.ph + kh * p.dh) * p.iw;
-        const int64_t base = ow * p.sw - p.pw;
+        const float* br = buf + (oh * p.sh - p.ph + kh * p.dh) * width;
+        const int64_t base = ow * p.sw;
         for (int64_t kx = 0; kx < p.kw; ++kx) {
-          const VF v = Gather(xr, base + kx * p.dw, p.sw);
+          const VF v = Gather(br, base + kx * p.dw, p.sw);
           if constexpr (kMax) acc = Sel(v > acc, v, acc);
           else acc += v;
         }
       }
-      if constexpr (kMax) {
+      if constexpr (!kMax) {
+        const VF count = p.count_include_pad ? padded_rows * Load(p.col_padded + ow)
+                                             : rows * Load(p.col_valid + ow);
+        acc = Sel(count == Splat(0.0f), Splat(0.0f), acc / count);
+      }
+      if (ow + kW <= p.ow) {
         Store(yr + ow, acc);
       } else {
-        Store(yr + ow, count == 0 ? Splat(0.0f) : acc / Splat(count));
+        float tail[kW];
+        Store(tail, acc);
+        __builtin_memcpy(yr + ow, tail, static_cast<size_t>(p.ow - ow) * 4);
       }
     }
-    for (; ow < p.ow; ++ow) scalar(ow);
   }
 }
 
-void Pool2dImpl(const Pool2d& p, const float* x, float* y, int64_t planes) {
+void Pool2dImpl(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch) {
   const int64_t in_vol = p.ih * p.iw, out_vol = p.oh * p.ow;
   for (int64_t i = 0; i < planes; ++i) {
     if (p.max) {
-      PoolPlane<true>(p, x + i * in_vol, y + i * out_vol);
+      PoolPlane<true>(p, x + i * in_vol, y + i * out_vol, scratch);
     } else {
-      PoolPlane<false>(p, x + i * in_vol, y + i * out_vol);
+      PoolPlane<false>(p, x + i * in_vol, y + i * out_vol, scratch);
     }
   }
 }

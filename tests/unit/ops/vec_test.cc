@@ -207,23 +207,23 @@ TEST(VecTest, Pool2dMatchesDirectLoops) {
         };
         table(c.ih, oh, &th, &ph);
         table(c.iw, ow, &tw, &pw);
-        Pool2d p{.ih = c.ih, .iw = c.iw, .oh = oh, .ow = ow, .kh = c.k, .kw = c.k, .sh = c.s,
-                 .sw = c.s, .dh = c.d, .dw = c.d, .ph = c.pad_lo, .pw = c.pad_lo,
-                 .max = mode == 0, .count_include_pad = mode == 2, .taps_h = th.data(),
-                 .taps_w = tw.data(), .padded_h = ph.data(), .padded_w = pw.data()};
-        p.ow_lo = ow;
-        p.ow_hi = ow;
+        std::vector<float> col_valid(static_cast<size_t>(Pool2dColumns(ow)), 1.0f);
+        std::vector<float> col_padded = col_valid;
         for (int64_t o = 0; o < ow; ++o) {
-          if (tw[2 * o] == 0 && tw[2 * o + 1] == c.k) {
-            if (p.ow_lo == ow) p.ow_lo = o;
-            p.ow_hi = o + 1;
-          }
+          col_valid[static_cast<size_t>(o)] = static_cast<float>(tw[2 * o + 1] - tw[2 * o]);
+          col_padded[static_cast<size_t>(o)] = static_cast<float>(pw[static_cast<size_t>(o)]);
         }
+        const Pool2d p{.ih = c.ih, .iw = c.iw, .oh = oh, .ow = ow, .kh = c.k, .kw = c.k,
+                       .sh = c.s, .sw = c.s, .dh = c.d, .dw = c.d, .ph = c.pad_lo,
+                       .pw = c.pad_lo, .max = mode == 0, .count_include_pad = mode == 2,
+                       .taps_h = th.data(), .padded_h = ph.data(), .col_valid = col_valid.data(),
+                       .col_padded = col_padded.data()};
+        std::vector<float> scratch(static_cast<size_t>(Pool2dScratchFloats(p)));
         const int64_t planes = 2;
         std::vector<float> x(static_cast<size_t>(planes * c.ih * c.iw));
         for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
         std::vector<float> y(static_cast<size_t>(planes * oh * ow), -7.0f);
-        k->pool2d(p, x.data(), y.data(), planes);
+        k->pool2d(p, x.data(), y.data(), planes, scratch.data());
         for (int64_t pl = 0; pl < planes; ++pl) {
           for (int64_t a = 0; a < oh; ++a) {
             for (int64_t b = 0; b < ow; ++b) {
