@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -497,8 +498,9 @@ bool Better(T v, T best) {
   else return kLast ? v <= best : v < best;
 }
 
+// `best` holds d.inner values (scratch).
 template <bool kMax, bool kLast, typename T>
-void RunArg(const T* x, const ArgDims& d, int64_t* y) {
+void RunArg(const T* x, const ArgDims& d, int64_t* y, T* best_values) {
   if (d.inner == 1) {  // the axis is innermost: scan each row
     for (int64_t o = 0; o < d.outer; ++o) {
       const T* xo = x + o * d.n;
@@ -514,7 +516,7 @@ void RunArg(const T* x, const ArgDims& d, int64_t* y) {
     }
     return;
   }
-  std::vector<T> best(static_cast<size_t>(d.inner));
+  std::span<T> best(best_values, static_cast<size_t>(d.inner));
   for (int64_t o = 0; o < d.outer; ++o) {
     const T* xo = x + o * d.n * d.inner;
     int64_t* yo = y + o * d.inner;
@@ -548,18 +550,37 @@ Status InferArg(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
+struct PreparedArg : PreparedKernel {
+  ArgDims dims;
+  bool last = false;
+};
+
+template <bool kMax>
+Result<Prepared> PrepareArg(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedArg>();
+  ORRERY_ASSIGN_OR_RETURN(p->dims, MakeArgDims(ArgName<kMax>(), ctx.inputs[0].shape, ctx.attrs));
+  ORRERY_ASSIGN_OR_RETURN(int64_t last, ctx.attrs.GetInt("select_last_index", 0));
+  p->last = last != 0;
+  // The running best per column when the axis is not innermost.
+  const int64_t scratch = p->dims.inner == 1 ? 0 : p->dims.inner * int64_t{8};
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
+}
+
 template <bool kMax>
 Status ComputeArg(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareArg<kMax>, ComputeArg<kMax>, ctx, outputs);
+  }
+  const auto& p = *static_cast<const PreparedArg*>(ctx.prepared);
   const Tensor& x = *ctx.inputs[0];
-  ORRERY_ASSIGN_OR_RETURN(ArgDims d, MakeArgDims(ArgName<kMax>(), x.shape(), ctx.attrs));
-  ORRERY_ASSIGN_OR_RETURN(int64_t last, ctx.attrs.GetInt("select_last_index", 0));
   if (outputs[0].num_elements() == 0) return Status::Ok();
   return Dispatch(x.dtype(), NumericTypes{}, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
-    if (last != 0) {
-      RunArg<kMax, true>(x.data<T>(), d, outputs[0].data<int64_t>());
+    T* best = ScratchAs<T>(ctx);
+    if (p.last) {
+      RunArg<kMax, true>(x.data<T>(), p.dims, outputs[0].data<int64_t>(), best);
     } else {
-      RunArg<kMax, false>(x.data<T>(), d, outputs[0].data<int64_t>());
+      RunArg<kMax, false>(x.data<T>(), p.dims, outputs[0].data<int64_t>(), best);
     }
     return Status::Ok();
   });
@@ -572,7 +593,8 @@ KernelDef ArgKernel() {
                    .min_inputs = 1,
                    .max_inputs = 1,
                    .infer = InferArg<kMax>,
-                   .compute = ComputeArg<kMax>};
+                   .compute = ComputeArg<kMax>,
+                   .prepare = PrepareArg<kMax>};
 }
 
 }  // namespace

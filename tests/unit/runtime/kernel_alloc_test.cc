@@ -158,6 +158,49 @@ ModelBuilder TransformerLike() {
   return b;
 }
 
+// The remaining kernels with per-call state: Expand, Tile, InstanceNorm,
+// Softmax over a middle axis, ReduceMax over a middle axis, ArgMax over a
+// middle axis (as a Where condition), GlobalMaxPool, PRelu, Min / Mean,
+// LeakyRelu, Elu, Softplus, Exp / Log. X[1,4,6,8] -> Y[1,4,6,8].
+ModelBuilder MiscOps() {
+  ModelBuilder b(17);
+  b.Input("X", kFloat, {1, 4, 6, 8});
+  b.Int64Init("eshape", {4}, {2, 4, 6, 8});
+  b.Int64Init("reps", {4}, {1, 1, 2, 1});
+  b.Int64Init("starts", {1}, {0});
+  b.Int64Init("ends", {1}, {6});
+  b.Int64Init("axis2", {1}, {2});
+  b.FloatInit("in_s", {4}, Positive(4, 1));
+  b.FloatInit("in_b", {4}, Ramp(4, 2));
+  b.FloatInit("slope", {4, 1, 1}, Ramp(4, 3));
+  b.Node("Expand", {"X", "eshape"}, {"ex"});                    // [2,4,6,8]
+  b.Node("ReduceMean", {"ex"}, {"exm"});
+  ModelBuilder::AttrInts(b.graph()->mutable_node(b.graph()->node_size() - 1), "axes", {0});
+  b.Node("Tile", {"exm", "reps"}, {"t"});                       // [1,4,12,8]
+  b.Node("Slice", {"t", "starts", "ends", "axis2"}, {"ts"});    // [1,4,6,8]
+  b.Node("InstanceNormalization", {"ts", "in_s", "in_b"}, {"inorm"});
+  auto* sm = b.Node("Softmax", {"inorm"}, {"sm"});
+  ModelBuilder::AttrInt(sm, "axis", 1);
+  auto* rmax = b.Node("ReduceMax", {"sm"}, {"rmax"});           // [1,1,6,8]
+  ModelBuilder::AttrInts(rmax, "axes", {1});
+  auto* am = b.Node("ArgMax", {"sm"}, {"am"});                  // [1,1,6,8] int64
+  ModelBuilder::AttrInt(am, "axis", 1);
+  b.Int64Init("zero_i", {}, {0});
+  b.Node("Equal", {"am", "zero_i"}, {"first"});
+  b.Node("GlobalMaxPool", {"inorm"}, {"gmp"});                  // [1,4,1,1]
+  b.Node("PRelu", {"inorm", "slope"}, {"pr"});
+  b.Node("Min", {"pr", "gmp", "rmax"}, {"mn"});
+  b.Node("Where", {"first", "mn", "pr"}, {"wh"});
+  b.Node("LeakyRelu", {"wh"}, {"lr"});
+  b.Node("Elu", {"lr"}, {"el"});
+  b.Node("Softplus", {"el"}, {"sp"});
+  b.Node("Log", {"sp"}, {"lg"});
+  b.Node("Exp", {"lg"}, {"e2"});
+  b.Node("Mean", {"e2", "sp", "el"}, {"Y"});
+  b.Output("Y", kFloat, {1, 4, 6, 8});
+  return b;
+}
+
 struct StepCounts {
   std::map<std::string, uint64_t> steps;    // op type -> allocations of its steps per run
   std::map<std::string, uint64_t> kernels;  // the same, the kernels' own calls only
@@ -266,6 +309,11 @@ TEST(KernelAllocationTest, TransformerLikeStepsAllocateNothing) {
   runtime::LaneGroup lanes(runtime::LaneGroupOptions{.threads = 2});
   ExpectNoStepAllocates("transformer-like", TransformerLike(), {DType::kInt64, {1, 16}}, x,
                         &lanes);
+}
+
+TEST(KernelAllocationTest, MiscOpsStepsAllocateNothing) {
+  const Tensor x = F32({1, 4, 6, 8}, Ramp(4 * 6 * 8, 5));
+  ExpectNoStepAllocates("misc ops", MiscOps(), {DType::kFloat32, {1, 4, 6, 8}}, x, nullptr);
 }
 
 }  // namespace
