@@ -25,14 +25,21 @@ namespace orrery::ops::cpu {
 // Elementwise work below this many elements stays on the calling thread:
 // waking a second thread costs more than it saves.
 inline constexpr int64_t kParallelElements = int64_t{1} << 16;
+// The same for memory-bound loops (a compare or an add per element: Relu,
+// Clip, binary arithmetic): one core nearly saturates memory bandwidth, so a
+// second thread's wake-up (tens of microseconds after a long Conv) only pays
+// off for very large tensors (measured: Clip and Add in MobileNetV2 and the
+// transformer got slower with 2 threads at the 64K threshold).
+inline constexpr int64_t kParallelMemoryBoundElements = int64_t{1} << 21;
 
-// Runs fn(begin, end) over [0, n) in chunks on `threads` when n is large
-// enough to be worth it, else once on this thread. Chunks are multiples of
-// 64 elements so vector loops keep whole lines.
+// Runs fn(begin, end) over [0, n) in chunks on `threads` when n is at least
+// `min_elements`, else once on this thread. Chunks are multiples of 64
+// elements so vector loops keep whole lines.
 template <typename Fn>
-void ParallelChunks(ThreadGroup* threads, int64_t n, Fn&& fn) {
+void ParallelChunks(ThreadGroup* threads, int64_t n, Fn&& fn,
+                    int64_t min_elements = kParallelElements) {
   const int t = NumThreads(threads);
-  if (t <= 1 || n < kParallelElements) {
+  if (t <= 1 || n < min_elements) {
     fn(int64_t{0}, n);
     return;
   }
@@ -56,6 +63,23 @@ concept HasVecUnary = requires(const F& f) { f.VecUnary(); };
 template <typename F>
 concept HasVecBinary = requires { F::kVecBinary; };
 
+// Whether a vectorised unary op costs about as much as reading and writing
+// its element (no exp / log / division chains).
+inline bool MemoryBound(vec::Unary op) {
+  switch (op) {
+    case vec::Unary::kRelu:
+    case vec::Unary::kLeakyRelu:
+    case vec::Unary::kClip:
+    case vec::Unary::kAbs:
+    case vec::Unary::kNeg:
+    case vec::Unary::kHardSigmoid:
+    case vec::Unary::kHardSwish:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // y[i] = f(x[i]) over the whole tensor.
 template <typename In, typename Out, typename F>
 void UnaryMap(const Tensor& x, Tensor& y, F f, ThreadGroup* threads = nullptr) {
@@ -65,9 +89,9 @@ void UnaryMap(const Tensor& x, Tensor& y, F f, ThreadGroup* threads = nullptr) {
   if constexpr (std::is_same_v<In, float> && std::is_same_v<Out, float> && HasVecUnary<F>) {
     const auto [op, a, b] = f.VecUnary();
     const vec::Kernels& k = vec::Best();
-    ParallelChunks(threads, n, [&](int64_t lo, int64_t hi) {
-      k.unary(op, a, b, xd + lo, yd + lo, hi - lo);
-    });
+    ParallelChunks(
+        threads, n, [&](int64_t lo, int64_t hi) { k.unary(op, a, b, xd + lo, yd + lo, hi - lo); },
+        MemoryBound(op) ? kParallelMemoryBoundElements : kParallelElements);
   } else {
     ParallelChunks(threads, n, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) yd[i] = f(xd[i]);
@@ -113,13 +137,16 @@ void BroadcastBinary(const Tensor& a, const Tensor& b, Tensor& y, F f,
   // An input with as many elements as the output is laid out like it.
   if ((na == n || na == 1) && (nb == n || nb == 1)) {
     const int64_t sa = na == n ? 1 : 0, sb = nb == n ? 1 : 0;
-    ParallelChunks(threads, n, [&](int64_t lo, int64_t hi) {
-      BinaryRun<A, B, Out>(ad + lo * sa, bd + lo * sb, yd + lo, hi - lo, sa, sb, f);
-    });
+    ParallelChunks(
+        threads, n,
+        [&](int64_t lo, int64_t hi) {
+          BinaryRun<A, B, Out>(ad + lo * sa, bd + lo * sb, yd + lo, hi - lo, sa, sb, f);
+        },
+        kParallelMemoryBoundElements);
     return;
   }
   const BinaryLoop loop = MakeBinaryLoop(a.shape(), b.shape(), y.shape());
-  if (NumThreads(threads) > 1 && n >= kParallelElements && loop.dims.size() >= 2) {
+  if (NumThreads(threads) > 1 && n >= kParallelMemoryBoundElements && loop.dims.size() >= 2) {
     // One task per index of the outermost loop dim.
     BinaryLoop sub;
     for (size_t j = 1; j < loop.dims.size(); ++j) {

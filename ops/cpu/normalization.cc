@@ -39,8 +39,9 @@ Status RequireSameDType(const TensorType& x, const TensorType& t, const std::str
 // Runs fn(plane) for planes [0, planes) of `inner` values each, split
 // across the lent threads when there is enough work.
 template <typename Fn>
-void ParallelPlanes(ThreadGroup* threads, int64_t planes, int64_t inner, Fn&& fn) {
-  if (NumThreads(threads) <= 1 || planes * inner < kParallelElements || planes < 2) {
+void ParallelPlanes(ThreadGroup* threads, int64_t planes, int64_t inner, Fn&& fn,
+                    int64_t min_elements = kParallelElements) {
+  if (NumThreads(threads) <= 1 || planes * inner < min_elements || planes < 2) {
     for (int64_t p = 0; p < planes; ++p) fn(p);
     return;
   }
@@ -148,7 +149,7 @@ void RunBatchNorm(const KernelContext& ctx, float epsilon, Tensor& y) {
       const T* bp = b + ic * inner;
       for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * ap[i] + bp[i];
     }
-  });
+  }, kParallelMemoryBoundElements);  // a multiply-add per element
 }
 
 Status ComputeBatchNorm(const KernelContext& ctx, std::span<Tensor> outputs) {
