@@ -51,49 +51,60 @@ std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
   return strides;
 }
 
+namespace {
+
+// Input `in`'s stride along output dim i (0 where it broadcasts).
+int64_t StrideAt(const Shape& in, const Shape& out, size_t i) {
+  const size_t off = out.size() - in.size();
+  if (i < off || in[i - off] == 1) return 0;
+  int64_t s = 1;
+  for (size_t j = i - off + 1; j < in.size(); ++j) s *= in[j];
+  return s;
+}
+
+}  // namespace
+
 BinaryLoop MakeBinaryLoop(const Shape& a, const Shape& b, const Shape& out) {
-  const std::vector<int64_t> sa = BroadcastStrides(a, out);
-  const std::vector<int64_t> sb = BroadcastStrides(b, out);
   BinaryLoop loop;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == 1) continue;
+    const int64_t sa = StrideAt(a, out, i), sb = StrideAt(b, out, i);
     if (!loop.dims.empty()) {
       // Merge with the previous dim when the merged index stays linear for both.
       const int64_t d = out[i];
-      if (loop.a_strides.back() == sa[i] * d && loop.b_strides.back() == sb[i] * d) {
+      if (loop.a_strides.back() == sa * d && loop.b_strides.back() == sb * d) {
         loop.dims.back() *= d;
-        loop.a_strides.back() = sa[i];
-        loop.b_strides.back() = sb[i];
+        loop.a_strides.back() = sa;
+        loop.b_strides.back() = sb;
         continue;
       }
     }
     loop.dims.push_back(out[i]);
-    loop.a_strides.push_back(sa[i]);
-    loop.b_strides.push_back(sb[i]);
+    loop.a_strides.push_back(sa);
+    loop.b_strides.push_back(sb);
   }
   return loop;
 }
 
-MultiLoop MakeMultiLoop(std::span<const Shape> inputs, const Shape& out) {
-  std::vector<std::vector<int64_t>> in_strides;
-  in_strides.reserve(inputs.size());
-  for (const Shape& in : inputs) in_strides.push_back(BroadcastStrides(in, out));
+MultiLoop MakeMultiLoop(std::span<const Shape* const> inputs, const Shape& out) {
   MultiLoop loop;
-  loop.strides.resize(inputs.size());
+  const size_t k = inputs.size();
+  loop.num_inputs = k;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == 1) continue;
     const int64_t d = out[i];
     bool merge = !loop.dims.empty();
-    for (size_t k = 0; merge && k < inputs.size(); ++k) {
-      merge = loop.strides[k].back() == in_strides[k][i] * d;
+    const size_t last = loop.dims.size() - 1;
+    for (size_t j = 0; merge && j < k; ++j) {
+      merge = loop.strides[last * k + j] == StrideAt(*inputs[j], out, i) * d;
     }
     if (merge) {
       loop.dims.back() *= d;
-      for (size_t k = 0; k < inputs.size(); ++k) loop.strides[k].back() = in_strides[k][i];
+      for (size_t j = 0; j < k; ++j) loop.strides[last * k + j] = StrideAt(*inputs[j], out, i);
       continue;
     }
     loop.dims.push_back(d);
-    for (size_t k = 0; k < inputs.size(); ++k) loop.strides[k].push_back(in_strides[k][i]);
+    for (size_t j = 0; j < k; ++j) loop.strides.push_back(StrideAt(*inputs[j], out, i));
   }
   return loop;
 }

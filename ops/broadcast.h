@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ops/small_vec.h"
 #include "ops/tensor.h"
 
 namespace orrery::ops {
@@ -27,10 +28,11 @@ std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out);
 // A broadcast binary iteration, simplified: size-1 output dims dropped and
 // adjacent dims merged when both inputs stay contiguous across them. Iterating
 // dims (outermost first) with the strides visits the output in row-major order.
+// Inline storage: building and running one allocates nothing up to rank 12.
 struct BinaryLoop {
-  Shape dims;
-  std::vector<int64_t> a_strides;
-  std::vector<int64_t> b_strides;
+  SmallVec<int64_t> dims;
+  SmallVec<int64_t> a_strides;
+  SmallVec<int64_t> b_strides;
 };
 BinaryLoop MakeBinaryLoop(const Shape& a, const Shape& b, const Shape& out);
 
@@ -49,7 +51,7 @@ void ForEachRun(const BinaryLoop& loop, Fn&& fn) {
   const int64_t n = loop.dims[rank - 1];
   const int64_t sa = loop.a_strides[rank - 1];
   const int64_t sb = loop.b_strides[rank - 1];
-  std::vector<int64_t> idx(rank, 0);
+  SmallVec<int64_t> idx(rank, 0);
   int64_t a_off = 0, b_off = 0, out_off = 0;
   while (true) {
     fn(a_off, b_off, out_off, n, sa, sb);
@@ -71,20 +73,24 @@ void ForEachRun(const BinaryLoop& loop, Fn&& fn) {
   }
 }
 
-// BinaryLoop for any number of inputs: strides[k] are input k's strides.
+// BinaryLoop for any number of inputs: stride(k, i) is input k's stride
+// along loop dim i. Inline storage up to 64 strides (e.g. 4 inputs of rank 16).
 struct MultiLoop {
-  Shape dims;
-  std::vector<std::vector<int64_t>> strides;
+  SmallVec<int64_t> dims;
+  size_t num_inputs = 0;
+  SmallVec<int64_t, 64> strides;  // [num_inputs][dims.size()], filled by dim
+  int64_t stride(size_t k, size_t i) const { return strides[i * num_inputs + k]; }
 };
-MultiLoop MakeMultiLoop(std::span<const Shape> inputs, const Shape& out);
+// Shapes given as pointers so callers need not copy them.
+MultiLoop MakeMultiLoop(std::span<const Shape* const> inputs, const Shape& out);
 
 // Calls fn(offsets, out_offset, n, steps) for each innermost run: offsets[k]
 // is input k's first element, steps[k] (0 or 1) its step along the run.
 template <typename Fn>
 void ForEachMultiRun(const MultiLoop& loop, Fn&& fn) {
   const size_t rank = loop.dims.size();
-  const size_t k = loop.strides.size();
-  std::vector<int64_t> off(k, 0), steps(k, 0);
+  const size_t k = loop.num_inputs;
+  SmallVec<int64_t, 16> off(k, 0), steps(k, 0);
   if (rank == 0) {
     fn(off.data(), int64_t{0}, int64_t{1}, steps.data());
     return;
@@ -93,8 +99,8 @@ void ForEachMultiRun(const MultiLoop& loop, Fn&& fn) {
     if (d == 0) return;
   }
   const int64_t n = loop.dims[rank - 1];
-  for (size_t j = 0; j < k; ++j) steps[j] = loop.strides[j][rank - 1];
-  std::vector<int64_t> idx(rank, 0);
+  for (size_t j = 0; j < k; ++j) steps[j] = loop.stride(j, rank - 1);
+  SmallVec<int64_t> idx(rank, 0);
   int64_t out_off = 0;
   while (true) {
     fn(off.data(), out_off, n, steps.data());
@@ -105,10 +111,10 @@ void ForEachMultiRun(const MultiLoop& loop, Fn&& fn) {
       --i;
       ++idx[i];
       if (idx[i] < loop.dims[i]) {
-        for (size_t j = 0; j < k; ++j) off[j] += loop.strides[j][i];
+        for (size_t j = 0; j < k; ++j) off[j] += loop.stride(j, i);
         break;
       }
-      for (size_t j = 0; j < k; ++j) off[j] -= loop.strides[j][i] * (loop.dims[i] - 1);
+      for (size_t j = 0; j < k; ++j) off[j] -= loop.stride(j, i) * (loop.dims[i] - 1);
       idx[i] = 0;
     }
   }

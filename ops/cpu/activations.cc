@@ -22,6 +22,7 @@ namespace {
 // NaN stays NaN, as with numpy.maximum(x, 0).
 struct ReluOp {
   static constexpr const char* kName = "Relu";
+  VecUnaryOp VecUnary() const { return {vec::Unary::kRelu}; }
   using Types = SignedNumericTypes;
   template <typename T> T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return x > T{0} ? x : (x == x ? T{0} : x);
@@ -39,6 +40,7 @@ Status InferRelu(const InferContext& ctx, std::vector<TensorType>* outputs) {
 
 struct SigmoidOp {
   static constexpr const char* kName = "Sigmoid";
+  VecUnaryOp VecUnary() const { return {vec::Unary::kSigmoid}; }
   using Types = FloatTypes;
   // Never exponentiates a positive number, so large |x| cannot overflow.
   template <typename T> T operator()(T x) const {
@@ -50,6 +52,7 @@ struct SigmoidOp {
 
 struct TanhOp {
   static constexpr const char* kName = "Tanh";
+  VecUnaryOp VecUnary() const { return {vec::Unary::kTanh}; }
   using Types = FloatTypes;
   template <typename T> T operator()(T x) const { return std::tanh(x); }
 };
@@ -68,6 +71,7 @@ T Softplus(T x) {
 
 struct SoftplusOp {
   static constexpr const char* kName = "Softplus";
+  VecUnaryOp VecUnary() const { return {vec::Unary::kSoftplus}; }
   using Types = FloatTypes;
   template <typename T> T operator()(T x) const { return Softplus(x); }
 };
@@ -80,6 +84,7 @@ struct MishOp {
 
 struct HardSwishOp {
   static constexpr const char* kName = "HardSwish";
+  VecUnaryOp VecUnary() const { return {vec::Unary::kHardSwish}; }
   using Types = FloatTypes;
   template <typename T> T operator()(T x) const {
     const T v = static_cast<T>(1.0 / 6.0) * x + static_cast<T>(0.5);
@@ -92,6 +97,7 @@ struct LeakyReluOp {
   static constexpr const char* kName = "LeakyRelu";
   using Types = FloatTypes;
   float alpha = 0.01f;
+  VecUnaryOp VecUnary() const { return {vec::Unary::kLeakyRelu, alpha}; }
   static Result<LeakyReluOp> FromAttrs(const Attributes& attrs) {
     ORRERY_ASSIGN_OR_RETURN(float alpha, attrs.GetFloat("alpha", 0.01f));
     return LeakyReluOp{.alpha = alpha};
@@ -103,6 +109,7 @@ struct HardSigmoidOp {
   static constexpr const char* kName = "HardSigmoid";
   using Types = FloatTypes;
   float alpha = 0.2f, beta = 0.5f;
+  VecUnaryOp VecUnary() const { return {vec::Unary::kHardSigmoid, alpha, beta}; }
   static Result<HardSigmoidOp> FromAttrs(const Attributes& attrs) {
     ORRERY_ASSIGN_OR_RETURN(float alpha, attrs.GetFloat("alpha", 0.2f));
     ORRERY_ASSIGN_OR_RETURN(float beta, attrs.GetFloat("beta", 0.5f));
@@ -118,6 +125,7 @@ struct EluOp {
   static constexpr const char* kName = "Elu";
   using Types = FloatTypes;
   float alpha = 1.0f;
+  VecUnaryOp VecUnary() const { return {vec::Unary::kElu, alpha}; }
   static Result<EluOp> FromAttrs(const Attributes& attrs) {
     ORRERY_ASSIGN_OR_RETURN(float alpha, attrs.GetFloat("alpha", 1.0f));
     return EluOp{.alpha = alpha};
@@ -131,6 +139,7 @@ struct SeluOp {
   static constexpr const char* kName = "Selu";
   using Types = FloatTypes;
   float alpha = 1.67326319217681884765625f, gamma = 1.05070102214813232421875f;
+  VecUnaryOp VecUnary() const { return {vec::Unary::kSelu, alpha, gamma}; }
   static Result<SeluOp> FromAttrs(const Attributes& attrs) {
     ORRERY_ASSIGN_OR_RETURN(float alpha, attrs.GetFloat("alpha", 1.67326319217681884765625f));
     ORRERY_ASSIGN_OR_RETURN(float gamma, attrs.GetFloat("gamma", 1.05070102214813232421875f));
@@ -190,6 +199,9 @@ struct GeluOp {
   static constexpr const char* kName = "Gelu";
   using Types = FloatTypes;
   bool tanh_approx = false;
+  VecUnaryOp VecUnary() const {
+    return {tanh_approx ? vec::Unary::kGeluTanh : vec::Unary::kGelu};
+  }
   static Result<GeluOp> FromAttrs(const Attributes& attrs) {
     const Result<std::string> approx = attrs.GetString("approximate", "none");
     if (!approx.ok()) return approx.status();
@@ -254,6 +266,11 @@ struct ClipOp {
   T operator()(T x) const {
     const T v = x < lo ? lo : x;
     return v > hi ? hi : v;
+  }
+  VecUnaryOp VecUnary() const
+    requires std::is_same_v<T, float>
+  {
+    return {vec::Unary::kClip, lo, hi};
   }
 };
 
@@ -320,7 +337,7 @@ Status ComputeClip(const KernelContext& ctx, std::span<Tensor> outputs) {
   return Dispatch(x.dtype(), NumericTypes{}, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     ORRERY_ASSIGN_OR_RETURN(const ClipOp<T> op, ClipBounds<T>(ctx));
-    UnaryMap<T, T>(x, outputs[0], op);
+    UnaryMap<T, T>(x, outputs[0], op, ctx.threads);
     return Status::Ok();
   });
 }

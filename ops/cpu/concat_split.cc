@@ -1,10 +1,12 @@
 // Concat and Split along one axis, for any dtype: both view the tensors as
 // [outer, axis * inner] and move contiguous row chunks with memcpy.
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/data_movement.h"
+#include "ops/cpu/prepared.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -177,19 +179,51 @@ Status InferSplit(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
-Status ComputeSplit(const KernelContext& ctx, std::span<Tensor> outputs) {
-  const Tensor& x = *ctx.inputs[0];
-  const Tensor* split = OptionalInput(ctx, 1);
-  bool unknown = false;
+// Sizes and axis when the split input is absent or constant; otherwise
+// they are read per call.
+struct PreparedSplit : PreparedKernel {
+  bool constant = false;
+  std::vector<int64_t> sizes;
   int64_t axis = 0;
-  ORRERY_ASSIGN_OR_RETURN(std::vector<int64_t> sizes,
-                          SplitFor(ctx.attrs, ctx.opset, x.shape(), outputs.size(), split,
-                                   split != nullptr, &unknown, &axis));
+};
+
+Result<Prepared> PrepareSplit(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedSplit>();
+  const bool present = ctx.inputs.size() > 1 && ctx.inputs[1].present();
+  bool unknown = false;
+  ORRERY_ASSIGN_OR_RETURN(p->sizes, SplitFor(ctx.attrs, ctx.opset, ctx.inputs[0].shape,
+                                             ctx.outputs.size(), ctx.value(1), present, &unknown,
+                                             &p->axis));
+  p->constant = !unknown;
+  return Prepared{.kernel = std::move(p)};
+}
+
+Status ComputeSplit(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) return ComputeUnprepared(PrepareSplit, ComputeSplit, ctx, outputs);
+  const auto& prepared = *static_cast<const PreparedSplit*>(ctx.prepared);
+  const Tensor& x = *ctx.inputs[0];
+  std::span<const int64_t> sizes = prepared.sizes;
+  int64_t axis = prepared.axis;
+  std::vector<int64_t> computed;
+  if (!prepared.constant) {
+    const Tensor* split = OptionalInput(ctx, 1);
+    bool unknown = false;
+    ORRERY_ASSIGN_OR_RETURN(computed, SplitFor(ctx.attrs, ctx.opset, x.shape(), outputs.size(),
+                                               split, split != nullptr, &unknown, &axis));
+    sizes = computed;
+  }
   if (sizes.size() != outputs.size()) return Status::Internal("Split: output count changed");
   for (size_t k = 0; k < outputs.size(); ++k) {
-    Shape want = x.shape();
-    want[static_cast<size_t>(axis)] = sizes[k];
-    ORRERY_RETURN_IF_ERROR(CheckOutputShape(outputs[k], want, "Split"));
+    const Shape& got = outputs[k].shape();
+    bool same = got.size() == x.shape().size();
+    for (size_t d = 0; same && d < got.size(); ++d) {
+      same = got[d] == (d == static_cast<size_t>(axis) ? sizes[k] : x.shape()[d]);
+    }
+    if (!same) {
+      Shape want = x.shape();
+      want[static_cast<size_t>(axis)] = sizes[k];
+      ORRERY_RETURN_IF_ERROR(CheckOutputShape(outputs[k], want, "Split"));
+    }
   }
   const size_t rank = x.shape().size();
   const size_t elem = DTypeSize(x.dtype());
@@ -227,7 +261,8 @@ Status RegisterConcatSplitKernels(OpRegistry* registry) {
                                                       .min_outputs = 1,
                                                       .max_outputs = 1 << 16,
                                                       .infer = InferSplit,
-                                                      .compute = ComputeSplit}));
+                                                      .compute = ComputeSplit,
+                                                      .prepare = PrepareSplit}));
   return Status::Ok();
 }
 

@@ -2,17 +2,18 @@
 
 #include <cstring>
 
+#include "ops/small_vec.h"
+
 namespace orrery::ops::cpu {
 namespace {
 
-// Row-major odometer over `dims`, tracking one offset per stride set.
+// Row-major odometer over `dims`, tracking one offset per stride set (at
+// most two). Inline storage: allocates nothing up to rank 12.
 class Odometer {
  public:
-  Odometer(std::span<const int64_t> dims, std::vector<std::span<const int64_t>> strides)
-      : dims_(dims),
-        strides_(std::move(strides)),
-        idx_(dims.size(), 0),
-        offsets_(strides_.size(), 0) {}
+  Odometer(std::span<const int64_t> dims, std::span<const int64_t> s0,
+           std::span<const int64_t> s1 = {})
+      : dims_(dims), strides_{s0, s1}, num_(s1.empty() ? 1 : 2), idx_(dims.size(), 0) {}
 
   int64_t offset(size_t k) const { return offsets_[k]; }
 
@@ -20,9 +21,9 @@ class Odometer {
   bool Next() {
     for (size_t i = dims_.size(); i-- > 0;) {
       ++idx_[i];
-      for (size_t k = 0; k < strides_.size(); ++k) offsets_[k] += strides_[k][i];
+      for (size_t k = 0; k < num_; ++k) offsets_[k] += strides_[k][i];
       if (idx_[i] < dims_[i]) return true;
-      for (size_t k = 0; k < strides_.size(); ++k) offsets_[k] -= strides_[k][i] * dims_[i];
+      for (size_t k = 0; k < num_; ++k) offsets_[k] -= strides_[k][i] * dims_[i];
       idx_[i] = 0;
     }
     return false;
@@ -30,9 +31,10 @@ class Odometer {
 
  private:
   std::span<const int64_t> dims_;
-  std::vector<std::span<const int64_t>> strides_;
-  std::vector<int64_t> idx_;
-  std::vector<int64_t> offsets_;
+  std::span<const int64_t> strides_[2];
+  size_t num_;
+  SmallVec<int64_t> idx_;
+  int64_t offsets_[2] = {0, 0};
 };
 
 template <typename U>
@@ -67,8 +69,8 @@ void TransposeTile(const U* src, int64_t src_col, int64_t rows, int64_t cols, U*
 }
 
 template <typename U>
-void StridedCopyTyped(const U* src, const std::vector<int64_t>& dims,
-                      const std::vector<int64_t>& strides, U* dst) {
+void StridedCopyTyped(const U* src, const SmallVec<int64_t>& dims,
+                      const SmallVec<int64_t>& strides, U* dst) {
   const size_t rank = dims.size();
   const int64_t n = dims[rank - 1];
   const int64_t inner = strides[rank - 1];
@@ -82,15 +84,18 @@ void StridedCopyTyped(const U* src, const std::vector<int64_t>& dims,
     }
   }
   if (unit < rank && dims[unit] >= 4 && n >= 4) {
-    const std::vector<int64_t> dst_strides = ContiguousStrides(dims);
-    std::vector<int64_t> odims, osrc, odst;
+    SmallVec<int64_t> dst_strides(rank, 1);
+    for (size_t i = rank; i-- > 1;) dst_strides[i - 1] = dst_strides[i] * dims[i];
+    SmallVec<int64_t> odims, osrc, odst;
     for (size_t i = 0; i + 1 < rank; ++i) {
       if (i == unit) continue;
       odims.push_back(dims[i]);
       osrc.push_back(strides[i]);
       odst.push_back(dst_strides[i]);
     }
-    Odometer it(odims, {osrc, odst});
+    Odometer it(std::span<const int64_t>(odims.data(), odims.size()),
+                std::span<const int64_t>(osrc.data(), osrc.size()),
+                std::span<const int64_t>(odst.data(), odst.size()));
     do {
       TransposeTile(src + it.offset(0), inner, dims[unit], n, dst + it.offset(1),
                     dst_strides[unit]);
@@ -99,7 +104,7 @@ void StridedCopyTyped(const U* src, const std::vector<int64_t>& dims,
   }
   std::span<const int64_t> outer_dims(dims.data(), rank - 1);
   std::span<const int64_t> outer_strides(strides.data(), rank - 1);
-  Odometer it(outer_dims, {outer_strides});
+  Odometer it(outer_dims, outer_strides);
   U* out = dst;
   do {
     const U* s = src + it.offset(0);
@@ -174,7 +179,7 @@ std::vector<int64_t> ContiguousStrides(const Shape& shape) {
 void StridedCopy(const void* src, std::span<const int64_t> dims,
                  std::span<const int64_t> src_strides, size_t elem_size, void* dst) {
   // Drop size-1 dims and merge dims that are contiguous with their inner one.
-  std::vector<int64_t> d, s;
+  SmallVec<int64_t> d, s;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == 0) return;
     if (dims[i] == 1) continue;
@@ -205,7 +210,8 @@ void StridedCopy(const void* src, std::span<const int64_t> dims,
       return;
     default: {
       // Not reached for ONNX dtypes; kept correct for any element size.
-      Odometer it(d, {s});
+      Odometer it(std::span<const int64_t>(d.data(), d.size()),
+                  std::span<const int64_t>(s.data(), s.size()));
       auto* out = static_cast<uint8_t*>(dst);
       const auto* in = static_cast<const uint8_t*>(src);
       do {

@@ -19,6 +19,7 @@ namespace orrery::ops::cpu {
 namespace {
 
 struct AddOp {
+  static constexpr vec::Binary kVecBinary = vec::Binary::kAdd;
   static constexpr const char* kName = "Add";
   using Types = NumericTypes;
   template <typename T> T operator()(T a, T b) const {
@@ -27,6 +28,7 @@ struct AddOp {
   }
 };
 struct SubOp {
+  static constexpr vec::Binary kVecBinary = vec::Binary::kSub;
   static constexpr const char* kName = "Sub";
   using Types = NumericTypes;
   template <typename T> T operator()(T a, T b) const {
@@ -35,6 +37,7 @@ struct SubOp {
   }
 };
 struct MulOp {
+  static constexpr vec::Binary kVecBinary = vec::Binary::kMul;
   static constexpr const char* kName = "Mul";
   using Types = NumericTypes;
   template <typename T> T operator()(T a, T b) const {
@@ -45,6 +48,7 @@ struct MulOp {
 // Integer division truncates toward zero (C++ and onnxruntime semantics).
 // Divisors are checked for zero before the loop runs.
 struct DivOp {
+  static constexpr vec::Binary kVecBinary = vec::Binary::kDiv;
   static constexpr const char* kName = "Div";
   using Types = NumericTypes;
   template <typename T> T operator()(T a, T b) const {
@@ -120,7 +124,7 @@ Status ComputeBinary(const KernelContext& ctx, std::span<Tensor> outputs) {
     if constexpr (std::is_same_v<Op, DivOp>) {
       ORRERY_RETURN_IF_ERROR(CheckNoZeroDivisor<T>(b, Op::kName));
     }
-    BroadcastBinary<T, T, T>(a, b, outputs[0], Op{});
+    BroadcastBinary<T, T, T>(a, b, outputs[0], Op{}, ctx.threads);
     return Status::Ok();
   });
 }
@@ -258,7 +262,14 @@ Status ComputePow(const KernelContext& ctx, std::span<Tensor> outputs) {
     using T = typename decltype(xt)::type;
     return Dispatch(y.dtype(), NumericTypes{}, [&](auto yt) -> Status {
       using E = typename decltype(yt)::type;
-      BroadcastBinary<T, E, T>(x, y, outputs[0], PowOp<T, E>{});
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<E, float>) {
+        // x^2 (the decomposed LayerNorm's variance) is a multiply.
+        if (y.num_elements() == 1 && y.data<float>()[0] == 2.0f) {
+          BroadcastBinary<float, float, float>(x, x, outputs[0], MulOp{}, ctx.threads);
+          return Status::Ok();
+        }
+      }
+      BroadcastBinary<T, E, T>(x, y, outputs[0], PowOp<T, E>{}, ctx.threads);
       return Status::Ok();
     });
   });

@@ -12,26 +12,104 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "ops/broadcast.h"
+#include "ops/cpu/vec/vec.h"
+#include "ops/parallel.h"
 #include "ops/tensor.h"
 
 namespace orrery::ops::cpu {
 
+// Elementwise work below this many elements stays on the calling thread:
+// waking a second thread costs more than it saves.
+inline constexpr int64_t kParallelElements = int64_t{1} << 16;
+// The same for memory-bound loops (a compare or an add per element: Relu,
+// Clip, binary arithmetic): one core nearly saturates memory bandwidth, so a
+// second thread's wake-up (tens of microseconds after a long Conv) only pays
+// off for very large tensors (measured: Clip and Add in MobileNetV2 and the
+// transformer got slower with 2 threads at the 64K threshold).
+inline constexpr int64_t kParallelMemoryBoundElements = int64_t{1} << 21;
+
+// Runs fn(begin, end) over [0, n) in chunks on `threads` when n is at least
+// `min_elements`, else once on this thread. Chunks are multiples of 64
+// elements so vector loops keep whole lines.
+template <typename Fn>
+void ParallelChunks(ThreadGroup* threads, int64_t n, Fn&& fn,
+                    int64_t min_elements = kParallelElements) {
+  const int t = NumThreads(threads);
+  if (t <= 1 || n < min_elements) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  const int64_t tasks = 4 * static_cast<int64_t>(t);
+  const int64_t chunk = ((n + tasks - 1) / tasks + 63) / 64 * 64;
+  ParallelFor(threads, (n + chunk - 1) / chunk, [&](int64_t task, int) {
+    const int64_t lo = task * chunk;
+    fn(lo, lo + chunk < n ? lo + chunk : n);
+  });
+}
+
+// Ops with a vectorised float32 form (ops/cpu/vec) name it: a unary op's
+// VecUnary() returns {op, a, b} (parameters as vec::Unary documents), a
+// binary op has a static kVecBinary.
+struct VecUnaryOp {
+  vec::Unary op;
+  float a = 0, b = 0;
+};
+template <typename F>
+concept HasVecUnary = requires(const F& f) { f.VecUnary(); };
+template <typename F>
+concept HasVecBinary = requires { F::kVecBinary; };
+
+// Whether a vectorised unary op costs about as much as reading and writing
+// its element (no exp / log / division chains).
+inline bool MemoryBound(vec::Unary op) {
+  switch (op) {
+    case vec::Unary::kRelu:
+    case vec::Unary::kLeakyRelu:
+    case vec::Unary::kClip:
+    case vec::Unary::kAbs:
+    case vec::Unary::kNeg:
+    case vec::Unary::kHardSigmoid:
+    case vec::Unary::kHardSwish:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // y[i] = f(x[i]) over the whole tensor.
 template <typename In, typename Out, typename F>
-void UnaryMap(const Tensor& x, Tensor& y, F f) {
+void UnaryMap(const Tensor& x, Tensor& y, F f, ThreadGroup* threads = nullptr) {
   const In* __restrict xd = x.data<In>();
   Out* __restrict yd = y.data<Out>();
   const int64_t n = y.num_elements();
-  for (int64_t i = 0; i < n; ++i) yd[i] = f(xd[i]);
+  if constexpr (std::is_same_v<In, float> && std::is_same_v<Out, float> && HasVecUnary<F>) {
+    const auto [op, a, b] = f.VecUnary();
+    const vec::Kernels& k = vec::Best();
+    ParallelChunks(
+        threads, n, [&](int64_t lo, int64_t hi) { k.unary(op, a, b, xd + lo, yd + lo, hi - lo); },
+        MemoryBound(op) ? kParallelMemoryBoundElements : kParallelElements);
+  } else {
+    ParallelChunks(threads, n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) yd[i] = f(xd[i]);
+    });
+  }
 }
 
 // One run of a binary loop: y[i] = f(a[i * sa], b[i * sb]), steps 0 or 1.
 template <typename A, typename B, typename Out, typename F>
 inline void BinaryRun(const A* __restrict pa, const B* __restrict pb, Out* __restrict py, int64_t n,
                       int64_t sa, int64_t sb, F& f) {
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float> &&
+                std::is_same_v<Out, float> && HasVecBinary<F>) {
+    if (sa <= 1 && sb <= 1) {
+      vec::Best().binary(F::kVecBinary, pa, sa, pb, sb, py, n);
+      return;
+    }
+  }
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) py[i] = f(pa[i], pb[i]);
   } else if (sa == 1 && sb == 0) {
@@ -47,7 +125,8 @@ inline void BinaryRun(const A* __restrict pa, const B* __restrict pb, Out* __res
 
 // y = f(a, b) with numpy broadcasting; y's shape is the broadcast shape.
 template <typename A, typename B, typename Out, typename F>
-void BroadcastBinary(const Tensor& a, const Tensor& b, Tensor& y, F f) {
+void BroadcastBinary(const Tensor& a, const Tensor& b, Tensor& y, F f,
+                     ThreadGroup* threads = nullptr) {
   const A* ad = a.data<A>();
   const B* bd = b.data<B>();
   Out* yd = y.data<Out>();
@@ -57,10 +136,35 @@ void BroadcastBinary(const Tensor& a, const Tensor& b, Tensor& y, F f) {
   const int64_t nb = b.num_elements();
   // An input with as many elements as the output is laid out like it.
   if ((na == n || na == 1) && (nb == n || nb == 1)) {
-    BinaryRun<A, B, Out>(ad, bd, yd, n, na == n ? 1 : 0, nb == n ? 1 : 0, f);
+    const int64_t sa = na == n ? 1 : 0, sb = nb == n ? 1 : 0;
+    ParallelChunks(
+        threads, n,
+        [&](int64_t lo, int64_t hi) {
+          BinaryRun<A, B, Out>(ad + lo * sa, bd + lo * sb, yd + lo, hi - lo, sa, sb, f);
+        },
+        kParallelMemoryBoundElements);
     return;
   }
   const BinaryLoop loop = MakeBinaryLoop(a.shape(), b.shape(), y.shape());
+  if (NumThreads(threads) > 1 && n >= kParallelMemoryBoundElements && loop.dims.size() >= 2) {
+    // One task per index of the outermost loop dim.
+    BinaryLoop sub;
+    for (size_t j = 1; j < loop.dims.size(); ++j) {
+      sub.dims.push_back(loop.dims[j]);
+      sub.a_strides.push_back(loop.a_strides[j]);
+      sub.b_strides.push_back(loop.b_strides[j]);
+    }
+    const int64_t inner = n / loop.dims[0];
+    ParallelFor(threads, loop.dims[0], [&](int64_t i0, int) {
+      const A* a0 = ad + i0 * loop.a_strides[0];
+      const B* b0 = bd + i0 * loop.b_strides[0];
+      Out* y0 = yd + i0 * inner;
+      ForEachRun(sub, [&](int64_t ao, int64_t bo, int64_t yo, int64_t len, int64_t sa, int64_t sb) {
+        BinaryRun<A, B, Out>(a0 + ao, b0 + bo, y0 + yo, len, sa, sb, f);
+      });
+    });
+    return;
+  }
   ForEachRun(loop, [&](int64_t ao, int64_t bo, int64_t yo, int64_t len, int64_t sa, int64_t sb) {
     BinaryRun<A, B, Out>(ad + ao, bd + bo, yd + yo, len, sa, sb, f);
   });
@@ -74,7 +178,7 @@ void BroadcastTernary(const Tensor& c, const Tensor& a, const Tensor& b, Tensor&
   const B* bd = b.data<B>();
   Out* yd = y.data<Out>();
   if (y.num_elements() == 0) return;
-  const Shape shapes[] = {c.shape(), a.shape(), b.shape()};
+  const Shape* shapes[] = {&c.shape(), &a.shape(), &b.shape()};
   const MultiLoop loop = MakeMultiLoop(shapes, y.shape());
   ForEachMultiRun(loop, [&](const int64_t* off, int64_t yo, int64_t n, const int64_t* st) {
     const C* __restrict pc = cd + off[0];
@@ -96,10 +200,10 @@ template <typename T, typename F>
 void BroadcastFold(std::span<const Tensor* const> xs, Tensor& y, F f) {
   T* yd = y.data<T>();
   if (y.num_elements() == 0) return;
-  std::vector<Shape> shapes;
-  shapes.reserve(xs.size());
-  for (const Tensor* x : xs) shapes.push_back(x->shape());
-  const MultiLoop loop = MakeMultiLoop(shapes, y.shape());
+  SmallVec<const Shape*, 16> shapes;
+  for (const Tensor* x : xs) shapes.push_back(&x->shape());
+  const MultiLoop loop =
+      MakeMultiLoop(std::span<const Shape* const>(shapes.data(), shapes.size()), y.shape());
   ForEachMultiRun(loop, [&](const int64_t* off, int64_t yo, int64_t n, const int64_t* st) {
     T* py = yd + yo;
     const T* p0 = xs[0]->data<T>() + off[0];

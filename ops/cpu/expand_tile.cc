@@ -1,11 +1,16 @@
 // Expand (numpy broadcast to a requested shape) and Tile (repeat along each
 // axis). Both are one StridedCopy over a view with zero strides, for any dtype.
+#include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "ops/broadcast.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/data_movement.h"
+#include "ops/cpu/prepared.h"
 #include "ops/kernel_util.h"
+#include "ops/small_vec.h"
 
 namespace orrery::ops::cpu {
 namespace {
@@ -40,8 +45,18 @@ Status InferExpand(const InferContext& ctx, std::vector<TensorType>* outputs) {
 Status ComputeExpand(const KernelContext& ctx, std::span<Tensor> outputs) {
   const Tensor& x = *ctx.inputs[0];
   Tensor& y = outputs[0];
-  const std::vector<int64_t> strides = BroadcastStrides(x.shape(), y.shape());
-  StridedCopy(x.raw_data(), y.shape(), strides, DTypeSize(x.dtype()), y.raw_data());
+  // BroadcastStrides without allocating: 0 where x broadcasts.
+  const Shape& in = x.shape();
+  const Shape& out = y.shape();
+  SmallVec<int64_t> strides(out.size(), 0);
+  const size_t off = out.size() - in.size();
+  int64_t s = 1;
+  for (size_t i = in.size(); i-- > 0;) {
+    strides[i + off] = in[i] == 1 ? 0 : s;
+    s *= in[i];
+  }
+  StridedCopy(x.raw_data(), out, std::span<const int64_t>(strides.data(), strides.size()),
+              DTypeSize(x.dtype()), y.raw_data());
   return Status::Ok();
 }
 
@@ -78,38 +93,72 @@ Status InferTile(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
-Status ComputeTile(const KernelContext& ctx, std::span<Tensor> outputs) {
-  const Tensor& x = *ctx.inputs[0];
-  std::vector<int64_t> reps;
-  ORRERY_ASSIGN_OR_RETURN(Shape out, TileShape(x.shape(), *ctx.inputs[1], &reps));
-  ORRERY_RETURN_IF_ERROR(CheckOutputShape(outputs[0], out, "Tile"));
-  // View the output as [r0, d0, r1, d1, ...] with stride 0 on every r.
-  const std::vector<int64_t> in_strides = ContiguousStrides(x.shape());
+// The output viewed as [r0, d0, r1, d1, ...] with stride 0 on every r.
+struct TileCopy {
+  Shape out;
   std::vector<int64_t> dims, strides;
-  for (size_t i = 0; i < x.shape().size(); ++i) {
-    dims.push_back(reps[i]);
-    strides.push_back(0);
-    dims.push_back(x.shape()[i]);
-    strides.push_back(in_strides[i]);
+};
+
+Result<TileCopy> MakeTileCopy(const Shape& in, const Tensor& repeats) {
+  TileCopy c;
+  std::vector<int64_t> reps;
+  ORRERY_ASSIGN_OR_RETURN(c.out, TileShape(in, repeats, &reps));
+  const std::vector<int64_t> in_strides = ContiguousStrides(in);
+  for (size_t i = 0; i < in.size(); ++i) {
+    c.dims.push_back(reps[i]);
+    c.strides.push_back(0);
+    c.dims.push_back(in[i]);
+    c.strides.push_back(in_strides[i]);
   }
-  StridedCopy(x.raw_data(), dims, strides, DTypeSize(x.dtype()), outputs[0].raw_data());
+  return c;
+}
+
+// The copy when repeats is a constant; otherwise made per call.
+struct PreparedTile : PreparedKernel {
+  bool constant = false;
+  TileCopy copy;
+};
+
+Result<Prepared> PrepareTile(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedTile>();
+  if (const Tensor* repeats = ctx.value(1)) {
+    ORRERY_ASSIGN_OR_RETURN(p->copy, MakeTileCopy(ctx.inputs[0].shape, *repeats));
+    p->constant = true;
+  }
+  return Prepared{.kernel = std::move(p)};
+}
+
+Status ComputeTile(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) return ComputeUnprepared(PrepareTile, ComputeTile, ctx, outputs);
+  const auto& prepared = *static_cast<const PreparedTile*>(ctx.prepared);
+  const Tensor& x = *ctx.inputs[0];
+  TileCopy computed;
+  const TileCopy* c = &prepared.copy;
+  if (!prepared.constant) {
+    ORRERY_ASSIGN_OR_RETURN(computed, MakeTileCopy(x.shape(), *ctx.inputs[1]));
+    c = &computed;
+  }
+  ORRERY_RETURN_IF_ERROR(CheckOutputShape(outputs[0], c->out, "Tile"));
+  StridedCopy(x.raw_data(), c->dims, c->strides, DTypeSize(x.dtype()), outputs[0].raw_data());
   return Status::Ok();
 }
 
-KernelDef Def(const char* op_type, InferFn infer, ComputeFn compute) {
+KernelDef Def(const char* op_type, InferFn infer, ComputeFn compute,
+              PrepareFn prepare = nullptr) {
   return KernelDef{.op_type = op_type,
                    .backend = Backend::kCpu,
                    .min_inputs = 2,
                    .max_inputs = 2,
                    .infer = infer,
-                   .compute = compute};
+                   .compute = compute,
+                   .prepare = prepare};
 }
 
 }  // namespace
 
 Status RegisterExpandTileKernels(OpRegistry* registry) {
   ORRERY_RETURN_IF_ERROR(registry->Register(Def("Expand", InferExpand, ComputeExpand)));
-  ORRERY_RETURN_IF_ERROR(registry->Register(Def("Tile", InferTile, ComputeTile)));
+  ORRERY_RETURN_IF_ERROR(registry->Register(Def("Tile", InferTile, ComputeTile, PrepareTile)));
   return Status::Ok();
 }
 

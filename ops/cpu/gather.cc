@@ -3,11 +3,14 @@
 // count from the end) before any memory is touched; an out-of-range index is
 // an INVALID_ARGUMENT, never a wild read or write.
 #include <cstring>
+#include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/data_movement.h"
+#include "ops/cpu/prepared.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -53,7 +56,7 @@ Status InferGather(const InferContext& ctx, std::vector<TensorType>* outputs) {
 }
 
 template <typename U>
-void GatherRows(const U* src, const std::vector<int64_t>& rows, int64_t outer, int64_t k,
+void GatherRows(const U* src, std::span<const int64_t> rows, int64_t outer, int64_t k,
                 int64_t inner, U* dst) {
   for (int64_t o = 0; o < outer; ++o) {
     const U* base = src + o * k * inner;
@@ -68,7 +71,17 @@ void GatherRows(const U* src, const std::vector<int64_t>& rows, int64_t outer, i
   }
 }
 
+// Scratch for the validated row index of every index element.
+Result<Prepared> PrepareGather(const PrepareContext& ctx) {
+  return Prepared{.kernel = std::make_shared<PreparedKernel>(),
+                  .scratch_bytes = NumElements(ctx.inputs[1].shape) *
+                                   static_cast<int64_t>(sizeof(int64_t))};
+}
+
 Status ComputeGather(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareGather, ComputeGather, ctx, outputs);
+  }
   const Tensor& data = *ctx.inputs[0];
   const Tensor& indices = *ctx.inputs[1];
   ORRERY_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs.GetInt("axis", 0));
@@ -76,7 +89,10 @@ Status ComputeGather(const KernelContext& ctx, std::span<Tensor> outputs) {
   const size_t a = static_cast<size_t>(axis_attr < 0 ? axis_attr + rank : axis_attr);
   const int64_t k = data.shape()[a];
   const int64_t n = indices.num_elements();
-  std::vector<int64_t> rows(static_cast<size_t>(n));
+  if (ThreadScratch(ctx, 0).size() < static_cast<size_t>(n) * sizeof(int64_t)) {
+    return Status::Internal("Gather: scratch smaller than the indices");
+  }
+  const std::span<int64_t> rows(ScratchAs<int64_t>(ctx), static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     ORRERY_ASSIGN_OR_RETURN(rows[static_cast<size_t>(i)], IndexAt(indices, i, k, "Gather"));
   }
@@ -353,7 +369,9 @@ KernelDef Def(const char* op_type, int n_in, InferFn infer, ComputeFn compute) {
 }  // namespace
 
 Status RegisterGatherKernels(OpRegistry* registry) {
-  ORRERY_RETURN_IF_ERROR(registry->Register(Def("Gather", 2, InferGather, ComputeGather)));
+  KernelDef gather = Def("Gather", 2, InferGather, ComputeGather);
+  gather.prepare = PrepareGather;
+  ORRERY_RETURN_IF_ERROR(registry->Register(std::move(gather)));
   ORRERY_RETURN_IF_ERROR(
       registry->Register(Def("GatherElements", 2, InferGatherElements, ComputeGatherElements)));
   ORRERY_RETURN_IF_ERROR(registry->Register(Def("ScatterND", 3, InferScatterND, ComputeScatterND)));

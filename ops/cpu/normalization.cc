@@ -5,12 +5,18 @@
 //   LayerNormalization (opset 17: axis, epsilon, stash_type = 1, optional
 //     Mean / InvStdDev outputs; Scale and B broadcast to X.shape[axis:]).
 // Statistics are accumulated in double.
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ops/broadcast.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/elementwise_loops.h"
+#include "ops/cpu/prepared.h"
+#include "ops/cpu/vec/vec.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -28,6 +34,21 @@ Status RequireSameDType(const TensorType& x, const TensorType& t, const std::str
   return Status::InvalidArgument(op + ": unsupported mixed dtypes: " + what + " is " +
                                  std::string(DTypeName(t.dtype)) + ", X is " +
                                  std::string(DTypeName(x.dtype)));
+}
+
+// Runs fn(plane) for planes [0, planes) of `inner` values each, split
+// across the lent threads when there is enough work.
+template <typename Fn>
+void ParallelPlanes(ThreadGroup* threads, int64_t planes, int64_t inner, Fn&& fn,
+                    int64_t min_elements = kParallelElements) {
+  if (NumThreads(threads) <= 1 || planes * inner < min_elements || planes < 2) {
+    for (int64_t p = 0; p < planes; ++p) fn(p);
+    return;
+  }
+  const int64_t tasks = std::min<int64_t>(planes, 8 * NumThreads(threads));
+  ParallelFor(threads, tasks, [&](int64_t task, int) {
+    for (int64_t p = task * planes / tasks; p < (task + 1) * planes / tasks; ++p) fn(p);
+  });
 }
 
 // ---------------- BatchNormalization ----------------
@@ -73,6 +94,20 @@ Status InferBatchNorm(const InferContext& ctx, std::vector<TensorType>* outputs)
   return Status::Ok();
 }
 
+struct PreparedBatchNorm : PreparedKernel {
+  float epsilon = 1e-5f;
+};
+
+Result<Prepared> PrepareBatchNorm(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedBatchNorm>();
+  ORRERY_ASSIGN_OR_RETURN(p->epsilon, ctx.attrs.GetFloat("epsilon", 1e-5f));
+  // The folded scale and shift per parameter.
+  const int64_t params = NumElements(ctx.inputs[1].shape);
+  return Prepared{.kernel = std::move(p),
+                  .scratch_bytes = 2 * params *
+                                   static_cast<int64_t>(DTypeSize(ctx.inputs[0].dtype))};
+}
+
 template <typename T>
 void RunBatchNorm(const KernelContext& ctx, float epsilon, Tensor& y) {
   const Tensor& x = *ctx.inputs[0];
@@ -86,35 +121,42 @@ void RunBatchNorm(const KernelContext& ctx, float epsilon, Tensor& y) {
   const bool per_channel = ctx.inputs[1]->num_elements() == c;
   const int64_t params = ctx.inputs[1]->num_elements();
   // y = x * a + b with a = scale / sqrt(var + eps), b = B - mean * a.
-  std::vector<T> a(static_cast<size_t>(params)), b(static_cast<size_t>(params));
+  T* a = ScratchAs<T>(ctx);
+  T* b = a + params;
   for (int64_t i = 0; i < params; ++i) {
     const double ai = static_cast<double>(scale[i]) /
                       std::sqrt(static_cast<double>(var[i]) + static_cast<double>(epsilon));
-    a[static_cast<size_t>(i)] = static_cast<T>(ai);
-    b[static_cast<size_t>(i)] = static_cast<T>(static_cast<double>(bias[i]) -
-                                               static_cast<double>(mean[i]) * ai);
+    a[i] = static_cast<T>(ai);
+    b[i] = static_cast<T>(static_cast<double>(bias[i]) - static_cast<double>(mean[i]) * ai);
   }
   const T* xd = x.data<T>();
   T* yd = y.data<T>();
-  for (int64_t in = 0; in < n; ++in) {
-    for (int64_t ic = 0; ic < c; ++ic) {
-      const int64_t off = (in * c + ic) * inner;
-      const T* __restrict xp = xd + off;
-      T* __restrict yp = yd + off;
-      if (per_channel) {
-        const T av = a[static_cast<size_t>(ic)], bv = b[static_cast<size_t>(ic)];
-        for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * av + bv;
+  const vec::Kernels& k = vec::Best();
+  ParallelPlanes(ctx.threads, n * c, inner, [&](int64_t plane) {
+    const int64_t ic = plane % c;
+    const int64_t off = plane * inner;
+    const T* __restrict xp = xd + off;
+    T* __restrict yp = yd + off;
+    if (per_channel) {
+      if constexpr (std::is_same_v<T, float>) {
+        k.scale_shift(xp, yp, inner, a[ic], b[ic]);
       } else {
-        const T* ap = a.data() + ic * inner;
-        const T* bp = b.data() + ic * inner;
-        for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * ap[i] + bp[i];
+        const T av = a[ic], bv = b[ic];
+        for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * av + bv;
       }
+    } else {
+      const T* ap = a + ic * inner;
+      const T* bp = b + ic * inner;
+      for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * ap[i] + bp[i];
     }
-  }
+  }, kParallelMemoryBoundElements);  // a multiply-add per element
 }
 
 Status ComputeBatchNorm(const KernelContext& ctx, std::span<Tensor> outputs) {
-  ORRERY_ASSIGN_OR_RETURN(float epsilon, ctx.attrs.GetFloat("epsilon", 1e-5f));
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareBatchNorm, ComputeBatchNorm, ctx, outputs);
+  }
+  const float epsilon = static_cast<const PreparedBatchNorm*>(ctx.prepared)->epsilon;
   if (ctx.inputs[0]->dtype() == DType::kFloat64) {
     RunBatchNorm<double>(ctx, epsilon, outputs[0]);
   } else {
@@ -172,16 +214,28 @@ void RunInstanceNorm(const KernelContext& ctx, float epsilon, Tensor& y) {
   const int64_t inner = DimProduct(x.shape(), 2, x.shape().size());
   const T* xd = x.data<T>();
   T* yd = y.data<T>();
-  for (int64_t p = 0; p < planes; ++p) {
+  const vec::Kernels& k = vec::Best();
+  ParallelPlanes(ctx.threads, planes, inner, [&](int64_t p) {
     const T* xp = xd + p * inner;
     T* yp = yd + p * inner;
     double mean = 0.0, inv_std = 0.0;
-    Moments(xp, inner, epsilon, &mean, &inv_std);
+    if constexpr (std::is_same_v<T, float>) {
+      float m = 0, var = 0;
+      k.moments(xp, inner, &m, &var);
+      mean = m;
+      inv_std = 1.0 / std::sqrt(static_cast<double>(var) + epsilon);
+    } else {
+      Moments(xp, inner, epsilon, &mean, &inv_std);
+    }
     const double a = static_cast<double>(scale[p % c]) * inv_std;
     const T av = static_cast<T>(a);
     const T bv = static_cast<T>(static_cast<double>(bias[p % c]) - mean * a);
-    for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * av + bv;
-  }
+    if constexpr (std::is_same_v<T, float>) {
+      k.scale_shift(xp, yp, inner, av, bv);
+    } else {
+      for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * av + bv;
+    }
+  });
 }
 
 Status ComputeInstanceNorm(const KernelContext& ctx, std::span<Tensor> outputs) {
@@ -247,62 +301,105 @@ Status InferLayerNorm(const InferContext& ctx, std::vector<TensorType>* outputs)
   return Status::Ok();
 }
 
-// Scale / B expanded to the normalized shape (a copy only when broadcasting).
+struct PreparedLayerNorm : PreparedKernel {
+  LayerNormSetup setup;
+  float epsilon = 1e-5f;
+  int64_t inner = 0, outer = 0;
+  bool expand_scale = false, expand_bias = false;  // broadcast into scratch per call
+};
+
+Result<Prepared> PrepareLayerNorm(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedLayerNorm>();
+  const Shape& x = ctx.inputs[0].shape;
+  ORRERY_ASSIGN_OR_RETURN(p->setup, LayerNormDims(x, ctx.attrs));
+  ORRERY_ASSIGN_OR_RETURN(p->epsilon, ctx.attrs.GetFloat("epsilon", 1e-5f));
+  p->inner = NumElements(p->setup.normalized);
+  p->outer = DimProduct(x, 0, p->setup.axis);
+  const bool has_bias = ctx.inputs.size() > 2 && ctx.inputs[2].present();
+  p->expand_scale = NumElements(ctx.inputs[1].shape) != p->inner;
+  p->expand_bias = has_bias && NumElements(ctx.inputs[2].shape) != p->inner;
+  const int64_t elem = static_cast<int64_t>(DTypeSize(ctx.inputs[0].dtype));
+  const int64_t scratch =
+      ((p->expand_scale ? 1 : 0) + (p->expand_bias ? 1 : 0)) * p->inner * elem;
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
+}
+
+// Scale / B broadcast to the normalized shape into `out`.
 template <typename T>
-std::vector<T> Expand(const Tensor* t, const Shape& normalized, int64_t inner) {
-  std::vector<T> out(static_cast<size_t>(inner), T(0));
-  if (t == nullptr) return out;
-  const T* d = t->data<T>();
-  if (t->num_elements() == inner) {
-    out.assign(d, d + inner);
-    return out;
-  }
-  const std::vector<int64_t> strides = BroadcastStrides(t->shape(), normalized);
+void Expand(const Tensor& t, const Shape& normalized, int64_t inner, T* out) {
+  const T* d = t.data<T>();
+  const Shape& ts = t.shape();
+  const size_t off = normalized.size() - ts.size();
   for (int64_t i = 0; i < inner; ++i) {
-    int64_t rem = i, off = 0;
-    for (size_t j = normalized.size(); j > 0; --j) {
-      off += (rem % normalized[j - 1]) * strides[j - 1];
-      rem /= normalized[j - 1];
+    int64_t rem = i, src = 0, stride = 1;
+    for (size_t j = normalized.size(); j > off; --j) {
+      const int64_t dim = normalized[j - 1];
+      const int64_t coord = rem % dim;
+      rem /= dim;
+      if (ts[j - 1 - off] != 1) src += coord * stride;
+      stride *= ts[j - 1 - off];
     }
-    out[static_cast<size_t>(i)] = d[off];
+    out[i] = d[src];
   }
-  return out;
 }
 
 template <typename T>
-void RunLayerNorm(const KernelContext& ctx, const LayerNormSetup& s, float epsilon,
+void RunLayerNorm(const KernelContext& ctx, const PreparedLayerNorm& p,
                   std::span<Tensor> outputs) {
   const Tensor& x = *ctx.inputs[0];
-  const int64_t inner = NumElements(s.normalized);
-  const int64_t outer = DimProduct(x.shape(), 0, s.axis);
+  const int64_t inner = p.inner;
   const Tensor* b = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
-  const std::vector<T> scale = Expand<T>(ctx.inputs[1], s.normalized, inner);
-  const std::vector<T> bias = Expand<T>(b, s.normalized, inner);
+  T* scratch = ScratchAs<T>(ctx);
+  const T* scale = ctx.inputs[1]->data<T>();
+  if (p.expand_scale) {
+    Expand<T>(*ctx.inputs[1], p.setup.normalized, inner, scratch);
+    scale = scratch;
+    scratch += inner;
+  }
+  const T* bias = b != nullptr ? b->data<T>() : nullptr;
+  if (b != nullptr && p.expand_bias) {
+    Expand<T>(*b, p.setup.normalized, inner, scratch);
+    bias = scratch;
+  }
   const T* xd = x.data<T>();
   T* yd = outputs[0].data<T>();
   float* mean_out = outputs.size() > 1 ? outputs[1].data<float>() : nullptr;
   float* inv_out = outputs.size() > 2 ? outputs[2].data<float>() : nullptr;
-  for (int64_t r = 0; r < outer; ++r) {
-    const T* xp = xd + r * inner;
-    T* yp = yd + r * inner;
-    double mean = 0.0, inv_std = 0.0;
-    Moments(xp, inner, epsilon, &mean, &inv_std);
-    const T m = static_cast<T>(mean), is = static_cast<T>(inv_std);
-    for (int64_t i = 0; i < inner; ++i) {
-      yp[i] = (xp[i] - m) * is * scale[static_cast<size_t>(i)] + bias[static_cast<size_t>(i)];
+  const vec::Kernels& k = vec::Best();
+  const int64_t per_task = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(inner, 1));
+  const int64_t tasks = NumThreads(ctx.threads) > 1 ? (p.outer + per_task - 1) / per_task : 1;
+  ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
+    const int64_t r0 = task * p.outer / tasks, r1 = (task + 1) * p.outer / tasks;
+    if constexpr (std::is_same_v<T, float>) {
+      k.layer_norm_rows(xd + r0 * inner, yd + r0 * inner, r1 - r0, inner, scale, bias, p.epsilon,
+                        mean_out == nullptr ? nullptr : mean_out + r0,
+                        inv_out == nullptr ? nullptr : inv_out + r0);
+      return;
     }
-    if (mean_out != nullptr) mean_out[r] = static_cast<float>(mean);
-    if (inv_out != nullptr) inv_out[r] = static_cast<float>(inv_std);
-  }
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xp = xd + r * inner;
+      T* yp = yd + r * inner;
+      double mean = 0.0, inv_std = 0.0;
+      Moments(xp, inner, p.epsilon, &mean, &inv_std);
+      const T m = static_cast<T>(mean), is = static_cast<T>(inv_std);
+      for (int64_t i = 0; i < inner; ++i) {
+        yp[i] = (xp[i] - m) * is * scale[i] + (bias == nullptr ? T(0) : bias[i]);
+      }
+      if (mean_out != nullptr) mean_out[r] = static_cast<float>(mean);
+      if (inv_out != nullptr) inv_out[r] = static_cast<float>(inv_std);
+    }
+  });
 }
 
 Status ComputeLayerNorm(const KernelContext& ctx, std::span<Tensor> outputs) {
-  ORRERY_ASSIGN_OR_RETURN(LayerNormSetup s, LayerNormDims(ctx.inputs[0]->shape(), ctx.attrs));
-  ORRERY_ASSIGN_OR_RETURN(float epsilon, ctx.attrs.GetFloat("epsilon", 1e-5f));
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareLayerNorm, ComputeLayerNorm, ctx, outputs);
+  }
+  const auto& p = *static_cast<const PreparedLayerNorm*>(ctx.prepared);
   if (ctx.inputs[0]->dtype() == DType::kFloat64) {
-    RunLayerNorm<double>(ctx, s, epsilon, outputs);
+    RunLayerNorm<double>(ctx, p, outputs);
   } else {
-    RunLayerNorm<float>(ctx, s, epsilon, outputs);
+    RunLayerNorm<float>(ctx, p, outputs);
   }
   return Status::Ok();
 }
@@ -317,7 +414,8 @@ Status RegisterNormalizationKernels(OpRegistry* registry) {
                                                       .min_outputs = 1,
                                                       .max_outputs = 5,
                                                       .infer = InferBatchNorm,
-                                                      .compute = ComputeBatchNorm}));
+                                                      .compute = ComputeBatchNorm,
+                                                      .prepare = PrepareBatchNorm}));
   ORRERY_RETURN_IF_ERROR(registry->Register(KernelDef{.op_type = "InstanceNormalization",
                                                       .backend = Backend::kCpu,
                                                       .min_inputs = 3,
@@ -331,7 +429,8 @@ Status RegisterNormalizationKernels(OpRegistry* registry) {
                                       .min_outputs = 1,
                                       .max_outputs = 3,
                                       .infer = InferLayerNorm,
-                                      .compute = ComputeLayerNorm});
+                                      .compute = ComputeLayerNorm,
+                                      .prepare = PrepareLayerNorm});
 }
 
 }  // namespace orrery::ops::cpu

@@ -5,11 +5,14 @@
 // assembled with memcpy for the copied middle, for any dtype.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/data_movement.h"
+#include "ops/cpu/prepared.h"
 #include "ops/kernel_util.h"
+#include "ops/small_vec.h"
 
 namespace orrery::ops::cpu {
 namespace {
@@ -191,7 +194,8 @@ void PadTyped(const U* src, const Shape& in, const PadPlan& p, U value, U* dst) 
   auto source = [&](size_t d, int64_t o) {
     return SourceIndex(p.mode, o, p.begin[d], p.end[d], in[d]);
   };
-  const std::vector<int64_t> strides = ContiguousStrides(in);
+  SmallVec<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * in[d];
   const int64_t row = p.out[last_d];
   // The copied middle of every row: output [mid0, mid1) reads input from `first`.
   const int64_t kept =
@@ -200,7 +204,7 @@ void PadTyped(const U* src, const Shape& in, const PadPlan& p, U value, U* dst) 
   const int64_t mid1 = std::min(mid0 + std::max<int64_t>(kept, 0), row);
   const int64_t first = std::max<int64_t>(0, -p.begin[last_d]);
   const int64_t rows = DimProduct(p.out, 0, last_d);
-  std::vector<int64_t> coord(last_d, 0);
+  SmallVec<int64_t> coord(last_d, 0);
   for (int64_t r = 0; r < rows; ++r) {
     U* out = dst + r * row;
     int64_t offset = 0;
@@ -253,33 +257,66 @@ Status InferPad(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
-Status ComputePad(const KernelContext& ctx, std::span<Tensor> outputs) {
-  const Tensor& x = *ctx.inputs[0];
+// The plan when pads and axes are constants; otherwise made per call.
+struct PreparedPad : PreparedKernel {
+  bool constant = false;
+  PadPlan plan;
+};
+
+Result<Prepared> PreparePad(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedPad>();
   ORRERY_ASSIGN_OR_RETURN(PadMode mode, ReadPadMode(ctx.attrs));
   bool present[4] = {true, false, false, false};
   const Tensor* values[4] = {nullptr, nullptr, nullptr, nullptr};
   for (size_t i = 1; i < 4; ++i) {
-    values[i] = OptionalInput(ctx, i);
-    present[i] = values[i] != nullptr;
+    present[i] = i < ctx.inputs.size() && ctx.inputs[i].present();
+    values[i] = ctx.value(i);
   }
   ORRERY_ASSIGN_OR_RETURN(PadArgs a, ReadPadArgs(ctx.attrs, ctx.opset, values, present));
-  ORRERY_ASSIGN_OR_RETURN(PadPlan p, MakePadPlan(x.shape(), mode, a.pads, a.axes));
-  ORRERY_ASSIGN_OR_RETURN(uint64_t bits, ConstantBits(ctx.attrs, ctx.opset, x.dtype(), a.value));
+  if (!a.unknown) {
+    ORRERY_ASSIGN_OR_RETURN(p->plan, MakePadPlan(ctx.inputs[0].shape, mode, a.pads, a.axes));
+    p->constant = true;
+  }
+  return Prepared{.kernel = std::move(p)};
+}
+
+Status ComputePad(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) return ComputeUnprepared(PreparePad, ComputePad, ctx, outputs);
+  const auto& prepared = *static_cast<const PreparedPad*>(ctx.prepared);
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor* value = ctx.opset >= 11 ? OptionalInput(ctx, 2) : nullptr;
+  PadPlan computed;
+  const PadPlan* p = &prepared.plan;
+  if (!prepared.constant) {
+    ORRERY_ASSIGN_OR_RETURN(PadMode mode, ReadPadMode(ctx.attrs));
+    bool present[4] = {true, false, false, false};
+    const Tensor* values[4] = {nullptr, nullptr, nullptr, nullptr};
+    for (size_t i = 1; i < 4; ++i) {
+      values[i] = OptionalInput(ctx, i);
+      present[i] = values[i] != nullptr;
+    }
+    ORRERY_ASSIGN_OR_RETURN(PadArgs a, ReadPadArgs(ctx.attrs, ctx.opset, values, present));
+    ORRERY_ASSIGN_OR_RETURN(computed, MakePadPlan(x.shape(), mode, a.pads, a.axes));
+    p = &computed;
+  }
+  ORRERY_ASSIGN_OR_RETURN(uint64_t bits, ConstantBits(ctx.attrs, ctx.opset, x.dtype(), value));
   Tensor& y = outputs[0];
-  ORRERY_RETURN_IF_ERROR(CheckOutputShape(y, p.out, "Pad"));
+  ORRERY_RETURN_IF_ERROR(CheckOutputShape(y, p->out, "Pad"));
   if (y.num_elements() == 0) return Status::Ok();
   switch (DTypeSize(x.dtype())) {
     case 1:
-      PadTyped(x.data<uint8_t>(), x.shape(), p, static_cast<uint8_t>(bits), y.data<uint8_t>());
+      PadTyped(x.data<uint8_t>(), x.shape(), *p, static_cast<uint8_t>(bits), y.data<uint8_t>());
       break;
     case 2:
-      PadTyped(x.data<uint16_t>(), x.shape(), p, static_cast<uint16_t>(bits), y.data<uint16_t>());
+      PadTyped(x.data<uint16_t>(), x.shape(), *p, static_cast<uint16_t>(bits),
+               y.data<uint16_t>());
       break;
     case 4:
-      PadTyped(x.data<uint32_t>(), x.shape(), p, static_cast<uint32_t>(bits), y.data<uint32_t>());
+      PadTyped(x.data<uint32_t>(), x.shape(), *p, static_cast<uint32_t>(bits),
+               y.data<uint32_t>());
       break;
     case 8:
-      PadTyped(x.data<uint64_t>(), x.shape(), p, bits, y.data<uint64_t>());
+      PadTyped(x.data<uint64_t>(), x.shape(), *p, bits, y.data<uint64_t>());
       break;
     default:
       return Status::Internal("Pad: unexpected element size");
@@ -295,7 +332,8 @@ Status RegisterPadKernels(OpRegistry* registry) {
                                       .min_inputs = 1,
                                       .max_inputs = 4,
                                       .infer = InferPad,
-                                      .compute = ComputePad});
+                                      .compute = ComputePad,
+                                      .prepare = PreparePad});
 }
 
 }  // namespace orrery::ops::cpu

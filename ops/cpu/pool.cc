@@ -6,14 +6,20 @@
 // Each axis gets a table of the kernel taps that land inside the input for
 // every output position, so the window loops never test for padding.
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/elementwise_loops.h"
+#include "ops/cpu/prepared.h"
+#include "ops/cpu/vec/vec.h"
 #include "ops/kernel_util.h"
+#include "ops/small_vec.h"
 
 namespace orrery::ops::cpu {
 namespace {
@@ -199,9 +205,9 @@ void PoolPlane(const T* x, const WindowGeometry& g, const std::vector<AxisTable>
   }
   // Any rank: an odometer over output positions and one over the outer taps.
   const size_t last = r - 1;
-  std::vector<int64_t> in_strides(r, 1);
+  SmallVec<int64_t> in_strides(r, 1);
   for (size_t j = last; j > 0; --j) in_strides[j - 1] = in_strides[j] * g.input[j];
-  std::vector<int64_t> o(r, 0), tap(r, 0);
+  SmallVec<int64_t> o(r, 0), tap(r, 0);
   const int64_t out_vol = g.output_volume();
   for (int64_t p = 0; p < out_vol; ++p) {
     red.Reset();
@@ -247,7 +253,7 @@ void PoolPlane(const T* x, const WindowGeometry& g, const std::vector<AxisTable>
 // Flat index of spatial offset `pos` in column-major order over `dims`.
 int64_t ColumnMajor(int64_t pos, const std::vector<int64_t>& dims) {
   const size_t r = dims.size();
-  std::vector<int64_t> coord(r);
+  SmallVec<int64_t> coord(r, 0);
   for (size_t j = r; j > 0; --j) {
     coord[j - 1] = pos % dims[j - 1];
     pos /= dims[j - 1];
@@ -260,63 +266,137 @@ int64_t ColumnMajor(int64_t pos, const std::vector<int64_t>& dims) {
   return index;
 }
 
+// Everything a pooling call needs that depends only on the input shape.
+struct PreparedPool : PreparedKernel {
+  PoolSetup setup;
+  WindowGeometry geo;  // rank >= 2 (1-D windows get a leading unit axis)
+  std::vector<AxisTable> tables;
+  // 2-D tables for vec::Pool2d (float32 MaxPool / AveragePool).
+  std::vector<int64_t> taps_h, padded_h;
+  std::vector<float> col_valid, col_padded;
+  vec::Pool2d pool2d;
+};
+
+template <PoolKind kKind>
+Result<Prepared> PreparePool(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedPool>();
+  ORRERY_ASSIGN_OR_RETURN(p->setup, Setup(kKind, ctx.inputs[0].shape, ctx.attrs));
+  p->geo = p->setup.geo.rank() == 1 ? p->setup.geo.WithLeadingUnitAxis() : p->setup.geo;
+  p->tables = BuildTables(p->geo);
+  const WindowGeometry& g = p->geo;
+  int64_t scratch = 0;
+  if (g.rank() == 2 && ctx.inputs[0].dtype == DType::kFloat32 && kKind != PoolKind::kLp) {
+    for (const IndexRange& r : p->tables[0].taps) {
+      p->taps_h.push_back(r.begin);
+      p->taps_h.push_back(r.end > r.begin ? r.end : r.begin);
+    }
+    p->padded_h = p->tables[0].padded;
+    const int64_t columns = vec::Pool2dColumns(g.output[1]);
+    p->col_valid.assign(static_cast<size_t>(columns), 1.0f);
+    p->col_padded.assign(static_cast<size_t>(columns), 1.0f);
+    for (int64_t o = 0; o < g.output[1]; ++o) {
+      const size_t i = static_cast<size_t>(o);
+      p->col_valid[i] = static_cast<float>(p->tables[1].taps[i].size());
+      p->col_padded[i] = static_cast<float>(p->tables[1].padded[i]);
+    }
+    vec::Pool2d& v = p->pool2d;
+    v.ih = g.input[0], v.iw = g.input[1], v.oh = g.output[0], v.ow = g.output[1];
+    v.kh = g.kernel[0], v.kw = g.kernel[1], v.sh = g.strides[0], v.sw = g.strides[1];
+    v.dh = g.dilations[0], v.dw = g.dilations[1], v.ph = g.pad_begin[0], v.pw = g.pad_begin[1];
+    v.max = kKind == PoolKind::kMax;
+    v.count_include_pad = p->setup.count_include_pad;
+    v.taps_h = p->taps_h.data();
+    v.padded_h = p->padded_h.data();
+    v.col_valid = p->col_valid.data();
+    v.col_padded = p->col_padded.data();
+    scratch = vec::Pool2dScratchFloats(v) * static_cast<int64_t>(sizeof(float));
+  }
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
+}
+
 template <typename T>
-Status RunPool(PoolKind kind, const PoolSetup& s, const Tensor& x, std::span<Tensor> outputs) {
-  const WindowGeometry g = s.geo.rank() == 1 ? s.geo.WithLeadingUnitAxis() : s.geo;
-  const std::vector<AxisTable> tables = BuildTables(g);
+Status RunPool(const KernelContext& ctx, PoolKind kind, const PreparedPool& pp, const Tensor& x,
+               std::span<Tensor> outputs) {
+  const PoolSetup& s = pp.setup;
+  const WindowGeometry& g = pp.geo;
+  const std::vector<AxisTable>& tables = pp.tables;
   const int64_t in_vol = g.input_volume();
   const int64_t out_vol = g.output_volume();
   const T* xd = x.data<T>();
   T* yd = outputs[0].data<T>();
   int64_t* id = outputs.size() > 1 ? outputs[1].data<int64_t>() : nullptr;
-  for (int64_t plane = 0; plane < s.n * s.c; ++plane) {
-    const T* xp = xd + plane * in_vol;
-    T* yp = yd + plane * out_vol;
-    if (kind == PoolKind::kMax) {
-      MaxReducer<T> red{};
-      if (id == nullptr) {
-        PoolPlane(xp, g, tables, red, [&](int64_t p, const MaxReducer<T>& rd, int64_t, int64_t) {
-          yp[p] = rd.Finish(0, 0);
-        });
-      } else {
-        int64_t* ip = id + plane * out_vol;
-        PoolPlane(xp, g, tables, red, [&](int64_t p, const MaxReducer<T>& rd, int64_t, int64_t) {
-          yp[p] = rd.Finish(0, 0);
-          // An all-padding window has no maximum: -1.
-          if (rd.best_pos < 0) {
-            ip[p] = -1;
-          } else {
-            ip[p] = plane * in_vol +
-                    (s.column_major ? ColumnMajor(rd.best_pos, g.input) : rd.best_pos);
-          }
-        });
-      }
-    } else if constexpr (std::is_floating_point_v<T>) {
-      auto store = [&](int64_t p, const auto& rd, int64_t valid, int64_t padded) {
-        yp[p] = rd.Finish(valid, padded);
-      };
-      if (kind == PoolKind::kAverage) {
-        AverageReducer<T> red{.include_pad = s.count_include_pad, .sum = T(0)};
-        PoolPlane(xp, g, tables, red, store);
-      } else {
-        LpReducer<T> red{.p = s.p, .sum = T(0)};
-        PoolPlane(xp, g, tables, red, store);
-      }
+  const int64_t planes = s.n * s.c;
+  const int64_t tasks =
+      NumThreads(ctx.threads) > 1 && planes * out_vol * g.kernel_volume() >= kParallelElements
+          ? std::min<int64_t>(planes, 8 * NumThreads(ctx.threads))
+          : 1;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!pp.taps_h.empty() && id == nullptr) {
+      const vec::Kernels& k = vec::Best();
+      ParallelFor(ctx.threads, tasks, [&](int64_t task, int thread) {
+        const int64_t p0 = task * planes / tasks, p1 = (task + 1) * planes / tasks;
+        k.pool2d(pp.pool2d, xd + p0 * in_vol, yd + p0 * out_vol, p1 - p0,
+                 ScratchAs<float>(ctx, thread));
+      });
+      return Status::Ok();
     }
   }
+  ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
+    for (int64_t plane = task * planes / tasks; plane < (task + 1) * planes / tasks; ++plane) {
+      const T* xp = xd + plane * in_vol;
+      T* yp = yd + plane * out_vol;
+      if (kind == PoolKind::kMax) {
+        MaxReducer<T> red{};
+        if (id == nullptr) {
+          PoolPlane(xp, g, tables, red,
+                    [&](int64_t p, const MaxReducer<T>& rd, int64_t, int64_t) {
+                      yp[p] = rd.Finish(0, 0);
+                    });
+        } else {
+          int64_t* ip = id + plane * out_vol;
+          PoolPlane(xp, g, tables, red,
+                    [&](int64_t p, const MaxReducer<T>& rd, int64_t, int64_t) {
+                      yp[p] = rd.Finish(0, 0);
+                      // An all-padding window has no maximum: -1.
+                      if (rd.best_pos < 0) {
+                        ip[p] = -1;
+                      } else {
+                        ip[p] = plane * in_vol +
+                                (s.column_major ? ColumnMajor(rd.best_pos, g.input)
+                                                : rd.best_pos);
+                      }
+                    });
+        }
+      } else if constexpr (std::is_floating_point_v<T>) {
+        auto store = [&](int64_t p, const auto& rd, int64_t valid, int64_t padded) {
+          yp[p] = rd.Finish(valid, padded);
+        };
+        if (kind == PoolKind::kAverage) {
+          AverageReducer<T> red{.include_pad = s.count_include_pad, .sum = T(0)};
+          PoolPlane(xp, g, tables, red, store);
+        } else {
+          LpReducer<T> red{.p = s.p, .sum = T(0)};
+          PoolPlane(xp, g, tables, red, store);
+        }
+      }
+    }
+  });
   return Status::Ok();
 }
 
 template <PoolKind kKind>
 Status ComputePool(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PreparePool<kKind>, ComputePool<kKind>, ctx, outputs);
+  }
+  const auto& pp = *static_cast<const PreparedPool*>(ctx.prepared);
   const Tensor& x = *ctx.inputs[0];
-  ORRERY_ASSIGN_OR_RETURN(PoolSetup s, Setup(kKind, x.shape(), ctx.attrs));
   if (outputs[0].num_elements() == 0) return Status::Ok();
   switch (x.dtype()) {
-    case DType::kFloat32: return RunPool<float>(kKind, s, x, outputs);
-    case DType::kFloat64: return RunPool<double>(kKind, s, x, outputs);
-    case DType::kInt8: return RunPool<int8_t>(kKind, s, x, outputs);
-    case DType::kUint8: return RunPool<uint8_t>(kKind, s, x, outputs);
+    case DType::kFloat32: return RunPool<float>(ctx, kKind, pp, x, outputs);
+    case DType::kFloat64: return RunPool<double>(ctx, kKind, pp, x, outputs);
+    case DType::kInt8: return RunPool<int8_t>(ctx, kKind, pp, x, outputs);
+    case DType::kUint8: return RunPool<uint8_t>(ctx, kKind, pp, x, outputs);
     default:
       return Status::InvalidArgument(std::string(PoolName(kKind)) + ": unsupported dtype " +
                                      std::string(DTypeName(x.dtype())));
@@ -363,6 +443,16 @@ void RunGlobalPool(const Tensor& x, int64_t p, Tensor& y) {
   const int64_t vol = DimProduct(x.shape(), 2, x.shape().size());
   const T* xd = x.data<T>();
   T* yd = y.data<T>();
+  if constexpr (std::is_same_v<T, float> && kKind != PoolKind::kLp) {
+    const vec::Reduce op = kKind == PoolKind::kMax ? vec::Reduce::kMax : vec::Reduce::kSum;
+    if (vol > 0) {
+      vec::Best().reduce_rows(op, xd, planes, vol, yd);
+      if (kKind == PoolKind::kAverage) {
+        for (int64_t i = 0; i < planes; ++i) yd[i] = yd[i] / static_cast<float>(vol);
+      }
+      return;
+    }
+  }
   for (int64_t i = 0; i < planes; ++i) {
     const T* xp = xd + i * vol;
     if constexpr (kKind == PoolKind::kMax) {
@@ -393,7 +483,8 @@ Status ComputeGlobalPool(const KernelContext& ctx, std::span<Tensor> outputs) {
   return Status::Ok();
 }
 
-KernelDef PoolDef(const char* op_type, InferFn infer, ComputeFn compute, int max_outputs = 1) {
+KernelDef PoolDef(const char* op_type, InferFn infer, ComputeFn compute, int max_outputs = 1,
+                  PrepareFn prepare = nullptr) {
   return KernelDef{.op_type = op_type,
                    .backend = Backend::kCpu,
                    .min_inputs = 1,
@@ -401,18 +492,22 @@ KernelDef PoolDef(const char* op_type, InferFn infer, ComputeFn compute, int max
                    .min_outputs = 1,
                    .max_outputs = max_outputs,
                    .infer = infer,
-                   .compute = compute};
+                   .compute = compute,
+                   .prepare = prepare};
 }
 
 }  // namespace
 
 Status RegisterPoolKernels(OpRegistry* registry) {
   ORRERY_RETURN_IF_ERROR(registry->Register(PoolDef(
-      "MaxPool", InferPool<PoolKind::kMax>, ComputePool<PoolKind::kMax>, /*max_outputs=*/2)));
+      "MaxPool", InferPool<PoolKind::kMax>, ComputePool<PoolKind::kMax>, /*max_outputs=*/2,
+      PreparePool<PoolKind::kMax>)));
   ORRERY_RETURN_IF_ERROR(registry->Register(
-      PoolDef("AveragePool", InferPool<PoolKind::kAverage>, ComputePool<PoolKind::kAverage>)));
+      PoolDef("AveragePool", InferPool<PoolKind::kAverage>, ComputePool<PoolKind::kAverage>, 1,
+              PreparePool<PoolKind::kAverage>)));
   ORRERY_RETURN_IF_ERROR(
-      registry->Register(PoolDef("LpPool", InferPool<PoolKind::kLp>, ComputePool<PoolKind::kLp>)));
+      registry->Register(PoolDef("LpPool", InferPool<PoolKind::kLp>, ComputePool<PoolKind::kLp>, 1,
+                                 PreparePool<PoolKind::kLp>)));
   ORRERY_RETURN_IF_ERROR(registry->Register(PoolDef("GlobalMaxPool",
                                                     InferGlobalPool<PoolKind::kMax>,
                                                     ComputeGlobalPool<PoolKind::kMax>)));

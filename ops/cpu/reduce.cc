@@ -13,11 +13,17 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/elementwise_loops.h"
+#include "ops/cpu/prepared.h"
+#include "ops/cpu/vec/vec.h"
+#include "ops/small_vec.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -134,7 +140,7 @@ void Accumulate(const ReducePlan& p, const T* x, Acc* acc, Acc init, Step step, 
   }
   const int64_t len = p.dims[rank - 1];
   const bool inner_reduced = p.reduced[rank - 1];
-  std::vector<int64_t> idx(rank, 0);
+  SmallVec<int64_t> idx(rank, 0);
   int64_t in_off = 0, out_off = 0;
   while (true) {
     const T* __restrict px = x + in_off;
@@ -307,52 +313,92 @@ Status InferReduce(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
-Result<ReduceSpec> SpecFromKernel(const char* op, int64_t axes_input_opset,
-                                  const KernelContext& ctx) {
-  const Tensor& x = *ctx.inputs[0];
-  const Tensor* axes = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
-  TensorType axes_type;
-  if (axes != nullptr) axes_type = TensorType{axes->dtype(), axes->shape()};
-  return MakeSpec(op, axes_input_opset, x.shape(), ctx.attrs, ctx.opset, &axes_type, axes);
+struct PreparedReduce : PreparedKernel {
+  ReduceSpec spec;
+  ReducePlan plan;
+};
+
+template <typename R>
+Result<Prepared> PrepareReduce(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedReduce>();
+  const TensorType* axes_type = ctx.inputs.size() > 1 ? &ctx.inputs[1] : nullptr;
+  ORRERY_ASSIGN_OR_RETURN(p->spec, MakeSpec(R::kName, R::kAxesInputOpset, ctx.inputs[0].shape,
+                                            ctx.attrs, ctx.opset, axes_type, ctx.value(1)));
+  p->plan = MakePlan(ctx.inputs[0].shape, p->spec.reduced);
+  // Accumulators: one (LogSumExp: two) double-or-narrower per output.
+  const int64_t scratch = 2 * NumElements(ctx.outputs[0].shape) * int64_t{8};
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
 
-// Allocates the accumulator (output-sized) filled with `init`.
 template <typename Acc>
-Result<Tensor> MakeAcc(const Shape& out, Acc init) {
-  ORRERY_ASSIGN_OR_RETURN(Tensor acc, Tensor::Allocate(DTypeOf<Acc>(), out));
-  Acc* a = acc.data<Acc>();
-  std::fill(a, a + acc.num_elements(), init);
-  return acc;
+Acc* FilledAcc(const KernelContext& ctx, int64_t n, Acc init, size_t which = 0) {
+  Acc* a = ScratchAs<Acc>(ctx) + static_cast<size_t>(n) * which;
+  std::fill(a, a + n, init);
+  return a;
+}
+
+// ReduceSum / Mean / Max / Min of float32 over trailing axes: rows.
+template <typename R>
+bool ReduceFloatRows(const KernelContext& ctx, const PreparedReduce& p, const Tensor& x,
+                     Tensor& y) {
+  constexpr bool kSum = std::is_same_v<R, ReduceSumR> || std::is_same_v<R, ReduceMeanR>;
+  constexpr bool kMax = std::is_same_v<R, ReduceMaxR>;
+  constexpr bool kMin = std::is_same_v<R, ReduceMinR>;
+  if constexpr (!kSum && !kMax && !kMin) {
+    return false;
+  } else {
+    const ReducePlan& plan = p.plan;
+    const size_t rank = plan.dims.size();
+    if (x.dtype() != DType::kFloat32 || rank == 0 || rank > 2 || !plan.reduced[rank - 1] ||
+        (rank == 2 && plan.reduced[0])) {
+      return false;
+    }
+    const int64_t n = plan.dims[rank - 1];
+    const int64_t rows = rank == 2 ? plan.dims[0] : 1;
+    const float* xd = x.data<float>();
+    float* yd = y.data<float>();
+    const vec::Reduce op = kSum ? vec::Reduce::kSum : kMax ? vec::Reduce::kMax : vec::Reduce::kMin;
+    const vec::Kernels& k = vec::Best();
+    const int64_t per_task = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(n, 1));
+    const int64_t tasks = NumThreads(ctx.threads) > 1 ? (rows + per_task - 1) / per_task : 1;
+    ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
+      const int64_t r0 = task * rows / tasks, r1 = (task + 1) * rows / tasks;
+      k.reduce_rows(op, xd + r0 * n, r1 - r0, n, yd + r0);
+      if constexpr (std::is_same_v<R, ReduceMeanR>) {
+        for (int64_t r = r0; r < r1; ++r) yd[r] = yd[r] / static_cast<float>(n);
+      }
+    });
+    return true;
+  }
 }
 
 template <typename R, typename T>
-Status RunReduce(const Tensor& x, const ReduceSpec& spec, Tensor& y) {
+Status RunReduce(const KernelContext& ctx, const PreparedReduce& p, const Tensor& x, Tensor& y) {
   using Acc = typename R::template Acc<T>;
-  ORRERY_ASSIGN_OR_RETURN(Tensor acc_t, MakeAcc<Acc>(y.shape(), R::template Init<T>()));
-  Acc* acc = acc_t.data<Acc>();
+  const ReduceSpec& spec = p.spec;
+  if (x.num_elements() > 0 && ReduceFloatRows<R>(ctx, p, x, y)) return Status::Ok();
+  const int64_t n = y.num_elements();
+  Acc* acc = FilledAcc<Acc>(ctx, n, R::template Init<T>());
   if (x.num_elements() > 0) {
-    const ReducePlan plan = MakePlan(x.shape(), spec.reduced);
     Accumulate<T, Acc>(
-        plan, x.data<T>(), acc, R::template Init<T>(),
+        p.plan, x.data<T>(), acc, R::template Init<T>(),
         [](Acc a, T v, int64_t) { return R::template Step<T>(a, v); },
         [](Acc a, Acc b) { return R::template Merge<Acc>(a, b); });
   }
   T* yd = y.data<T>();
-  const int64_t n = y.num_elements();
   for (int64_t i = 0; i < n; ++i) yd[i] = R::template Finish<T>(acc[i], spec.count);
   return Status::Ok();
 }
 
 template <typename T>
-Status RunLogSumExp(const Tensor& x, const ReduceSpec& spec, Tensor& y) {
-  ORRERY_ASSIGN_OR_RETURN(Tensor max_t, MakeAcc<double>(y.shape(), 0.0));
-  ORRERY_ASSIGN_OR_RETURN(Tensor sum_t, MakeAcc<double>(y.shape(), 0.0));
-  double* mx = max_t.data<double>();
-  double* sum = sum_t.data<double>();
+Status RunLogSumExp(const KernelContext& ctx, const PreparedReduce& p, const Tensor& x,
+                    Tensor& y) {
   const int64_t n = y.num_elements();
+  double* mx = FilledAcc<double>(ctx, n, 0.0, 0);
+  double* sum = FilledAcc<double>(ctx, n, 0.0, 1);
   if (x.num_elements() > 0) {
     std::fill(mx, mx + n, -std::numeric_limits<double>::infinity());
-    const ReducePlan plan = MakePlan(x.shape(), spec.reduced);
+    const ReducePlan& plan = p.plan;
     const auto max_step = [](double a, double d) { return ((d > a) | (d != d)) ? d : a; };
     Accumulate<T, double>(
         plan, x.data<T>(), mx, -std::numeric_limits<double>::infinity(),
@@ -378,19 +424,22 @@ Status RunLogSumExp(const Tensor& x, const ReduceSpec& spec, Tensor& y) {
 
 template <typename R>
 Status ComputeReduce(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareReduce<R>, ComputeReduce<R>, ctx, outputs);
+  }
+  const auto& p = *static_cast<const PreparedReduce*>(ctx.prepared);
   const Tensor& x = *ctx.inputs[0];
-  ORRERY_ASSIGN_OR_RETURN(ReduceSpec spec, SpecFromKernel(R::kName, R::kAxesInputOpset, ctx));
   Tensor& y = outputs[0];
-  if (spec.noop) {
+  if (p.spec.noop) {
     if (x.byte_size() > 0) std::memcpy(y.raw_data(), x.raw_data(), x.byte_size());
     return Status::Ok();
   }
   return Dispatch(x.dtype(), NumericTypes{}, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<R, ReduceLogSumExpR>) {
-      return RunLogSumExp<T>(x, spec, y);
+      return RunLogSumExp<T>(ctx, p, x, y);
     } else {
-      return RunReduce<R, T>(x, spec, y);
+      return RunReduce<R, T>(ctx, p, x, y);
     }
   });
 }
@@ -402,7 +451,8 @@ KernelDef ReduceKernel() {
                    .min_inputs = 1,
                    .max_inputs = 2,
                    .infer = InferReduce<R>,
-                   .compute = ComputeReduce<R>};
+                   .compute = ComputeReduce<R>,
+                   .prepare = PrepareReduce<R>};
 }
 
 // ---------------- ArgMax / ArgMin ----------------
@@ -448,8 +498,9 @@ bool Better(T v, T best) {
   else return kLast ? v <= best : v < best;
 }
 
+// `best` holds d.inner values (scratch).
 template <bool kMax, bool kLast, typename T>
-void RunArg(const T* x, const ArgDims& d, int64_t* y) {
+void RunArg(const T* x, const ArgDims& d, int64_t* y, T* best_values) {
   if (d.inner == 1) {  // the axis is innermost: scan each row
     for (int64_t o = 0; o < d.outer; ++o) {
       const T* xo = x + o * d.n;
@@ -465,7 +516,7 @@ void RunArg(const T* x, const ArgDims& d, int64_t* y) {
     }
     return;
   }
-  std::vector<T> best(static_cast<size_t>(d.inner));
+  std::span<T> best(best_values, static_cast<size_t>(d.inner));
   for (int64_t o = 0; o < d.outer; ++o) {
     const T* xo = x + o * d.n * d.inner;
     int64_t* yo = y + o * d.inner;
@@ -499,18 +550,37 @@ Status InferArg(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
+struct PreparedArg : PreparedKernel {
+  ArgDims dims;
+  bool last = false;
+};
+
+template <bool kMax>
+Result<Prepared> PrepareArg(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedArg>();
+  ORRERY_ASSIGN_OR_RETURN(p->dims, MakeArgDims(ArgName<kMax>(), ctx.inputs[0].shape, ctx.attrs));
+  ORRERY_ASSIGN_OR_RETURN(int64_t last, ctx.attrs.GetInt("select_last_index", 0));
+  p->last = last != 0;
+  // The running best per column when the axis is not innermost.
+  const int64_t scratch = p->dims.inner == 1 ? 0 : p->dims.inner * int64_t{8};
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
+}
+
 template <bool kMax>
 Status ComputeArg(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareArg<kMax>, ComputeArg<kMax>, ctx, outputs);
+  }
+  const auto& p = *static_cast<const PreparedArg*>(ctx.prepared);
   const Tensor& x = *ctx.inputs[0];
-  ORRERY_ASSIGN_OR_RETURN(ArgDims d, MakeArgDims(ArgName<kMax>(), x.shape(), ctx.attrs));
-  ORRERY_ASSIGN_OR_RETURN(int64_t last, ctx.attrs.GetInt("select_last_index", 0));
   if (outputs[0].num_elements() == 0) return Status::Ok();
   return Dispatch(x.dtype(), NumericTypes{}, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
-    if (last != 0) {
-      RunArg<kMax, true>(x.data<T>(), d, outputs[0].data<int64_t>());
+    T* best = ScratchAs<T>(ctx);
+    if (p.last) {
+      RunArg<kMax, true>(x.data<T>(), p.dims, outputs[0].data<int64_t>(), best);
     } else {
-      RunArg<kMax, false>(x.data<T>(), d, outputs[0].data<int64_t>());
+      RunArg<kMax, false>(x.data<T>(), p.dims, outputs[0].data<int64_t>(), best);
     }
     return Status::Ok();
   });
@@ -523,7 +593,8 @@ KernelDef ArgKernel() {
                    .min_inputs = 1,
                    .max_inputs = 1,
                    .infer = InferArg<kMax>,
-                   .compute = ComputeArg<kMax>};
+                   .compute = ComputeArg<kMax>,
+                   .prepare = PrepareArg<kMax>};
 }
 
 }  // namespace

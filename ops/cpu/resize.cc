@@ -8,12 +8,15 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/data_movement.h"
+#include "ops/cpu/prepared.h"
 #include "ops/kernel_util.h"
 #include "ops/resize_util.h"
+#include "ops/small_vec.h"
 
 namespace orrery::ops::cpu {
 namespace {
@@ -354,7 +357,8 @@ template <typename U>
 void NearestGather(const U* src, const Shape& in, const std::vector<AxisTaps>& taps, U extrap,
                    const Shape& out, U* dst) {
   const size_t rank = out.size();
-  const std::vector<int64_t> strides = ContiguousStrides(in);
+  SmallVec<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * in[d];
   const int64_t row = out[rank - 1];
   const AxisTaps& last = taps[rank - 1];
   bool last_has_outside = false;
@@ -369,7 +373,7 @@ void NearestGather(const U* src, const Shape& in, const std::vector<AxisTaps>& t
       if (last.index[static_cast<size_t>(i)] != i / repeat) repeat = 0;
     }
   }
-  std::vector<int64_t> coord(rank - 1, 0);
+  SmallVec<int64_t> coord(rank - 1, 0);
   const int64_t rows = DimProduct(out, 0, rank - 1);
   int64_t prev_offset = -1;
   for (int64_t r = 0; r < rows; ++r) {
@@ -473,23 +477,51 @@ void InterpolateAxis(const T* src, const Shape& cur, size_t axis, const AxisTaps
 // a weighted sum of a few horizontally resized source rows, which are kept in
 // a small cache (consecutive output rows share them), so there is no
 // full-size intermediate and everything stays in L1/L2.
+// Weights of the last two axes in T and the row cache's scratch.
+template <typename T>
+struct Last2Tables {
+  std::vector<T> wh, ww;
+};
+
+template <typename T>
+Last2Tables<T> MakeLast2Tables(const std::vector<AxisTaps>& taps) {
+  Last2Tables<T> t;
+  const size_t rank = taps.size();
+  if (rank >= 2) t.wh.assign(taps[rank - 2].weight.begin(), taps[rank - 2].weight.end());
+  else t.wh = {T(1)};
+  t.ww.assign(taps[rank - 1].weight.begin(), taps[rank - 1].weight.end());
+  return t;
+}
+
+// Bytes of scratch InterpolateLast2 needs: kh cached rows of out_w values,
+// their tags, pins and row pointers.
+int64_t Last2ScratchBytes(const std::vector<AxisTaps>& taps, const Shape& out, size_t elem) {
+  const size_t rank = out.size();
+  const int64_t kh = rank >= 2 ? taps[rank - 2].taps : 1;
+  return kh * (out[rank - 1] * static_cast<int64_t>(elem) + 8 + 8 + 8);
+}
+
 template <typename T>
 void InterpolateLast2(const T* src, const Shape& in, const std::vector<AxisTaps>& taps,
-                      const Shape& out, T extrap, T* dst) {
+                      const Shape& out, T extrap, T* dst, const Last2Tables<T>& tables,
+                      std::byte* scratch) {
   const size_t rank = out.size();
-  AxisTaps unit;  // rank 1: a single identity row
-  unit.index = {0};
-  unit.weight = {1.0};
-  unit.outside = {0};
-  unit.identity = true;
+  static const AxisTaps unit = [] {  // rank 1: a single identity row
+    AxisTaps u;
+    u.index = {0};
+    u.weight = {1.0};
+    u.outside = {0};
+    u.identity = true;
+    return u;
+  }();
   const AxisTaps& th = rank >= 2 ? taps[rank - 2] : unit;
   const AxisTaps& tw = taps[rank - 1];
   const int64_t in_h = rank >= 2 ? in[rank - 2] : 1, in_w = in[rank - 1];
   const int64_t out_h = rank >= 2 ? out[rank - 2] : 1, out_w = out[rank - 1];
   const int64_t planes = rank >= 2 ? DimProduct(out, 0, rank - 2) : 1;
   const size_t kh = static_cast<size_t>(th.taps), kw = static_cast<size_t>(tw.taps);
-  std::vector<T> wh(th.weight.begin(), th.weight.end());
-  std::vector<T> ww(tw.weight.begin(), tw.weight.end());
+  const std::vector<T>& wh = tables.wh;
+  const std::vector<T>& ww = tables.ww;
   auto horizontal = [&](const T* row, T* o) {
     if (tw.identity) {
       std::memcpy(o, row, static_cast<size_t>(out_w) * sizeof(T));
@@ -512,14 +544,15 @@ void InterpolateLast2(const T* src, const Shape& in, const std::vector<AxisTaps>
       o[x] = acc;
     }
   };
-  std::vector<T> cache(kh * static_cast<size_t>(out_w));
-  std::vector<int64_t> tag(kh, -1);
-  std::vector<uint8_t> pinned(kh, 0);
-  std::vector<const T*> rows(kh);
+  // Scratch layout: tags, row pointers, pins (8 bytes each), then the rows.
+  auto* tag = reinterpret_cast<int64_t*>(scratch);
+  auto* rows = reinterpret_cast<const T**>(scratch + 8 * kh);
+  auto* pinned = reinterpret_cast<uint8_t*>(scratch + 16 * kh);
+  auto* cache = reinterpret_cast<T*>(scratch + 24 * kh);
   for (int64_t p = 0; p < planes; ++p) {
     const T* plane = src + p * in_h * in_w;
     T* oplane = dst + p * out_h * out_w;
-    std::fill(tag.begin(), tag.end(), -1);
+    std::fill(tag, tag + kh, int64_t{-1});
     for (int64_t y = 0; y < out_h; ++y) {
       const size_t yy = static_cast<size_t>(y);
       T* orow = oplane + y * out_w;
@@ -531,7 +564,7 @@ void InterpolateLast2(const T* src, const Shape& in, const std::vector<AxisTaps>
         horizontal(plane + y * in_w, orow);
         continue;
       }
-      std::fill(pinned.begin(), pinned.end(), 0);
+      std::fill(pinned, pinned + kh, uint8_t{0});
       for (size_t j = 0; j < kh; ++j) {
         const int64_t r = th.index[yy * kh + j];
         if (tw.identity) {
@@ -563,15 +596,21 @@ void InterpolateLast2(const T* src, const Shape& in, const std::vector<AxisTaps>
   }
 }
 
+bool OnlyLast2Resized(const std::vector<AxisTaps>& taps) {
+  bool last2 = true;
+  for (size_t d = 0; d + 2 < taps.size(); ++d) last2 = last2 && taps[d].identity;
+  return last2;
+}
+
+// `tables` and `scratch` (Last2ScratchBytes) serve the last-two-axes case;
+// other cases allocate their intermediates.
 template <typename T>
 Status Interpolate(const Tensor& x, const ResizePlan& p, const std::vector<AxisTaps>& taps,
-                   Tensor& y) {
+                   Tensor& y, const Last2Tables<T>& tables, std::byte* scratch) {
   const size_t rank = p.out.size();
-  bool last2 = true;
-  for (size_t d = 0; d + 2 < rank; ++d) last2 = last2 && taps[d].identity;
-  if (last2) {
+  if (OnlyLast2Resized(taps)) {
     InterpolateLast2(x.data<T>(), x.shape(), taps, p.out, static_cast<T>(p.extrapolation),
-                     y.data<T>());
+                     y.data<T>(), tables, scratch);
     return Status::Ok();
   }
   // Downsampling axes first so no intermediate exceeds max(input, output).
@@ -610,23 +649,90 @@ Status Interpolate(const Tensor& x, const ResizePlan& p, const std::vector<AxisT
   return Status::Ok();
 }
 
+// Plan and tap tables, made once when roi / scales / sizes are constants.
+struct PreparedResize : PreparedKernel {
+  bool constant = false;
+  ResizePlan plan;
+  std::vector<AxisTaps> taps;
+  Last2Tables<float> f32;
+  Last2Tables<double> f64;
+};
+
 template <bool kUpsample>
-Status ComputeResize(const KernelContext& ctx, std::span<Tensor> outputs) {
-  const Tensor& x = *ctx.inputs[0];
+Result<ResizePlan> PlanFor(const Attributes& attrs, int64_t opset, const Shape& x, DType dtype,
+                           PlanArgs a) {
+  Tensor attr_scales;
+  if (kUpsample && opset < 9) {
+    ORRERY_ASSIGN_OR_RETURN(attr_scales, AttrScales(attrs));
+    a.scales = &attr_scales;
+  }
+  return MakeResizePlan(kUpsample, x, dtype, attrs, opset, a.roi, a.scales, a.sizes);
+}
+
+std::vector<AxisTaps> TapsFor(const ResizePlan& p) {
+  std::vector<AxisTaps> taps;
+  taps.reserve(p.axes.size());
+  for (const AxisSpec& axis : p.axes) taps.push_back(resize::BuildAxisTaps(p.opt, axis));
+  return taps;
+}
+
+template <bool kUpsample>
+Result<Prepared> PrepareResize(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedResize>();
+  const TensorType& x = ctx.inputs[0];
   ORRERY_ASSIGN_OR_RETURN(PlanArgs a, SelectArgs(
                                           kUpsample, ctx.attrs, ctx.opset,
                                           [&](size_t i) {
-                                            const Tensor* t = OptionalInput(ctx, i);
-                                            return t == nullptr ? int64_t{-1} : t->num_elements();
+                                            return i < ctx.inputs.size() && ctx.inputs[i].present()
+                                                       ? NumElements(ctx.inputs[i].shape)
+                                                       : int64_t{-1};
                                           },
-                                          [&](size_t i) { return OptionalInput(ctx, i); }));
-  Tensor attr_scales;
-  if (kUpsample && ctx.opset < 9) {
-    ORRERY_ASSIGN_OR_RETURN(attr_scales, AttrScales(ctx.attrs));
-    a.scales = &attr_scales;
+                                          [&](size_t i) { return ctx.value(i); }));
+  int64_t scratch = 0;
+  if (!a.unknown) {
+    ORRERY_ASSIGN_OR_RETURN(p->plan,
+                            PlanFor<kUpsample>(ctx.attrs, ctx.opset, x.shape, x.dtype, a));
+    p->constant = true;
+    if (!p->plan.out.empty()) {
+      p->taps = TapsFor(p->plan);
+      if (p->plan.opt.mode != Mode::kNearest && OnlyLast2Resized(p->taps)) {
+        if (x.dtype == DType::kFloat32) p->f32 = MakeLast2Tables<float>(p->taps);
+        if (x.dtype == DType::kFloat64) p->f64 = MakeLast2Tables<double>(p->taps);
+        scratch = Last2ScratchBytes(p->taps, p->plan.out, DTypeSize(x.dtype));
+      }
+    }
   }
-  ORRERY_ASSIGN_OR_RETURN(ResizePlan p, MakeResizePlan(kUpsample, x.shape(), x.dtype(), ctx.attrs,
-                                                       ctx.opset, a.roi, a.scales, a.sizes));
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
+}
+
+template <bool kUpsample>
+Status ComputeResize(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareResize<kUpsample>, ComputeResize<kUpsample>, ctx, outputs);
+  }
+  const auto& prepared = *static_cast<const PreparedResize*>(ctx.prepared);
+  const Tensor& x = *ctx.inputs[0];
+  // Values computed at run time: plan, tables and scratch for this call.
+  ResizePlan computed_plan;
+  std::vector<AxisTaps> computed_taps;
+  const ResizePlan* pp = &prepared.plan;
+  const std::vector<AxisTaps>* tp = &prepared.taps;
+  if (!prepared.constant) {
+    ORRERY_ASSIGN_OR_RETURN(PlanArgs a, SelectArgs(
+                                            kUpsample, ctx.attrs, ctx.opset,
+                                            [&](size_t i) {
+                                              const Tensor* t = OptionalInput(ctx, i);
+                                              return t == nullptr ? int64_t{-1} : t->num_elements();
+                                            },
+                                            [&](size_t i) { return OptionalInput(ctx, i); }));
+    ORRERY_ASSIGN_OR_RETURN(computed_plan,
+                            PlanFor<kUpsample>(ctx.attrs, ctx.opset, x.shape(), x.dtype(), a));
+    pp = &computed_plan;
+    if (!computed_plan.out.empty()) computed_taps = TapsFor(computed_plan);
+    tp = &computed_taps;
+  }
+  const ResizePlan& p = *pp;
+  const std::vector<AxisTaps>& taps = *tp;
   Tensor& y = outputs[0];
   ORRERY_RETURN_IF_ERROR(CheckOutputShape(y, p.out, kUpsample ? "Upsample" : "Resize"));
   if (y.num_elements() == 0) return Status::Ok();
@@ -634,9 +740,6 @@ Status ComputeResize(const KernelContext& ctx, std::span<Tensor> outputs) {
     std::memcpy(y.raw_data(), x.raw_data(), x.byte_size());
     return Status::Ok();
   }
-  std::vector<AxisTaps> taps;
-  taps.reserve(p.axes.size());
-  for (const AxisSpec& axis : p.axes) taps.push_back(resize::BuildAxisTaps(p.opt, axis));
   if (p.opt.mode == Mode::kNearest) {
     const DType dt = x.dtype();
     switch (DTypeSize(dt)) {
@@ -659,8 +762,21 @@ Status ComputeResize(const KernelContext& ctx, std::span<Tensor> outputs) {
     }
     return Status::Ok();
   }
-  if (x.dtype() == DType::kFloat32) return Interpolate<float>(x, p, taps, y);
-  return Interpolate<double>(x, p, taps, y);
+  std::byte* scratch = ThreadScratch(ctx, 0).data();
+  std::vector<std::byte> heap;
+  const bool have_tables = prepared.constant && OnlyLast2Resized(taps);
+  if (!have_tables && OnlyLast2Resized(taps)) {
+    heap.resize(static_cast<size_t>(Last2ScratchBytes(taps, p.out, DTypeSize(x.dtype()))) + 8);
+    scratch = heap.data();
+  }
+  if (x.dtype() == DType::kFloat32) {
+    Last2Tables<float> local;
+    if (!have_tables) local = MakeLast2Tables<float>(taps);
+    return Interpolate<float>(x, p, taps, y, have_tables ? prepared.f32 : local, scratch);
+  }
+  Last2Tables<double> local;
+  if (!have_tables) local = MakeLast2Tables<double>(taps);
+  return Interpolate<double>(x, p, taps, y, have_tables ? prepared.f64 : local, scratch);
 }
 
 template <bool kUpsample>
@@ -670,7 +786,8 @@ KernelDef ResizeDef() {
                    .min_inputs = 1,
                    .max_inputs = kUpsample ? 2 : 4,
                    .infer = InferResize<kUpsample>,
-                   .compute = ComputeResize<kUpsample>};
+                   .compute = ComputeResize<kUpsample>,
+                   .prepare = PrepareResize<kUpsample>};
 }
 
 }  // namespace

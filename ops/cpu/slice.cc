@@ -8,6 +8,7 @@
 
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/data_movement.h"
+#include "ops/cpu/prepared.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -141,24 +142,56 @@ Status InferSlice(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
-Status ComputeSlice(const KernelContext& ctx, std::span<Tensor> outputs) {
-  const Tensor& x = *ctx.inputs[0];
+// The plan when starts / ends / axes / steps are constants; otherwise it
+// is made per call from the values the run computed.
+struct PreparedSlice : PreparedKernel {
+  bool constant = false;
+  SlicePlan plan;
+};
+
+Result<Prepared> PrepareSlice(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedSlice>();
   bool present[5] = {true, false, false, false, false};
-  std::vector<const Tensor*> values(5, nullptr);
+  const Tensor* values[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   for (size_t i = 1; i < 5; ++i) {
-    values[i] = OptionalInput(ctx, i);
-    present[i] = values[i] != nullptr;
+    present[i] = i < ctx.inputs.size() && ctx.inputs[i].present();
+    values[i] = ctx.value(i);
   }
   bool unknown = false;
   ORRERY_ASSIGN_OR_RETURN(SliceArgs args,
                           ReadSliceArgs(ctx.attrs, ctx.opset, values, present, &unknown));
-  ORRERY_ASSIGN_OR_RETURN(SlicePlan p, MakeSlicePlan(x.shape(), args));
-  ORRERY_RETURN_IF_ERROR(CheckOutputShape(outputs[0], p.out, "Slice"));
+  if (!unknown) {
+    ORRERY_ASSIGN_OR_RETURN(p->plan, MakeSlicePlan(ctx.inputs[0].shape, args));
+    p->constant = true;
+  }
+  return Prepared{.kernel = std::move(p)};
+}
+
+Status ComputeSlice(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) return ComputeUnprepared(PrepareSlice, ComputeSlice, ctx, outputs);
+  const auto& prepared = *static_cast<const PreparedSlice*>(ctx.prepared);
+  const Tensor& x = *ctx.inputs[0];
+  SlicePlan computed;
+  const SlicePlan* p = &prepared.plan;
+  if (!prepared.constant) {
+    bool present[5] = {true, false, false, false, false};
+    const Tensor* values[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+    for (size_t i = 1; i < 5; ++i) {
+      values[i] = OptionalInput(ctx, i);
+      present[i] = values[i] != nullptr;
+    }
+    bool unknown = false;
+    ORRERY_ASSIGN_OR_RETURN(SliceArgs args,
+                            ReadSliceArgs(ctx.attrs, ctx.opset, values, present, &unknown));
+    ORRERY_ASSIGN_OR_RETURN(computed, MakeSlicePlan(x.shape(), args));
+    p = &computed;
+  }
+  ORRERY_RETURN_IF_ERROR(CheckOutputShape(outputs[0], p->out, "Slice"));
   if (outputs[0].num_elements() == 0) return Status::Ok();
   const size_t elem = DTypeSize(x.dtype());
   const auto* src =
-      static_cast<const uint8_t*>(x.raw_data()) + p.offset * static_cast<int64_t>(elem);
-  StridedCopy(src, p.out, p.strides, elem, outputs[0].raw_data());
+      static_cast<const uint8_t*>(x.raw_data()) + p->offset * static_cast<int64_t>(elem);
+  StridedCopy(src, p->out, p->strides, elem, outputs[0].raw_data());
   return Status::Ok();
 }
 
@@ -170,7 +203,8 @@ Status RegisterSliceKernels(OpRegistry* registry) {
                                       .min_inputs = 1,
                                       .max_inputs = 5,
                                       .infer = InferSlice,
-                                      .compute = ComputeSlice});
+                                      .compute = ComputeSlice,
+                                      .prepare = PrepareSlice});
 }
 
 }  // namespace orrery::ops::cpu

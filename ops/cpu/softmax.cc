@@ -7,9 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <type_traits>
 
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/dtype_dispatch.h"
+#include "ops/cpu/elementwise_loops.h"
+#include "ops/cpu/prepared.h"
+#include "ops/cpu/vec/vec.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -163,29 +168,63 @@ Status InferSoftmax(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
+struct PreparedSoftmax : PreparedKernel {
+  SoftmaxDims dims;
+};
+
+template <Kind kKind>
+Result<Prepared> PrepareSoftmax(const PrepareContext& ctx) {
+  auto p = std::make_shared<PreparedSoftmax>();
+  ORRERY_ASSIGN_OR_RETURN(p->dims, ComputeDims(Names<kKind>::kName, ctx.inputs[0].shape,
+                                               ctx.attrs, ctx.opset));
+  // Column softmax (inner > 1): running max and sum per column, and the
+  // arg max for Hardmax.
+  const int64_t inner = p->dims.inner;
+  const int64_t scratch =
+      inner == 1 ? 0
+                 : inner * (2 * static_cast<int64_t>(DTypeSize(ctx.inputs[0].dtype)) +
+                            static_cast<int64_t>(sizeof(int64_t)));
+  return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
+}
+
 template <Kind kKind>
 Status ComputeSoftmax(const KernelContext& ctx, std::span<Tensor> outputs) {
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareSoftmax<kKind>, ComputeSoftmax<kKind>, ctx, outputs);
+  }
   const Tensor& x = *ctx.inputs[0];
-  ORRERY_ASSIGN_OR_RETURN(SoftmaxDims d,
-                          ComputeDims(Names<kKind>::kName, x.shape(), ctx.attrs, ctx.opset));
+  const SoftmaxDims& d = static_cast<const PreparedSoftmax*>(ctx.prepared)->dims;
   if (x.num_elements() == 0) return Status::Ok();
   return Dispatch(x.dtype(), FloatTypes{}, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     const T* xd = x.data<T>();
     T* yd = outputs[0].data<T>();
     const int64_t block = d.n * d.inner;
-    if (d.inner == 1) {
-      for (int64_t o = 0; o < d.outer; ++o) RunRow<T, kKind>(xd + o * block, yd + o * block, d.n);
-      return Status::Ok();
-    }
-    // Scratch of 2 * inner values and inner indices; inner <= the input size.
-    ORRERY_ASSIGN_OR_RETURN(Tensor scratch, Tensor::Allocate(x.dtype(), {2, d.inner}));
-    ORRERY_ASSIGN_OR_RETURN(Tensor best, Tensor::Allocate(DType::kInt64, {d.inner}));
-    T* mx = scratch.data<T>();
-    for (int64_t o = 0; o < d.outer; ++o) {
-      RunColumns<T, kKind>(xd + o * block, yd + o * block, d.n, d.inner, mx, mx + d.inner,
-                           best.data<int64_t>());
-    }
+    // Rows per task: about kParallelElements values each.
+    const int64_t per_task = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(block, 1));
+    const int64_t tasks = NumThreads(ctx.threads) > 1 ? (d.outer + per_task - 1) / per_task : 1;
+    const int64_t rows_per_task = (d.outer + tasks - 1) / tasks;
+    ParallelFor(ctx.threads, tasks, [&](int64_t task, int thread) {
+      const int64_t o0 = task * rows_per_task;
+      const int64_t o1 = std::min(d.outer, o0 + rows_per_task);
+      if (o0 >= o1) return;
+      if (d.inner == 1) {
+        if constexpr (std::is_same_v<T, float> && kKind != Kind::kHardmax) {
+          vec::Best().softmax_rows(xd + o0 * block, yd + o0 * block, o1 - o0, d.n,
+                                   kKind == Kind::kLogSoftmax);
+        } else {
+          for (int64_t o = o0; o < o1; ++o) {
+            RunRow<T, kKind>(xd + o * block, yd + o * block, d.n);
+          }
+        }
+        return;
+      }
+      T* mx = ScratchAs<T>(ctx, thread);
+      auto* best = reinterpret_cast<int64_t*>(mx + 2 * d.inner);
+      for (int64_t o = o0; o < o1; ++o) {
+        RunColumns<T, kKind>(xd + o * block, yd + o * block, d.n, d.inner, mx, mx + d.inner, best);
+      }
+    });
     return Status::Ok();
   });
 }
@@ -197,7 +236,8 @@ KernelDef SoftmaxKernel() {
                    .min_inputs = 1,
                    .max_inputs = 1,
                    .infer = InferSoftmax<kKind>,
-                   .compute = ComputeSoftmax<kKind>};
+                   .compute = ComputeSoftmax<kKind>,
+                   .prepare = PrepareSoftmax<kKind>};
 }
 
 }  // namespace

@@ -1,24 +1,37 @@
 // Permutation ops: Transpose, and DepthToSpace / SpaceToDepth (a reshape to
 // 6-D, a fixed permutation, a reshape back). All are one StridedCopy, which
 // collapses contiguous dims and tiles the transposed ones, for any dtype.
+#include <memory>
 #include <string>
 
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/data_movement.h"
+#include "ops/cpu/prepared.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
 namespace {
 
-// out = transpose(reshape(in, view), perm); out is already allocated.
-void PermuteInto(const Tensor& in, const Shape& view, std::span<const int64_t> perm, Tensor& out) {
+// out = transpose(reshape(in, view), perm) as one strided copy: the copy's
+// dims and source strides, computed once per plan.
+struct PreparedPermute : PreparedKernel {
+  std::vector<int64_t> dims, src_strides;
+};
+
+std::shared_ptr<PreparedPermute> MakePermute(const Shape& view, std::span<const int64_t> perm) {
+  auto p = std::make_shared<PreparedPermute>();
   const std::vector<int64_t> strides = ContiguousStrides(view);
-  std::vector<int64_t> dims(perm.size()), src_strides(perm.size());
+  p->dims.resize(perm.size());
+  p->src_strides.resize(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) {
-    dims[i] = view[static_cast<size_t>(perm[i])];
-    src_strides[i] = strides[static_cast<size_t>(perm[i])];
+    p->dims[i] = view[static_cast<size_t>(perm[i])];
+    p->src_strides[i] = strides[static_cast<size_t>(perm[i])];
   }
-  StridedCopy(in.raw_data(), dims, src_strides, DTypeSize(in.dtype()), out.raw_data());
+  return p;
+}
+
+void PermuteInto(const Tensor& in, const PreparedPermute& p, Tensor& out) {
+  StridedCopy(in.raw_data(), p.dims, p.src_strides, DTypeSize(in.dtype()), out.raw_data());
 }
 
 // ---- Transpose ----
@@ -56,10 +69,17 @@ Status InferTranspose(const InferContext& ctx, std::vector<TensorType>* outputs)
   return Status::Ok();
 }
 
+Result<Prepared> PrepareTranspose(const PrepareContext& ctx) {
+  const Shape& x = ctx.inputs[0].shape;
+  ORRERY_ASSIGN_OR_RETURN(std::vector<int64_t> perm, TransposePerm(ctx.attrs, x.size()));
+  return Prepared{.kernel = MakePermute(x, perm)};
+}
+
 Status ComputeTranspose(const KernelContext& ctx, std::span<Tensor> outputs) {
-  const Tensor& x = *ctx.inputs[0];
-  ORRERY_ASSIGN_OR_RETURN(std::vector<int64_t> perm, TransposePerm(ctx.attrs, x.shape().size()));
-  PermuteInto(x, x.shape(), perm, outputs[0]);
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareTranspose, ComputeTranspose, ctx, outputs);
+  }
+  PermuteInto(*ctx.inputs[0], *static_cast<const PreparedPermute*>(ctx.prepared), outputs[0]);
   return Status::Ok();
 }
 
@@ -130,30 +150,38 @@ Status InferBlock(const InferContext& ctx, std::vector<TensorType>* outputs) {
 }
 
 template <bool kToSpace>
+Result<Prepared> PrepareBlock(const PrepareContext& ctx) {
+  ORRERY_ASSIGN_OR_RETURN(BlockPlan p, MakeBlockPlan(ctx.inputs[0].shape, ctx.attrs, kToSpace));
+  return Prepared{.kernel = MakePermute(p.view, p.perm)};
+}
+
+template <bool kToSpace>
 Status ComputeBlock(const KernelContext& ctx, std::span<Tensor> outputs) {
-  const Tensor& x = *ctx.inputs[0];
-  ORRERY_ASSIGN_OR_RETURN(BlockPlan p, MakeBlockPlan(x.shape(), ctx.attrs, kToSpace));
-  PermuteInto(x, p.view, p.perm, outputs[0]);
+  if (ctx.prepared == nullptr) {
+    return ComputeUnprepared(PrepareBlock<kToSpace>, ComputeBlock<kToSpace>, ctx, outputs);
+  }
+  PermuteInto(*ctx.inputs[0], *static_cast<const PreparedPermute*>(ctx.prepared), outputs[0]);
   return Status::Ok();
 }
 
-KernelDef Unary(const char* op_type, InferFn infer, ComputeFn compute) {
+KernelDef Unary(const char* op_type, InferFn infer, ComputeFn compute, PrepareFn prepare) {
   return KernelDef{.op_type = op_type,
                    .backend = Backend::kCpu,
                    .min_inputs = 1,
                    .max_inputs = 1,
                    .infer = infer,
-                   .compute = compute};
+                   .compute = compute,
+                   .prepare = prepare};
 }
 
 }  // namespace
 
 Status RegisterTransposeKernels(OpRegistry* registry) {
-  ORRERY_RETURN_IF_ERROR(registry->Register(Unary("Transpose", InferTranspose, ComputeTranspose)));
+  ORRERY_RETURN_IF_ERROR(registry->Register(Unary("Transpose", InferTranspose, ComputeTranspose, PrepareTranspose)));
   ORRERY_RETURN_IF_ERROR(
-      registry->Register(Unary("DepthToSpace", InferBlock<true>, ComputeBlock<true>)));
+      registry->Register(Unary("DepthToSpace", InferBlock<true>, ComputeBlock<true>, PrepareBlock<true>)));
   ORRERY_RETURN_IF_ERROR(
-      registry->Register(Unary("SpaceToDepth", InferBlock<false>, ComputeBlock<false>)));
+      registry->Register(Unary("SpaceToDepth", InferBlock<false>, ComputeBlock<false>, PrepareBlock<false>)));
   return Status::Ok();
 }
 

@@ -52,11 +52,20 @@ struct SignOp {
     template <typename T> T operator()(T x) const { return expr; } \
   };
 
-ORRERY_FLOAT_UNARY(Sqrt, std::sqrt(x))
-ORRERY_FLOAT_UNARY(Exp, std::exp(x))
-ORRERY_FLOAT_UNARY(Log, std::log(x))
-ORRERY_FLOAT_UNARY(Reciprocal, T{1} / x)
-ORRERY_FLOAT_UNARY(Erf, std::erf(x))
+// The same with a vectorised float32 form.
+#define ORRERY_FLOAT_UNARY_VEC(Name, expr, kind)                   \
+  struct Name##Op {                                                \
+    static constexpr const char* kName = #Name;                    \
+    using Types = FloatTypes;                                      \
+    template <typename T> T operator()(T x) const { return expr; } \
+    VecUnaryOp VecUnary() const { return {vec::Unary::kind}; }     \
+  };
+
+ORRERY_FLOAT_UNARY_VEC(Sqrt, std::sqrt(x), kSqrt)
+ORRERY_FLOAT_UNARY_VEC(Exp, std::exp(x), kExp)
+ORRERY_FLOAT_UNARY_VEC(Log, std::log(x), kLog)
+ORRERY_FLOAT_UNARY_VEC(Reciprocal, T{1} / x, kReciprocal)
+ORRERY_FLOAT_UNARY_VEC(Erf, std::erf(x), kErf)
 ORRERY_FLOAT_UNARY(Floor, std::floor(x))
 ORRERY_FLOAT_UNARY(Ceil, std::ceil(x))
 // nearbyint rounds half to even in the default rounding mode, as ONNX and
@@ -74,6 +83,7 @@ ORRERY_FLOAT_UNARY(Asinh, std::asinh(x))
 ORRERY_FLOAT_UNARY(Acosh, std::acosh(x))
 ORRERY_FLOAT_UNARY(Atanh, std::atanh(x))
 #undef ORRERY_FLOAT_UNARY
+#undef ORRERY_FLOAT_UNARY_VEC
 
 struct IsNaNOp {
   static constexpr const char* kName = "IsNaN";

@@ -6,6 +6,7 @@
 // and optionally:
 //   static constexpr bool kBoolOutput = true;       // output is bool (IsNaN)
 //   static Result<Op> FromAttrs(const Attributes&); // validated attributes
+//   VecUnaryOp VecUnary() const;  // its vectorised float32 form (elementwise_loops.h)
 #pragma once
 
 #include <type_traits>
@@ -49,7 +50,11 @@ Status ComputeUnary(const KernelContext& ctx, std::span<Tensor> outputs) {
   return Dispatch(x.dtype(), typename Op::Types{}, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     using Out = std::conditional_t<UnaryBoolOutput<Op>(), uint8_t, T>;
-    UnaryMap<T, Out>(x, outputs[0], [op](T v) { return static_cast<Out>(op(v)); });
+    if constexpr (std::is_same_v<T, Out>) {
+      UnaryMap<T, Out>(x, outputs[0], op, ctx.threads);
+    } else {
+      UnaryMap<T, Out>(x, outputs[0], [op](T v) { return static_cast<Out>(op(v)); }, ctx.threads);
+    }
     return Status::Ok();
   });
 }

@@ -15,6 +15,7 @@ namespace orrery::ops::cpu {
 namespace {
 
 struct MaxOp {
+  static constexpr vec::Binary kVecBinary = vec::Binary::kMax;
   static constexpr const char* kName = "Max";
   using Types = NumericTypes;
   template <typename T> T operator()(T a, T b) const {
@@ -24,6 +25,7 @@ struct MaxOp {
   }
 };
 struct MinOp {
+  static constexpr vec::Binary kVecBinary = vec::Binary::kMin;
   static constexpr const char* kName = "Min";
   using Types = NumericTypes;
   template <typename T> T operator()(T a, T b) const {
@@ -32,6 +34,7 @@ struct MinOp {
   }
 };
 struct SumOp {
+  static constexpr vec::Binary kVecBinary = vec::Binary::kAdd;
   static constexpr const char* kName = "Sum";
   using Types = FloatTypes;
   template <typename T> T operator()(T a, T b) const { return a + b; }
@@ -71,7 +74,7 @@ Status ComputeVariadic(const KernelContext& ctx, std::span<Tensor> outputs) {
   return Dispatch(y.dtype(), typename Op::Types{}, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     if (ctx.inputs.size() == 2) {
-      BroadcastBinary<T, T, T>(*ctx.inputs[0], *ctx.inputs[1], y, Op{});
+      BroadcastBinary<T, T, T>(*ctx.inputs[0], *ctx.inputs[1], y, Op{}, ctx.threads);
     } else {
       BroadcastFold<T>(ctx.inputs, y, Op{});
     }

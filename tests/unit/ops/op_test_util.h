@@ -37,10 +37,12 @@ std::vector<T> Values(const Tensor& t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
 }
 
-// Runs op_type on inputs (nullptr = absent optional input).
+// Runs op_type on inputs (nullptr = absent optional input), on `threads`
+// when given.
 inline Result<std::vector<Tensor>> RunOp(const std::string& op_type,
                                          const std::vector<const Tensor*>& inputs,
-                                         const Attributes& attrs = {}, int64_t opset = 13) {
+                                         const Attributes& attrs = {}, int64_t opset = 13,
+                                         ThreadGroup* threads = nullptr) {
   const KernelDef* def = OpRegistry::Global().Find(op_type, Backend::kCpu);
   if (def == nullptr) return Status::NotFound("no kernel " + op_type);
   std::vector<TensorType> types;
@@ -56,7 +58,7 @@ inline Result<std::vector<Tensor>> RunOp(const std::string& op_type,
       ORRERY_ASSIGN_OR_RETURN(outs[i], Tensor::Allocate(out_types[i].dtype, out_types[i].shape));
     }
   }
-  KernelContext kctx{inputs, attrs, opset};
+  KernelContext kctx{.inputs = inputs, .attrs = attrs, .opset = opset, .threads = threads};
   ORRERY_RETURN_IF_ERROR(PrepareAndCompute(def->prepare, def->compute, kctx, out_types, outs));
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].dtype() != out_types[i].dtype || outs[i].shape() != out_types[i].shape) {

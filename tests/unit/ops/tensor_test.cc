@@ -87,12 +87,13 @@ TEST(BroadcastTest, Shapes) {
 TEST(BroadcastTest, LoopMergesContiguousDims) {
   // [2,3,4] + [4]: a is contiguous throughout, b repeats -> 2 loop dims.
   ops::BinaryLoop loop = ops::MakeBinaryLoop({2, 3, 4}, {4}, {2, 3, 4});
-  EXPECT_EQ(loop.dims, (Shape{6, 4}));
-  EXPECT_EQ(loop.a_strides, (std::vector<int64_t>{4, 1}));
-  EXPECT_EQ(loop.b_strides, (std::vector<int64_t>{0, 1}));
+  auto vec = [](const auto& v) { return std::vector<int64_t>(v.begin(), v.end()); };
+  EXPECT_EQ(vec(loop.dims), (Shape{6, 4}));
+  EXPECT_EQ(vec(loop.a_strides), (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(vec(loop.b_strides), (std::vector<int64_t>{0, 1}));
   // Identical shapes collapse to a single run.
   loop = ops::MakeBinaryLoop({2, 3}, {2, 3}, {2, 3});
-  EXPECT_EQ(loop.dims, (Shape{6}));
+  EXPECT_EQ(vec(loop.dims), (Shape{6}));
 }
 
 }  // namespace

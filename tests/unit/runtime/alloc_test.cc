@@ -26,6 +26,11 @@ namespace {
 std::atomic<uint64_t> g_news{0};
 }  // namespace
 
+// For the other allocation tests of this binary (kernel_alloc_test.cc).
+namespace orrery::testing {
+uint64_t TestHeapAllocations() { return g_news.load(); }
+}  // namespace orrery::testing
+
 namespace {
 void* CountedMalloc(std::size_t n) noexcept {
   g_news.fetch_add(1, std::memory_order_relaxed);

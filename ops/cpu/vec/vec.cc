@@ -1,0 +1,89 @@
+#include "ops/cpu/vec/vec.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+
+namespace orrery::ops::cpu::vec {
+namespace avx512 {
+extern const Kernels kKernels;
+}  // namespace avx512
+namespace avx2 {
+extern const Kernels kKernels;
+}  // namespace avx2
+namespace portable {
+extern const Kernels kKernels;
+}  // namespace portable
+
+namespace {
+
+bool Supported(Isa isa) {
+  switch (isa) {
+    case Isa::kPortable: return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             Supported(Isa::kAvx2);
+  }
+  return false;
+}
+
+// ORRERY_VEC_ISA caps the choice; unset or unknown: no cap.
+Isa Cap() {
+  const char* env = std::getenv("ORRERY_VEC_ISA");
+  if (env == nullptr) return Isa::kAvx512;
+  if (std::strcmp(env, "portable") == 0) return Isa::kPortable;
+  if (std::strcmp(env, "avx2") == 0) return Isa::kAvx2;
+  return Isa::kAvx512;
+}
+
+const Kernels& Choose() {
+  __builtin_cpu_init();
+  const Isa cap = Cap();
+  for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
+    if (static_cast<int>(isa) <= static_cast<int>(cap) && Supported(isa)) return *ForIsa(isa);
+  }
+  return portable::kKernels;
+}
+
+}  // namespace
+
+const char* IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kPortable: return "portable";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+const Kernels* ForIsa(Isa isa) {
+  __builtin_cpu_init();
+  if (!Supported(isa)) return nullptr;
+  switch (isa) {
+    case Isa::kPortable: return &portable::kKernels;
+    case Isa::kAvx2: return &avx2::kKernels;
+    case Isa::kAvx512: return &avx512::kKernels;
+  }
+  return nullptr;
+}
+
+int64_t Pool2dColumns(int64_t ow) { return (ow + 15) / 16 * 16; }
+
+// The padded plane's row: every column a vector of the widest ISA may read
+// for Pool2dColumns(ow) outputs, and the whole input row.
+int64_t Pool2dRowWidth(const Pool2d& p) {
+  const int64_t reach = Pool2dColumns(p.ow) * p.sw + (p.kw - 1) * p.dw + 1;
+  return reach > p.pw + p.iw ? reach : p.pw + p.iw;
+}
+
+int64_t Pool2dScratchFloats(const Pool2d& p) { return p.ih * Pool2dRowWidth(p); }
+
+const Kernels& Best() {
+  static const Kernels& k = Choose();
+  return k;
+}
+
+}  // namespace orrery::ops::cpu::vec

@@ -1,0 +1,575 @@
+// The body of ops/cpu/vec: included once per instruction set by
+// vec_avx512.cc, vec_avx2.cc and vec_portable.cc, each compiled with its
+// own target flags, after defining
+//   ORRERY_VEC_NS     the namespace of this build (avx512, avx2, portable)
+//   ORRERY_VEC_LANES  floats per vector (16, 8, 4)
+//   ORRERY_VEC_ISA    the vec::Isa value
+// Everything here has internal linkage and uses only GCC vector extensions
+// and builtins (no inline library templates), so no code compiled for a
+// wider ISA can be picked by the linker for a narrower build.
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/cpu/vec/vec.h"
+
+namespace orrery::ops::cpu::vec::ORRERY_VEC_NS {
+namespace {
+
+constexpr int kW = ORRERY_VEC_LANES;
+typedef float VF __attribute__((vector_size(kW * 4), aligned(4), may_alias));
+typedef int32_t VI __attribute__((vector_size(kW * 4), aligned(4), may_alias));
+
+inline VF Splat(float v) { return VF{} + v; }
+inline VI SplatI(int32_t v) { return VI{} + v; }
+inline VF Load(const float* p) {
+  VF v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void Store(float* p, VF v) { __builtin_memcpy(p, &v, sizeof v); }
+inline VF Sel(VI m, VF a, VF b) { return m ? a : b; }
+inline VF Max(VF a, VF b) { return a > b ? a : b; }
+inline VF Min(VF a, VF b) { return a < b ? a : b; }
+inline VF AsF(VI v) { return reinterpret_cast<VF&>(v); }
+inline VI AsI(VF v) { return reinterpret_cast<VI&>(v); }
+inline VF Abs(VF x) { return AsF(AsI(x) & SplatI(0x7fffffff)); }
+// Round to nearest integer (|x| < 2^22), as a float.
+inline VF Round(VF x) {
+  const VF magic = Splat(12582912.0f);  // 1.5 * 2^23
+  return (x + magic) - magic;
+}
+inline float HSum(VF v) {
+  float s = 0;
+  for (int i = 0; i < kW; ++i) s += v[i];
+  return s;
+}
+inline float HMaxNaN(VF v) {
+  float m = v[0];
+  for (int i = 1; i < kW; ++i) m = (v[i] > m || v[i] != v[i]) ? v[i] : m;
+  return m;
+}
+
+// 2^n for integral n in [-126, 127] as a float vector.
+inline VF Pow2(VF n) {
+  const VI e = __builtin_convertvector(n, VI) + SplatI(127);
+  return AsF(e << 23);
+}
+
+// exp(x): x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-6 polynomial
+// (Cephes expf), 2^n applied in two halves so results down to the
+// subnormal range and up to overflow stay right.
+inline VF Exp(VF x) {
+  const VF hi = Splat(88.8f), lo = Splat(-104.0f);
+  VF xc = Sel(x > hi, hi, x);
+  xc = Sel(xc < lo, lo, xc);
+  const VF n = Round(xc * Splat(1.44269504088896341f));
+  VF r = xc - n * Splat(0.693359375f);
+  r = r - n * Splat(-2.12194440e-4f);
+  VF p = Splat(1.9875691500e-4f);
+  p = p * r + Splat(1.3981999507e-3f);
+  p = p * r + Splat(8.3334519073e-3f);
+  p = p * r + Splat(4.1665795894e-2f);
+  p = p * r + Splat(1.6666665459e-1f);
+  p = p * r + Splat(5.0000001201e-1f);
+  p = p * (r * r) + r + Splat(1.0f);
+  // n in [-150, 129]: split into two exponents each within [-75, 65].
+  const VF n1 = Round(n * Splat(0.5f));
+  const VF n2 = n - n1;
+  VF y = p * Pow2(n1) * Pow2(n2);
+  y = Sel(x > hi, Splat(__builtin_inff()), y);
+  y = Sel(x != x, x, y);
+  return y;
+}
+
+// log(x) (Cephes logf): x = m 2^e with m in [sqrt(1/2), sqrt(2)).
+inline VF Log(VF x) {
+  const VF x_in = x;
+  // Subnormals: scale into the normal range first.
+  const VI sub = x < Splat(1.17549435e-38f);
+  x = Sel(sub, x * Splat(8388608.0f), x);  // 2^23
+  VI xi = AsI(x);
+  VF e = __builtin_convertvector(((xi >> 23) & SplatI(0xff)) - SplatI(126), VF);
+  e = Sel(sub, e - Splat(23.0f), e);
+  VF m = AsF((xi & SplatI(0x007fffff)) | SplatI(0x3f000000));  // [0.5, 1)
+  const VI small = m < Splat(0.707106781186547524f);
+  e = Sel(small, e - Splat(1.0f), e);
+  m = Sel(small, m + m, m) - Splat(1.0f);
+  const VF z = m * m;
+  VF p = Splat(7.0376836292e-2f);
+  p = p * m + Splat(-1.1514610310e-1f);
+  p = p * m + Splat(1.1676998740e-1f);
+  p = p * m + Splat(-1.2420140846e-1f);
+  p = p * m + Splat(1.4249322787e-1f);
+  p = p * m + Splat(-1.6668057665e-1f);
+  p = p * m + Splat(2.0000714765e-1f);
+  p = p * m + Splat(-2.4999993993e-1f);
+  p = p * m + Splat(3.3333331174e-1f);
+  VF y = p * m * z;
+  y = y + e * Splat(-2.12194440e-4f);
+  y = y - Splat(0.5f) * z;
+  y = m + y + e * Splat(0.693359375f);
+  y = Sel(x_in == Splat(__builtin_inff()), x_in, y);
+  y = Sel(x_in == Splat(0.0f), Splat(-__builtin_inff()), y);
+  y = Sel(x_in < Splat(0.0f), Splat(__builtin_nanf("")), y);
+  y = Sel(x_in != x_in, x_in, y);
+  return y;
+}
+
+// tanh: an odd polynomial below 0.625 (Cephes tanhf), else
+// 1 - 2 / (exp(2|x|) + 1) with the sign of x.
+inline VF Tanh(VF x) {
+  const VF ax = Abs(x);
+  const VF z = x * x;
+  VF p = Splat(-5.70498872745e-3f);
+  p = p * z + Splat(2.06390887954e-2f);
+  p = p * z + Splat(-5.37397155531e-2f);
+  p = p * z + Splat(1.33314422036e-1f);
+  p = p * z + Splat(-3.33332819422e-1f);
+  const VF small = p * z * x + x;
+  const VF e = Exp(Min(ax + ax, Splat(40.0f)));
+  VF big = Splat(1.0f) - Splat(2.0f) / (e + Splat(1.0f));
+  big = AsF(AsI(big) | (AsI(x) & SplatI(int32_t(0x80000000u))));
+  VF y = Sel(ax < Splat(0.625f), small, big);
+  return Sel(x != x, x, y);
+}
+
+// erf: x P(x^2) below 1, else 1 - exp(-Q(|x| - 0.875)) with the sign of x
+// (least-squares fits, max relative error ~1e-8 in exact arithmetic).
+inline VF Erf(VF x) {
+  const VF ax = Min(Abs(x), Splat(4.0f));
+  const VF t = x * x;
+  VF p = Splat(7.933352028367685e-05f);
+  p = p * t + Splat(-0.0008034809605334494f);
+  p = p * t + Splat(0.005191214865778974f);
+  p = p * t + Splat(-0.026855398004437234f);
+  p = p * t + Splat(0.11283625701526709f);
+  p = p * t + Splat(-0.3761262987693572f);
+  p = p * t + Splat(1.1283791665936347f);
+  const VF small = p * x;
+  const VF u = ax - Splat(0.875f);
+  VF q = Splat(-1.6054132118438734e-06f);
+  q = q * u + Splat(3.4176783559793966e-05f);
+  q = q * u + Splat(-0.0003474934948686024f);
+  q = q * u + Splat(0.0022987846689105315f);
+  q = q * u + Splat(-0.011427985266106664f);
+  q = q * u + Splat(0.04693791855277612f);
+  q = q * u + Splat(0.8265330719300674f);
+  q = q * u + Splat(2.4302204108370047f);
+  q = q * u + Splat(1.5328244277185359f);
+  VF big = Splat(1.0f) - Exp(-q);
+  big = AsF(AsI(big) | (AsI(x) & SplatI(int32_t(0x80000000u))));
+  const VF y = Sel(Abs(x) < Splat(1.0f), small, big);
+  return Sel(x != x, x, y);
+}
+
+// Never exponentiates a positive number, so large |x| cannot overflow.
+inline VF Sigmoid(VF x) {
+  const VF e = Exp(-Abs(x));
+  const VF r = Splat(1.0f) / (Splat(1.0f) + e);
+  return Sel(x >= Splat(0.0f), r, e * r);
+}
+
+// exp(x) - 1, by its Taylor series near 0 where the subtraction cancels.
+inline VF Expm1(VF x) {
+  VF p = Splat(1.0f / 40320);
+  p = p * x + Splat(1.0f / 5040);
+  p = p * x + Splat(1.0f / 720);
+  p = p * x + Splat(1.0f / 120);
+  p = p * x + Splat(1.0f / 24);
+  p = p * x + Splat(1.0f / 6);
+  p = p * x + Splat(0.5f);
+  const VF small = p * x * x + x;
+  return Sel(Abs(x) < Splat(0.5f), small, Exp(x) - Splat(1.0f));
+}
+
+inline VF ApplyUnary(Unary op, float a, float b, VF x) {
+  switch (op) {
+    case Unary::kExp: return Exp(x);
+    case Unary::kLog: return Log(x);
+    case Unary::kTanh: return Tanh(x);
+    case Unary::kErf: return Erf(x);
+    case Unary::kSigmoid: return Sigmoid(x);
+    case Unary::kGelu:
+      return Splat(0.5f) * x * (Splat(1.0f) + Erf(x * Splat(0.70710678118654752f)));
+    case Unary::kGeluTanh: {
+      const VF k = Splat(0.7978845608028654f);
+      return Splat(0.5f) * x * (Splat(1.0f) + Tanh(k * (x + Splat(0.044715f) * x * x * x)));
+    }
+    case Unary::kSoftplus: {
+      // max(x, 0) + log(1 + exp(-|x|))
+      const VF l = Log(Splat(1.0f) + Exp(-Abs(x)));
+      const VF y = Max(x, Splat(0.0f)) + l;
+      return Sel(x != x, x, y);
+    }
+    case Unary::kElu: return Sel(x < Splat(0.0f), Splat(a) * Expm1(x), x);
+    case Unary::kSelu:
+      return Splat(b) * Sel(x > Splat(0.0f), x, Splat(a) * Expm1(x));
+    case Unary::kHardSigmoid: {
+      const VF v = Splat(a) * x + Splat(b);
+      return Sel(v < Splat(0.0f), Splat(0.0f), Sel(v > Splat(1.0f), Splat(1.0f), v));
+    }
+    case Unary::kHardSwish: {
+      const VF v = x * Splat(1.0f / 6.0f) + Splat(0.5f);
+      return x * Sel(v < Splat(0.0f), Splat(0.0f), Sel(v > Splat(1.0f), Splat(1.0f), v));
+    }
+    case Unary::kRelu: return Sel(x < Splat(0.0f), Splat(0.0f), x);
+    case Unary::kLeakyRelu: return Sel(x < Splat(0.0f), Splat(a) * x, x);
+    case Unary::kClip: {
+      const VF v = Sel(x < Splat(a), Splat(a), x);
+      return Sel(v > Splat(b), Splat(b), v);
+    }
+    case Unary::kSqrt: {
+      VF y;
+      for (int i = 0; i < kW; ++i) y[i] = __builtin_sqrtf(x[i]);
+      return y;
+    }
+    case Unary::kAbs: return Abs(x);
+    case Unary::kNeg: return -x;
+    case Unary::kReciprocal: return Splat(1.0f) / x;
+    case Unary::kSilu: return x * Sigmoid(x);
+  }
+  return x;
+}
+
+template <Unary kOp>
+void UnaryLoop(float a, float b, const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) Store(y + i, ApplyUnary(kOp, a, b, Load(x + i)));
+  if (i < n) {
+    float buf[kW] = {};
+    __builtin_memcpy(buf, x + i, static_cast<size_t>(n - i) * 4);
+    const VF v = ApplyUnary(kOp, a, b, Load(buf));
+    Store(buf, v);
+    __builtin_memcpy(y + i, buf, static_cast<size_t>(n - i) * 4);
+  }
+}
+
+void UnaryImpl(Unary op, float a, float b, const float* x, float* y, int64_t n) {
+  switch (op) {
+#define ORRERY_VEC_CASE(k) \
+  case Unary::k: return UnaryLoop<Unary::k>(a, b, x, y, n);
+    ORRERY_VEC_CASE(kExp)
+    ORRERY_VEC_CASE(kLog)
+    ORRERY_VEC_CASE(kTanh)
+    ORRERY_VEC_CASE(kErf)
+    ORRERY_VEC_CASE(kSigmoid)
+    ORRERY_VEC_CASE(kGelu)
+    ORRERY_VEC_CASE(kGeluTanh)
+    ORRERY_VEC_CASE(kSoftplus)
+    ORRERY_VEC_CASE(kElu)
+    ORRERY_VEC_CASE(kSelu)
+    ORRERY_VEC_CASE(kHardSigmoid)
+    ORRERY_VEC_CASE(kHardSwish)
+    ORRERY_VEC_CASE(kRelu)
+    ORRERY_VEC_CASE(kLeakyRelu)
+    ORRERY_VEC_CASE(kClip)
+    ORRERY_VEC_CASE(kSqrt)
+    ORRERY_VEC_CASE(kAbs)
+    ORRERY_VEC_CASE(kNeg)
+    ORRERY_VEC_CASE(kReciprocal)
+    ORRERY_VEC_CASE(kSilu)
+#undef ORRERY_VEC_CASE
+  }
+}
+
+template <Binary kOp>
+inline VF ApplyBinary(VF a, VF b) {
+  if constexpr (kOp == Binary::kAdd) return a + b;
+  else if constexpr (kOp == Binary::kSub) return a - b;
+  else if constexpr (kOp == Binary::kMul) return a * b;
+  else if constexpr (kOp == Binary::kDiv) return a / b;
+  else if constexpr (kOp == Binary::kMax) return Sel((a > b) | (a != a), a, b);  // NaN wins
+  else return Sel((a < b) | (a != a), a, b);
+}
+
+template <Binary kOp>
+void BinaryLoop(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n) {
+  int64_t i = 0;
+  if (sa == 1 && sb == 1) {
+    for (; i + kW <= n; i += kW) Store(y + i, ApplyBinary<kOp>(Load(a + i), Load(b + i)));
+  } else if (sa == 1) {
+    const VF bv = Splat(b[0]);
+    for (; i + kW <= n; i += kW) Store(y + i, ApplyBinary<kOp>(Load(a + i), bv));
+  } else if (sb == 1) {
+    const VF av = Splat(a[0]);
+    for (; i + kW <= n; i += kW) Store(y + i, ApplyBinary<kOp>(av, Load(b + i)));
+  }
+  for (; i < n; ++i) {
+    VF av = Splat(a[i * sa]), bv = Splat(b[i * sb]);
+    y[i] = ApplyBinary<kOp>(av, bv)[0];
+  }
+}
+
+void BinaryImpl(Binary op, const float* a, int64_t sa, const float* b, int64_t sb, float* y,
+                int64_t n) {
+  switch (op) {
+    case Binary::kAdd: return BinaryLoop<Binary::kAdd>(a, sa, b, sb, y, n);
+    case Binary::kSub: return BinaryLoop<Binary::kSub>(a, sa, b, sb, y, n);
+    case Binary::kMul: return BinaryLoop<Binary::kMul>(a, sa, b, sb, y, n);
+    case Binary::kDiv: return BinaryLoop<Binary::kDiv>(a, sa, b, sb, y, n);
+    case Binary::kMax: return BinaryLoop<Binary::kMax>(a, sa, b, sb, y, n);
+    case Binary::kMin: return BinaryLoop<Binary::kMin>(a, sa, b, sb, y, n);
+  }
+}
+
+// ---- reductions ----
+
+template <Reduce kOp>
+inline VF Fold(VF acc, VF v) {
+  if constexpr (kOp == Reduce::kSum) return acc + v;
+  else if constexpr (kOp == Reduce::kSumSquare) return acc + v * v;
+  else if constexpr (kOp == Reduce::kMax) return Sel((v > acc) | (v != v), v, acc);
+  else return Sel((v < acc) | (v != v), v, acc);
+}
+template <Reduce kOp>
+inline float FoldScalar(float acc, float v) {
+  return Fold<kOp>(Splat(acc), Splat(v))[0];
+}
+template <Reduce kOp>
+constexpr float Identity() {
+  if constexpr (kOp == Reduce::kMax) return -__builtin_inff();
+  else if constexpr (kOp == Reduce::kMin) return __builtin_inff();
+  else return 0.0f;
+}
+
+template <Reduce kOp>
+float ReduceRow(const float* x, int64_t n) {
+  VF a0 = Splat(Identity<kOp>()), a1 = a0;
+  int64_t i = 0;
+  for (; i + 2 * kW <= n; i += 2 * kW) {
+    a0 = Fold<kOp>(a0, Load(x + i));
+    a1 = Fold<kOp>(a1, Load(x + i + kW));
+  }
+  if (i + kW <= n) {
+    a0 = Fold<kOp>(a0, Load(x + i));
+    i += kW;
+  }
+  // Combine the lanes (the identity of sum-of-squares combines by sum).
+  float r;
+  if constexpr (kOp == Reduce::kSum || kOp == Reduce::kSumSquare) {
+    r = HSum(a0 + a1);
+  } else {
+    const VF a = Fold<kOp>(a0, a1);
+    r = a[0];
+    for (int l = 1; l < kW; ++l) r = FoldScalar<kOp>(r, a[l]);
+  }
+  for (; i < n; ++i) r = FoldScalar<kOp>(r, x[i]);
+  return r;
+}
+
+template <Reduce kOp>
+void ReduceRowsT(const float* x, int64_t rows, int64_t n, float* y) {
+  for (int64_t r = 0; r < rows; ++r) y[r] = ReduceRow<kOp>(x + r * n, n);
+}
+
+void ReduceRowsImpl(Reduce op, const float* x, int64_t rows, int64_t n, float* y) {
+  switch (op) {
+    case Reduce::kSum: return ReduceRowsT<Reduce::kSum>(x, rows, n, y);
+    case Reduce::kMax: return ReduceRowsT<Reduce::kMax>(x, rows, n, y);
+    case Reduce::kMin: return ReduceRowsT<Reduce::kMin>(x, rows, n, y);
+    case Reduce::kSumSquare: return ReduceRowsT<Reduce::kSumSquare>(x, rows, n, y);
+  }
+}
+
+template <Reduce kOp>
+void ReduceColsT(const float* x, int64_t rows, int64_t n, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    int64_t j = 0;
+    for (; j + kW <= n; j += kW) Store(y + j, Fold<kOp>(Load(y + j), Load(xr + j)));
+    for (; j < n; ++j) y[j] = FoldScalar<kOp>(y[j], xr[j]);
+  }
+}
+
+void ReduceColsImpl(Reduce op, const float* x, int64_t rows, int64_t n, float* y) {
+  switch (op) {
+    case Reduce::kSum: return ReduceColsT<Reduce::kSum>(x, rows, n, y);
+    case Reduce::kMax: return ReduceColsT<Reduce::kMax>(x, rows, n, y);
+    case Reduce::kMin: return ReduceColsT<Reduce::kMin>(x, rows, n, y);
+    case Reduce::kSumSquare: return ReduceColsT<Reduce::kSumSquare>(x, rows, n, y);
+  }
+}
+
+// ---- softmax, normalisation ----
+
+void SoftmaxRowsImpl(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float mx = ReduceRow<Reduce::kMax>(xr, n);
+    const VF m = Splat(mx);
+    VF s0 = Splat(0.0f);
+    int64_t i = 0;
+    if (log) {
+      for (; i + kW <= n; i += kW) s0 += Exp(Load(xr + i) - m);
+    } else {
+      for (; i + kW <= n; i += kW) {
+        const VF e = Exp(Load(xr + i) - m);
+        Store(yr + i, e);
+        s0 += e;
+      }
+    }
+    float sum = HSum(s0);
+    for (; i < n; ++i) {
+      const float e = Exp(Splat(xr[i] - mx))[0];
+      if (!log) yr[i] = e;
+      sum += e;
+    }
+    if (log) {
+      // (x - max) - log(sum): subtracting max first keeps large inputs exact.
+      const float ls = Log(Splat(sum))[0];
+      const VF lv = Splat(ls);
+      int64_t j = 0;
+      for (; j + kW <= n; j += kW) Store(yr + j, (Load(xr + j) - m) - lv);
+      for (; j < n; ++j) yr[j] = (xr[j] - mx) - ls;
+    } else {
+      const float inv = 1.0f / sum;
+      BinaryLoop<Binary::kMul>(yr, 1, &inv, 0, yr, n);
+    }
+  }
+}
+
+void MomentsImpl(const float* x, int64_t n, float* mean, float* var) {
+  if (n <= 0) {
+    *mean = 0;
+    *var = 0;
+    return;
+  }
+  const float m = ReduceRow<Reduce::kSum>(x, n) / static_cast<float>(n);
+  const VF mv = Splat(m);
+  VF s0 = Splat(0.0f), s1 = s0;
+  int64_t i = 0;
+  for (; i + 2 * kW <= n; i += 2 * kW) {
+    const VF d0 = Load(x + i) - mv, d1 = Load(x + i + kW) - mv;
+    s0 += d0 * d0;
+    s1 += d1 * d1;
+  }
+  float s = HSum(s0 + s1);
+  for (; i < n; ++i) s += (x[i] - m) * (x[i] - m);
+  *mean = m;
+  *var = s / static_cast<float>(n);
+}
+
+void LayerNormRowsImpl(const float* x, float* y, int64_t rows, int64_t n, const float* scale,
+                       const float* bias, float epsilon, float* mean_out, float* inv_std_out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    float mean = 0, var = 0;
+    MomentsImpl(xr, n, &mean, &var);
+    const float inv = 1.0f / __builtin_sqrtf(var + epsilon);
+    const VF m = Splat(mean), is = Splat(inv);
+    int64_t i = 0;
+    if (bias != nullptr) {
+      for (; i + kW <= n; i += kW) {
+        Store(yr + i, (Load(xr + i) - m) * is * Load(scale + i) + Load(bias + i));
+      }
+      for (; i < n; ++i) yr[i] = (xr[i] - mean) * inv * scale[i] + bias[i];
+    } else {
+      for (; i + kW <= n; i += kW) Store(yr + i, (Load(xr + i) - m) * is * Load(scale + i));
+      for (; i < n; ++i) yr[i] = (xr[i] - mean) * inv * scale[i];
+    }
+    if (mean_out != nullptr) mean_out[r] = mean;
+    if (inv_std_out != nullptr) inv_std_out[r] = inv;
+  }
+}
+
+void ScaleShiftImpl(const float* x, float* y, int64_t n, float a, float b) {
+  const VF av = Splat(a), bv = Splat(b);
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) Store(y + i, Load(x + i) * av + bv);
+  for (; i < n; ++i) y[i] = x[i] * a + b;
+}
+
+// ---- pooling ----
+
+// kW output columns starting at ow: the input values under kernel column
+// `kx` of each, i.e. x[row + (ow + l) * sw + off] for lanes l.
+inline VF Gather(const float* row, int64_t base, int64_t sw) {
+  if (sw == 1) return Load(row + base);
+  if (sw == 2) {
+    // The second load ends at the last lane's element, never past it.
+    const VF a = Load(row + base), b = Load(row + base + kW - 1);
+    VI idx;
+    for (int l = 0; l < kW; ++l) idx[l] = l < kW / 2 ? 2 * l : 2 * l + 1;
+    return __builtin_shuffle(a, b, idx);
+  }
+  VF v;
+  for (int l = 0; l < kW; ++l) v[l] = row[base + l * sw];
+  return v;
+}
+
+// The plane is first copied into `buf` with pad values around each row
+// (-inf for max, 0 for sums), so every output column is a plain vector of
+// window reads; rows outside the input are skipped via taps_h.
+template <bool kMax>
+void PoolPlane(const Pool2d& p, const float* x, float* y, float* buf) {
+  const int64_t width = Pool2dRowWidth(p);
+  const float pad = kMax ? -__builtin_inff() : 0.0f;
+  for (int64_t r = 0; r < p.ih; ++r) {
+    float* b = buf + r * width;
+    for (int64_t i = 0; i < p.pw; ++i) b[i] = pad;
+    __builtin_memcpy(b + p.pw, x + r * p.iw, static_cast<size_t>(p.iw) * 4);
+    for (int64_t i = p.pw + p.iw; i < width; ++i) b[i] = pad;
+  }
+  const float init = kMax ? -3.40282347e+38f : 0.0f;  // numeric_limits<float>::lowest()
+  for (int64_t oh = 0; oh < p.oh; ++oh) {
+    const int64_t h0 = p.taps_h[2 * oh], h1 = p.taps_h[2 * oh + 1];
+    float* yr = y + oh * p.ow;
+    const VF rows = Splat(static_cast<float>(h1 - h0));
+    const VF padded_rows = Splat(static_cast<float>(p.padded_h[oh]));
+    for (int64_t ow = 0; ow < p.ow; ow += kW) {
+      VF acc = Splat(init);
+      for (int64_t kh = h0; kh < h1; ++kh) {
+        const float* br = buf + (oh * p.sh - p.ph + kh * p.dh) * width;
+        const int64_t base = ow * p.sw;
+        for (int64_t kx = 0; kx < p.kw; ++kx) {
+          const VF v = Gather(br, base + kx * p.dw, p.sw);
+          if constexpr (kMax) acc = Sel(v > acc, v, acc);
+          else acc += v;
+        }
+      }
+      if constexpr (!kMax) {
+        const VF count = p.count_include_pad ? padded_rows * Load(p.col_padded + ow)
+                                             : rows * Load(p.col_valid + ow);
+        acc = Sel(count == Splat(0.0f), Splat(0.0f), acc / count);
+      }
+      if (ow + kW <= p.ow) {
+        Store(yr + ow, acc);
+      } else {
+        float tail[kW];
+        Store(tail, acc);
+        __builtin_memcpy(yr + ow, tail, static_cast<size_t>(p.ow - ow) * 4);
+      }
+    }
+  }
+}
+
+void Pool2dImpl(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch) {
+  const int64_t in_vol = p.ih * p.iw, out_vol = p.oh * p.ow;
+  for (int64_t i = 0; i < planes; ++i) {
+    if (p.max) {
+      PoolPlane<true>(p, x + i * in_vol, y + i * out_vol, scratch);
+    } else {
+      PoolPlane<false>(p, x + i * in_vol, y + i * out_vol, scratch);
+    }
+  }
+}
+
+}  // namespace
+
+extern const Kernels kKernels;
+const Kernels kKernels = {
+    .isa = ORRERY_VEC_ISA,
+    .unary = UnaryImpl,
+    .binary = BinaryImpl,
+    .reduce_rows = ReduceRowsImpl,
+    .reduce_cols = ReduceColsImpl,
+    .softmax_rows = SoftmaxRowsImpl,
+    .layer_norm_rows = LayerNormRowsImpl,
+    .scale_shift = ScaleShiftImpl,
+    .moments = MomentsImpl,
+    .pool2d = Pool2dImpl,
+};
+
+}  // namespace orrery::ops::cpu::vec::ORRERY_VEC_NS

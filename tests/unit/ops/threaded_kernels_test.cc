@@ -1,0 +1,91 @@
+// Kernels that split work across the lent threads give the same results as
+// on one thread. A fake two-thread group runs the tasks serially in reverse
+// order, so every task boundary and per-thread scratch slice is exercised.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "op_test_util.h"
+#include "ops/parallel.h"
+
+namespace orrery::ops {
+namespace {
+
+using testing::F32;
+using testing::RunOp;
+using testing::Values;
+
+class ReversedPair final : public ThreadGroup {
+ public:
+  int size() const override { return 2; }
+  void ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> fn) override {
+    ++calls;
+    for (int64_t t = num_tasks; t-- > 0;) fn(t, static_cast<int>(t % 2));
+  }
+  int calls = 0;
+};
+
+std::vector<float> Wave(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = 3.0f * std::sin(0.013f * static_cast<float>(i));
+  return v;
+}
+
+// Runs op on one thread and on the fake pair; expects identical outputs and
+// that the pair was used.
+void ExpectSameOnTwoThreads(const std::string& op, const std::vector<const Tensor*>& inputs,
+                            const Attributes& attrs = {}, int64_t opset = 17) {
+  SCOPED_TRACE(op);
+  auto one = RunOp(op, inputs, attrs, opset);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ReversedPair pair;
+  auto two = RunOp(op, inputs, attrs, opset, &pair);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_GT(pair.calls, 0) << "not split across threads";
+  const std::vector<float> a = Values<float>((*one)[0]), b = Values<float>((*two)[0]);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "at " << i;
+}
+
+TEST(ThreadedKernelsTest, ElementwiseAndBroadcast) {
+  const int64_t big = (int64_t{1} << 21) + 37;  // above the memory-bound threshold
+  const Tensor x = F32({big}, Wave(static_cast<size_t>(big)));
+  ExpectSameOnTwoThreads("Relu", {&x});
+  ExpectSameOnTwoThreads("Sigmoid", {&x});
+  ExpectSameOnTwoThreads("Add", {&x, &x});
+  const Tensor img = F32({1, 33, 256, 250}, Wave(33 * 256 * 250));
+  const Tensor bias = F32({33, 1, 1}, Wave(33));
+  ExpectSameOnTwoThreads("Mul", {&img, &bias});
+}
+
+TEST(ThreadedKernelsTest, RowsAndPlanes) {
+  const Tensor rows = F32({700, 129}, Wave(700 * 129));
+  Attributes last;
+  last.Set("axis", int64_t{-1});
+  ExpectSameOnTwoThreads("Softmax", {&rows}, last);
+  ExpectSameOnTwoThreads("LogSoftmax", {&rows}, last);
+  const Tensor scale = F32({129}, Wave(129)), b = F32({129}, Wave(129));
+  ExpectSameOnTwoThreads("LayerNormalization", {&rows, &scale, &b}, last);
+  Attributes axes;
+  axes.Set("axes", std::vector<int64_t>{-1});
+  ExpectSameOnTwoThreads("ReduceMean", {&rows}, axes);
+  const Tensor cube = F32({4, 700, 129}, Wave(4 * 700 * 129));
+  Attributes mid;
+  mid.Set("axis", int64_t{1});
+  ExpectSameOnTwoThreads("Softmax", {&cube}, mid);  // columns: per-thread scratch
+
+  const Tensor x = F32({2, 16, 67, 61}, Wave(2 * 16 * 67 * 61));
+  Attributes pool;
+  pool.Set("kernel_shape", std::vector<int64_t>{3, 3});
+  pool.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ExpectSameOnTwoThreads("MaxPool", {&x}, pool);
+  ExpectSameOnTwoThreads("AveragePool", {&x}, pool);
+  const Tensor s16 = F32({16}, Wave(16)), v16 = F32({16}, std::vector<float>(16, 2.0f));
+  ExpectSameOnTwoThreads("InstanceNormalization", {&x, &s16, &s16});
+  const Tensor bn = F32({1, 40, 256, 256}, Wave(40 * 256 * 256));
+  const Tensor s40 = F32({40}, Wave(40)), v40 = F32({40}, std::vector<float>(40, 2.0f));
+  ExpectSameOnTwoThreads("BatchNormalization", {&bn, &s40, &s40, &s40, &v40});
+}
+
+}  // namespace
+}  // namespace orrery::ops
