@@ -90,6 +90,15 @@ Status PrepareAndCompute(PrepareFn prepare, ComputeFn compute, const KernelConte
   return compute(kctx, outputs);
 }
 
+Status OpRegistry::SetOverwritesOutputs(std::string_view op_type, Backend backend) {
+  auto it = kernels_.find(std::make_pair(std::string(op_type), backend));
+  if (it == kernels_.end()) {
+    return Status::NotFound("kernel '" + std::string(op_type) + "' is not registered");
+  }
+  it->second.overwrites_outputs = true;
+  return Status::Ok();
+}
+
 OpCost BytesMovedCost(const CostContext& ctx) {
   OpCost c;
   auto add = [&c](const TensorType& t) {

@@ -218,6 +218,8 @@ class OpRegistry {
   // Attaches a cost function to a registered kernel that has none
   // (NOT_FOUND if the kernel is not registered).
   Status SetCost(std::string_view op_type, Backend backend, CostFn cost);
+  // Sets KernelDef::overwrites_outputs (NOT_FOUND if not registered).
+  Status SetOverwritesOutputs(std::string_view op_type, Backend backend);
   std::vector<std::string> OpTypes(Backend backend) const;
 
   // The process-wide registry with every built-in kernel, built on first use

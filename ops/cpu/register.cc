@@ -27,6 +27,20 @@ Status RegisterCpuKernels(OpRegistry* registry) {
   ORRERY_RETURN_IF_ERROR(cpu::RegisterPadKernels(registry));
   ORRERY_RETURN_IF_ERROR(cpu::RegisterResizeKernels(registry));
   ORRERY_RETURN_IF_ERROR(cpu::RegisterMiscDataKernels(registry));
+  // Kernels that write every element of their outputs, so the executor
+  // skips zero-filling them (checked by the conformance suite and the real
+  // models with ORRERY_POISON_OUTPUTS=1). Conv, Gemm and MatMul set it in
+  // their definitions.
+  for (const char* op :
+       {"Add", "Sub", "Mul", "Div", "Pow", "Relu", "LeakyRelu", "Elu", "Selu", "HardSigmoid",
+        "HardSwish", "Sigmoid", "Tanh", "Softplus", "Gelu", "PRelu", "Clip", "Exp", "Log", "Sqrt",
+        "Erf", "Neg", "Abs", "Reciprocal", "Softmax", "LogSoftmax", "BatchNormalization",
+        "LayerNormalization", "InstanceNormalization", "MaxPool", "AveragePool",
+        "GlobalAveragePool", "GlobalMaxPool", "Concat", "Transpose"}) {
+    if (registry->Find(op, Backend::kCpu) != nullptr) {
+      ORRERY_RETURN_IF_ERROR(registry->SetOverwritesOutputs(op, Backend::kCpu));
+    }
+  }
   return Status::Ok();
 }
 
