@@ -99,6 +99,15 @@ Status OpRegistry::SetOverwritesOutputs(std::string_view op_type, Backend backen
   return Status::Ok();
 }
 
+Status OpRegistry::SetValuesCheckedInCompute(std::string_view op_type, Backend backend) {
+  auto it = kernels_.find(std::make_pair(std::string(op_type), backend));
+  if (it == kernels_.end()) {
+    return Status::NotFound("kernel '" + std::string(op_type) + "' is not registered");
+  }
+  it->second.values_checked_in_compute = true;
+  return Status::Ok();
+}
+
 OpCost BytesMovedCost(const CostContext& ctx) {
   OpCost c;
   auto add = [&c](const TensorType& t) {

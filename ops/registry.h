@@ -199,6 +199,12 @@ struct KernelDef {
   // memory per step). Tests set ORRERY_POISON_OUTPUTS=1 to fill those
   // outputs with NaN instead, so a kernel that relies on zeros fails.
   bool overwrites_outputs = false;
+  // The kernel's Compute validates every input value it depends on and its
+  // Infer derives nothing from values it would not get at planning time,
+  // so the runtime need not re-run Infer each run on steps whose integer
+  // inputs are computed at run time (PlannedStep::recheck). Re-running
+  // Infer allocates; this keeps such steps allocation-free.
+  bool values_checked_in_compute = false;
 };
 
 // Runs `def` on inputs whose output types are known: Prepare (when the
@@ -218,8 +224,10 @@ class OpRegistry {
   // Attaches a cost function to a registered kernel that has none
   // (NOT_FOUND if the kernel is not registered).
   Status SetCost(std::string_view op_type, Backend backend, CostFn cost);
-  // Sets KernelDef::overwrites_outputs (NOT_FOUND if not registered).
+  // Set KernelDef::overwrites_outputs / values_checked_in_compute
+  // (NOT_FOUND if not registered).
   Status SetOverwritesOutputs(std::string_view op_type, Backend backend);
+  Status SetValuesCheckedInCompute(std::string_view op_type, Backend backend);
   std::vector<std::string> OpTypes(Backend backend) const;
 
   // The process-wide registry with every built-in kernel, built on first use

@@ -29,6 +29,7 @@ Result<Step> ResolveStep(const Node& node, const ops::OpRegistry& registry,
   step.prepare = def->prepare;
   step.fusions = def->fusions;
   step.overwrites_outputs = def->overwrites_outputs;
+  step.values_checked_in_compute = def->values_checked_in_compute;
   if (def->prepare != nullptr) step.node_cache = std::make_shared<ops::NodeCache>();
   step.alloc = def->alloc;
   step.inputs = node.inputs;

@@ -34,6 +34,7 @@ struct Step {
   ops::PrepareFn prepare = nullptr;
   uint32_t fusions = 0;  // ops::FusionFlags the kernel implements
   bool overwrites_outputs = false;  // ops::KernelDef::overwrites_outputs
+  bool values_checked_in_compute = false;  // ops::KernelDef::values_checked_in_compute
   // Set when prepare is: what the node's preparations share across shapes.
   std::shared_ptr<ops::NodeCache> node_cache;
   ops::OutputAlloc alloc = ops::OutputAlloc::kPreallocated;

@@ -208,8 +208,8 @@ class Builder {
     }
     if (!dynamic) {
       for (int e : in_entries_) {
-        if (e >= 0 && At(RootOf(*sp_, e)).kind != EntryKind::kConstant &&
-            IsInteger(At(e).type.dtype)) {
+        if (!step.values_checked_in_compute && e >= 0 &&
+            At(RootOf(*sp_, e)).kind != EntryKind::kConstant && IsInteger(At(e).type.dtype)) {
           ps.recheck = true;
         }
       }

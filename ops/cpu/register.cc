@@ -41,6 +41,18 @@ Status RegisterCpuKernels(OpRegistry* registry) {
       ORRERY_RETURN_IF_ERROR(registry->SetOverwritesOutputs(op, Backend::kCpu));
     }
   }
+  // Kernels whose output types never depend on input values and whose
+  // Compute range-checks any value it uses as an index (Gather*), or uses
+  // values only as data (arithmetic, comparisons, casts): no per-run
+  // re-inference for them (KernelDef::values_checked_in_compute).
+  for (const char* op :
+       {"Gather", "GatherElements", "Add", "Sub", "Mul", "Div", "Equal", "Greater", "Less",
+        "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor", "Where", "Cast", "Neg", "Abs",
+        "Max", "Min", "Sum", "Concat", "Identity"}) {
+    if (registry->Find(op, Backend::kCpu) != nullptr) {
+      ORRERY_RETURN_IF_ERROR(registry->SetValuesCheckedInCompute(op, Backend::kCpu));
+    }
+  }
   return Status::Ok();
 }
 

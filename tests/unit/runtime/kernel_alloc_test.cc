@@ -1,6 +1,6 @@
-// Steady-state runs of models built from the elementwise, pooling,
-// normalisation and data-movement kernels allocate nothing: every step of
-// a warmed-up plan is counted with the replacement operator new of
+// Steady-state runs allocate nothing: models built from the elementwise,
+// pooling, normalisation and data-movement kernels, and from Conv / Gemm /
+// MatMul with fused epilogues; every step of a warmed-up plan is counted with the replacement operator new of
 // alloc_test.cc (TestHeapAllocations) plus Tensor's buffer counter.
 #include <gtest/gtest.h>
 
@@ -201,6 +201,78 @@ ModelBuilder MiscOps() {
   return b;
 }
 
+// A ResNet / MobileNet-like network with every GEMM-shaped kernel: 3x3
+// Conv + BatchNorm (folded) + Relu (fused), a residual Add (fused), MaxPool,
+// a 1x1 Conv, a depthwise 3x3 Conv + Clip (fused), a strided Conv,
+// GlobalAveragePool, Flatten and a Gemm classifier.
+ModelBuilder ConvNet() {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {-1, 8, 16, 16});
+  b.FloatInit("w1", {8, 8, 3, 3}, Ramp(8 * 8 * 9, 1));
+  b.FloatInit("bn_s", {8}, Positive(8, 2));
+  b.FloatInit("bn_b", {8}, Ramp(8, 3));
+  b.FloatInit("bn_m", {8}, Ramp(8, 4));
+  b.FloatInit("bn_v", {8}, Positive(8, 5));
+  b.FloatInit("w2", {8, 8, 3, 3}, Ramp(8 * 8 * 9, 6));
+  b.FloatInit("b2", {8}, Ramp(8, 7));
+  b.FloatInit("w3", {16, 8, 1, 1}, Ramp(16 * 8, 8));
+  b.FloatInit("wd", {16, 1, 3, 3}, Ramp(16 * 9, 9));
+  b.FloatInit("w4", {32, 16, 3, 3}, Ramp(32 * 16 * 9, 10));
+  b.FloatInit("fc", {10, 32}, Ramp(320, 11));
+  b.FloatInit("fcb", {10}, Ramp(10, 12));
+  b.FloatInit("lo", {}, {0.0f});
+  b.FloatInit("hi", {}, {6.0f});
+  auto pad1 = [](onnx::NodeProto* n) { ModelBuilder::AttrInts(n, "pads", {1, 1, 1, 1}); };
+  pad1(b.Node("Conv", {"X", "w1"}, {"c1"}));
+  b.Node("BatchNormalization", {"c1", "bn_s", "bn_b", "bn_m", "bn_v"}, {"bn"});
+  b.Node("Relu", {"bn"}, {"r1"});
+  pad1(b.Node("Conv", {"r1", "w2", "b2"}, {"c2"}));
+  b.Node("Add", {"c2", "X"}, {"res"});
+  b.Node("Relu", {"res"}, {"r2"});
+  auto* mp = b.Node("MaxPool", {"r2"}, {"mp"});                 // [N,8,8,8]
+  ModelBuilder::AttrInts(mp, "kernel_shape", {2, 2});
+  ModelBuilder::AttrInts(mp, "strides", {2, 2});
+  b.Node("Conv", {"mp", "w3"}, {"c3"});                         // 1x1: [N,16,8,8]
+  auto* dw = b.Node("Conv", {"c3", "wd"}, {"c4"});              // depthwise
+  ModelBuilder::AttrInt(dw, "group", 16);
+  pad1(dw);
+  b.Node("Clip", {"c4", "lo", "hi"}, {"r6"});
+  auto* c5 = b.Node("Conv", {"r6", "w4"}, {"c5"});              // [N,32,4,4]
+  ModelBuilder::AttrInts(c5, "strides", {2, 2});
+  pad1(c5);
+  b.Node("GlobalAveragePool", {"c5"}, {"gap"});
+  b.Node("Flatten", {"gap"}, {"fl"});
+  ModelBuilder::AttrInt(b.Node("Gemm", {"fl", "fc", "fcb"}, {"Y"}), "transB", 1);
+  b.Output("Y", kFloat, {-1, 10});
+  return b;
+}
+
+// Attention-style MatMuls: a projection with a bias Add (fused), Relu
+// (fused), a batched MatMul of two computed operands, Softmax, and a
+// projection with a residual Add (fused), then LayerNormalization.
+ModelBuilder MatMulBlock() {
+  ModelBuilder b(17);
+  b.Input("X", kFloat, {1, 4, 16, 32});
+  b.FloatInit("wq", {32, 32}, Ramp(1024, 1));
+  b.FloatInit("bq", {32}, Ramp(32, 2));
+  b.FloatInit("wo", {32, 32}, Ramp(1024, 3));
+  b.FloatInit("g", {32}, Positive(32, 4));
+  b.FloatInit("beta", {32}, Ramp(32, 5));
+  b.Node("MatMul", {"X", "wq"}, {"q0"});
+  b.Node("Add", {"bq", "q0"}, {"q1"});
+  b.Node("Relu", {"q1"}, {"q"});
+  auto* kt = b.Node("Transpose", {"q"}, {"kt"});                // [1,4,32,16]
+  ModelBuilder::AttrInts(kt, "perm", {0, 1, 3, 2});
+  b.Node("MatMul", {"q", "kt"}, {"s"});                         // [1,4,16,16]
+  b.Node("Softmax", {"s"}, {"p"});
+  b.Node("MatMul", {"p", "q"}, {"a"});                          // [1,4,16,32]
+  b.Node("MatMul", {"a", "wo"}, {"o"});
+  b.Node("Add", {"o", "X"}, {"r"});
+  b.Node("LayerNormalization", {"r", "g", "beta"}, {"Y"});
+  b.Output("Y", kFloat, {1, 4, 16, 32});
+  return b;
+}
+
 struct StepCounts {
   std::map<std::string, uint64_t> steps;    // op type -> allocations of its steps per run
   std::map<std::string, uint64_t> kernels;  // the same, the kernels' own calls only
@@ -285,10 +357,10 @@ void ExpectNoStepAllocates(const char* model, const ModelBuilder& b, ops::Tensor
               static_cast<unsigned long long>(kernels), kernel_ops.c_str(),
               static_cast<unsigned long long>(rechecks), recheck_ops.c_str());
   EXPECT_EQ(kernels, 0u) << kernel_ops;
-  // Steps whose inputs carry run-time integer values (Gather's indices)
-  // re-run inference in the runtime (PlannedStep::recheck), which allocates
-  // there; every other step allocates nothing at all.
+  // Gather, Equal and Where read run-time integer values but validate them
+  // in Compute (values_checked_in_compute): no step re-runs inference.
   EXPECT_EQ(steps, 0u) << step_ops;
+  EXPECT_EQ(rechecks, 0u) << recheck_ops;
   ASSERT_EQ(out.size(), 1u);
   ExpectAllNear(Floats(out[0]), Floats(Reference(b, {x})[0]), 1e-5f);
 }
@@ -308,6 +380,22 @@ TEST(KernelAllocationTest, TransformerLikeStepsAllocateNothing) {
                         nullptr);
   runtime::LaneGroup lanes(runtime::LaneGroupOptions{.threads = 2});
   ExpectNoStepAllocates("transformer-like", TransformerLike(), {DType::kInt64, {1, 16}}, x,
+                        &lanes);
+}
+
+TEST(KernelAllocationTest, ConvNetStepsAllocateNothing) {
+  const Tensor x = F32({2, 8, 16, 16}, Ramp(2 * 8 * 16 * 16, 13));
+  ExpectNoStepAllocates("conv net", ConvNet(), {DType::kFloat32, {2, 8, 16, 16}}, x, nullptr);
+  runtime::LaneGroup lanes(runtime::LaneGroupOptions{.threads = 2});
+  ExpectNoStepAllocates("conv net", ConvNet(), {DType::kFloat32, {2, 8, 16, 16}}, x, &lanes);
+}
+
+TEST(KernelAllocationTest, MatMulBlockStepsAllocateNothing) {
+  const Tensor x = F32({1, 4, 16, 32}, Ramp(4 * 16 * 32, 14));
+  ExpectNoStepAllocates("matmul block", MatMulBlock(), {DType::kFloat32, {1, 4, 16, 32}}, x,
+                        nullptr);
+  runtime::LaneGroup lanes(runtime::LaneGroupOptions{.threads = 2});
+  ExpectNoStepAllocates("matmul block", MatMulBlock(), {DType::kFloat32, {1, 4, 16, 32}}, x,
                         &lanes);
 }
 

@@ -297,9 +297,10 @@ TEST(SpecializeTest, ShapesFromTensorValuesStayDynamic) {
   }
 }
 
-TEST(SpecializeTest, RunTimeIndicesAreRechecked) {
-  // Gather with indices from the request: planned once, but its values are
-  // checked on every run (out of range is INVALID_ARGUMENT, not a crash).
+TEST(SpecializeTest, RunTimeIndicesAreCheckedOnEveryRun) {
+  // Gather with indices from the request: planned once, its values checked
+  // by its Compute on every run (out of range is INVALID_ARGUMENT, not a
+  // crash), so the runtime need not re-run inference (no recheck).
   ModelBuilder b(13);
   b.Input("I", kInt64, {2});
   b.FloatInit("table", {3, 2}, {0, 1, 10, 11, 20, 21});
@@ -308,7 +309,7 @@ TEST(SpecializeTest, RunTimeIndicesAreRechecked) {
   auto sp = SpecializeModel(b, {ops::TensorType{DType::kInt64, {2}}});
   ASSERT_TRUE(sp.ok()) << sp.status().ToString();
   ASSERT_EQ((*sp)->steps.size(), 1u);
-  EXPECT_TRUE((*sp)->steps[0].recheck);
+  EXPECT_FALSE((*sp)->steps[0].recheck);  // values_checked_in_compute
   auto model = CompiledModel::Compile(b.Bytes());
   ASSERT_TRUE(model.ok());
   auto ok = (*model)->Run({{"I", I64({2}, {2, -3})}});
@@ -320,6 +321,26 @@ TEST(SpecializeTest, RunTimeIndicesAreRechecked) {
     EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument) << out.status().ToString();
     EXPECT_NE(out.status().message().find("lookup"), std::string::npos) << out.status().message();
   }
+}
+
+TEST(SpecializeTest, KernelsThatDoNotCheckValuesInComputeAreRechecked) {
+  // OneHot's indices come from the request; OneHot does not declare
+  // values_checked_in_compute, so its inference re-runs every run.
+  ModelBuilder b(13);
+  b.Input("I", kInt64, {2});
+  b.Int64Init("depth", {}, {3});
+  b.FloatInit("values", {2}, {0, 1});
+  b.Node("OneHot", {"I", "depth", "values"}, {"Y"}, "onehot");
+  b.Output("Y", kFloat, {2, 3});
+  auto sp = SpecializeModel(b, {ops::TensorType{DType::kInt64, {2}}});
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  ASSERT_EQ((*sp)->steps.size(), 1u);
+  EXPECT_TRUE((*sp)->steps[0].recheck);
+  auto model = CompiledModel::Compile(b.Bytes());
+  ASSERT_TRUE(model.ok());
+  auto out = (*model)->Run({{"I", I64({2}, {2, 0})}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ExpectAllNear(Floats((*out)[0].tensor), {0, 0, 1, 1, 0, 0});
 }
 
 TEST(SpecializeTest, SpecialisationErrorsNameTheStep) {
