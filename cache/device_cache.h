@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cache/clock.h"
+#include "base/clock.h"
 #include "cache/device.h"
 #include "cache/tier_cache.h"
 

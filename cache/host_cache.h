@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "base/status.h"
-#include "cache/clock.h"
+#include "base/clock.h"
 #include "cache/tier_cache.h"
 
 namespace orrery {

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "cache/clock.h"
+#include "base/clock.h"
 #include "cache/idle_histogram.h"
 #include "cache/model_key.h"
 #include "cache/rate_estimator.h"

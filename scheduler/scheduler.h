@@ -42,7 +42,7 @@
 #include "base/status.h"
 #include "ops/parallel.h"
 #include "scheduler/admission.h"
-#include "scheduler/clock.h"
+#include "base/clock.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/fair_queue.h"
 #include "scheduler/request.h"

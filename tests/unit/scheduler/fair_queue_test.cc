@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "scheduler/clock.h"
+#include "base/clock.h"
 
 namespace orrery {
 namespace {

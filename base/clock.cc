@@ -1,4 +1,4 @@
-#include "cache/clock.h"
+#include "base/clock.h"
 
 #include <chrono>
 
@@ -11,8 +11,8 @@ int64_t SteadyClock::NowNs() const {
 }
 
 const SteadyClock* SteadyClock::Get() {
-  static const SteadyClock* clock = new SteadyClock();  // intentionally leaked: usable at exit
-  return clock;
+  static const SteadyClock clock;  // trivially destructible state: usable at exit
+  return &clock;
 }
 
 void FakeClock::AdvanceNs(int64_t ns) {

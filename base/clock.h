@@ -1,5 +1,6 @@
-// Time for the cache and placement logic, injectable so that every policy
-// decision is deterministic under test.
+// Time for the scheduler, the caches and placement, injectable so that
+// every queueing, fairness, admission and policy decision is deterministic
+// under test.
 //
 // Times are int64 nanoseconds on a monotonic axis whose origin is the
 // clock's own (only differences and comparisons mean anything). SteadyClock
@@ -28,7 +29,8 @@ class SteadyClock final : public Clock {
 
 class FakeClock final : public Clock {
  public:
-  explicit FakeClock(int64_t start_ns = 0) : now_ns_(start_ns) {}
+  // The default start is 1 s, so that 0 can mean "no time" (e.g. no deadline).
+  explicit FakeClock(int64_t start_ns = 1'000'000'000) : now_ns_(start_ns) {}
   int64_t NowNs() const override { return now_ns_.load(std::memory_order_acquire); }
   // Moves time forward by `ns` (>= 0; a negative step is ignored: time is monotonic).
   void AdvanceNs(int64_t ns);
