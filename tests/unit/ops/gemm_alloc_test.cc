@@ -1,55 +1,22 @@
 // Prepared Conv / Gemm / MatMul allocate nothing in Compute: every heap
-// allocation of this test binary is counted by a replacement operator new
-// (the technique of tests/unit/runtime/alloc_test.cc), plus Tensor buffers.
+// allocation of this test binary is counted by the replacement operator new
+// of tests/unit/common/counting_new.cc, plus Tensor buffers.
 #include <gtest/gtest.h>
 
-// The replacement operator new/delete below pair malloc with free; GCC
-// cannot see that through inlined new-expressions.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "counting_new.h"
 #include "ops/registry.h"
 #include "op_test_util.h"
-
-namespace {
-std::atomic<uint64_t> g_news{0};
-void* CountedMalloc(std::size_t n) noexcept {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n == 0 ? 1 : n);
-}
-}  // namespace
-
-// Every unaligned form, so that no allocation pairs with a sanitizer's own
-// operator delete (the aligned forms stay the library's, as a pair).
-void* operator new(std::size_t n) {
-  if (void* p = CountedMalloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  if (void* p = CountedMalloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return CountedMalloc(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return CountedMalloc(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace orrery::ops {
 namespace {
 
 using testing::F32;
 
-uint64_t Allocations() { return g_news.load() + TensorBufferAllocationCount(); }
+uint64_t Allocations() { return orrery::testing::TestHeapAllocations() + TensorBufferAllocationCount(); }
 
 Tensor RandomTensor(Shape shape, uint32_t seed) {
   std::mt19937 gen(seed);

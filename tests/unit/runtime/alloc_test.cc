@@ -1,18 +1,12 @@
 // Steady-state inference allocates nothing on the runtime's side: counted
-// with a replacement global operator new (every heap allocation in this
-// test binary) plus Tensor's buffer counter (buffers come from
-// aligned_alloc).
+// with the replacement global operator new of tests/unit/common/
+// counting_new.cc (every heap allocation in this test binary) plus
+// Tensor's buffer counter (buffers come from aligned_alloc).
 #include <gtest/gtest.h>
 
-// The replacement operator new/delete below pair malloc with free; GCC
-// cannot see that through inlined new-expressions.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-#include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <new>
 
+#include "counting_new.h"
 #include "model_builder.h"
 #include "ops/registry.h"
 #include "plan_util.h"
@@ -21,41 +15,6 @@
 #include "runtime/lane_group.h"
 #include "runtime/model.h"
 #include "runtime/run_state.h"
-
-namespace {
-std::atomic<uint64_t> g_news{0};
-}  // namespace
-
-// For the other allocation tests of this binary (kernel_alloc_test.cc).
-namespace orrery::testing {
-uint64_t TestHeapAllocations() { return g_news.load(); }
-}  // namespace orrery::testing
-
-namespace {
-void* CountedMalloc(std::size_t n) noexcept {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n == 0 ? 1 : n);
-}
-}  // namespace
-
-// Every unaligned form, so that no allocation pairs with a sanitizer's own
-// operator delete (the aligned forms stay the library's, as a pair).
-void* operator new(std::size_t n) {
-  if (void* p = CountedMalloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  if (void* p = CountedMalloc(n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return CountedMalloc(n); }
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return CountedMalloc(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace orrery {
 namespace {
@@ -68,7 +27,7 @@ using testing::ModelBuilder;
 using testing::Ramp;
 using testing::Reference;
 
-uint64_t Allocations() { return g_news.load() + TensorBufferAllocationCount(); }
+uint64_t Allocations() { return testing::TestHeapAllocations() + TensorBufferAllocationCount(); }
 
 ModelBuilder Mlp(bool bias) {
   ModelBuilder b(13);

@@ -1,22 +1,19 @@
 // Steady-state runs allocate nothing: models built from the elementwise,
 // pooling, normalisation and data-movement kernels, and from Conv / Gemm /
 // MatMul with fused epilogues; every step of a warmed-up plan is counted with the replacement operator new of
-// alloc_test.cc (TestHeapAllocations) plus Tensor's buffer counter.
+// tests/unit/common/counting_new.cc (TestHeapAllocations) plus Tensor's buffer counter.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <map>
 #include <string>
 
+#include "counting_new.h"
 #include "model_builder.h"
 #include "plan_util.h"
 #include "runtime/executor.h"
 #include "runtime/lane_group.h"
 #include "runtime/specialize.h"
-
-namespace orrery::testing {
-uint64_t TestHeapAllocations();  // alloc_test.cc
-}  // namespace orrery::testing
 
 namespace orrery {
 namespace {
