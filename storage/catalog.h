@@ -23,6 +23,8 @@
 namespace orrery {
 
 using storage::ApiKeyRecord;
+using storage::LedgerEntry;
+using storage::LedgerTotals;
 using storage::ModelRecord;
 using storage::TenantRecord;
 
@@ -125,6 +127,26 @@ class Catalog {
   Status DeleteModel(std::string_view tenant_id, std::string_view name, uint64_t version = 0) {
     return DeleteModelVersions(tenant_id, name, version).status();
   }
+
+  // ---- ledger (billing); README.md has the key layout
+  // Appends `entry` for entry->tenant_id() with a fresh seq and key time
+  // entry->end_unix_us() / 1000 (now if 0), and adds it to the tenant's
+  // LedgerTotals, in one synced batch. An INFERENCE entry whose
+  // (tenant, request_id) is already in the ledger is not written again:
+  // *entry becomes the stored one and the result is false (true = written).
+  // INVALID_ARGUMENT for an empty tenant id, or an INFERENCE entry without a
+  // request id. Ledger appends are serialized among themselves (one fsync
+  // each), not with model or tenant writes.
+  Result<bool> AppendLedger(LedgerEntry* entry);
+  // The stored entry of (tenant, request id). NOT_FOUND.
+  Result<LedgerEntry> GetLedgerEntry(std::string_view tenant_id, std::string_view request_id) const;
+  // The tenant's entries with from_ms <= unix_ms < to_ms (to_ms 0 = no upper
+  // bound), in time order. Cost: one prefix scan over that range.
+  Result<std::vector<LedgerEntry>> ListLedger(std::string_view tenant_id, int64_t from_ms, int64_t to_ms) const;
+  // Every tenant id that has ledger entries (also deleted tenants).
+  Result<std::vector<std::string>> LedgerTenants() const;
+  // The running totals of every entry ever appended for the tenant (zero if none).
+  Result<LedgerTotals> GetLedgerTotals(std::string_view tenant_id) const;
 
   // ---- consistency
   struct FsckReport {
