@@ -73,11 +73,13 @@ Result<v1::PriceTable> LoadPriceTable(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   // Unknown fields are errors (a typo must not silently bill the default).
-  // The JSON is merged into the defaults, so a missing field keeps its
-  // default and an explicit 0 means free.
+  // The fields are proto3 `optional`, so merging the file into the defaults
+  // keeps a missing field's default and an explicit 0 means free.
   google::protobuf::util::JsonParseOptions options;
-  auto st = google::protobuf::util::JsonStringToMessage(text.str(), &prices, options);
+  v1::PriceTable file;
+  auto st = google::protobuf::util::JsonStringToMessage(text.str(), &file, options);
   if (!st.ok()) return Status::InvalidArgument("price table '" + path + "': " + std::string(st.message()));
+  prices.MergeFrom(file);
   if (prices.lane_second_micros() < 0 || prices.device_second_micros() < 0 || prices.gb_loaded_micros() < 0 ||
       prices.gb_month_stored_micros() < 0) {
     return Status::InvalidArgument("price table '" + path + "': prices must not be negative");

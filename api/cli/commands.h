@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+
 namespace orrery::cli {
 
 struct GlobalOptions {
@@ -52,5 +54,22 @@ int ModelDelete(const GlobalOptions& g, const std::string& name, uint64_t versio
 int Infer(const GlobalOptions& g, const std::string& model, const std::string& version,
           const std::vector<std::string>& inputs, const std::string& output_dir);
 int Status(const GlobalOptions& g);
+
+// billing_commands.cc
+struct BillingFlags {
+  std::string from;  // YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ (UTC) or Unix ms; "" = open
+  std::string to;    // exclusive
+  std::string model;
+  std::string format = "table";  // table, csv, json (--json forces json)
+};
+Result<int64_t> ParseTimeMs(const std::string& s);
+int BillingReport(const GlobalOptions& g, const BillingFlags& flags);
+// tenant "" = every tenant.
+int AdminBillingReport(const GlobalOptions& g, const BillingFlags& flags, const std::string& tenant);
+int AdminSchedulerStats(const GlobalOptions& g);
+// Exit code 2 when in-flight inferences remain after the timeout.
+int AdminServerDrain(const GlobalOptions& g, int64_t timeout_ms);
+int AdminServerResume(const GlobalOptions& g);
+int AdminServerInfo(const GlobalOptions& g);
 
 }  // namespace orrery::cli
