@@ -50,9 +50,10 @@ int ModelList(const GlobalOptions& g);
 int ModelShow(const GlobalOptions& g, const std::string& name, uint64_t version);
 int ModelDelete(const GlobalOptions& g, const std::string& name, uint64_t version);
 // inputs are "NAME=FILE.pb"; outputs go to output_dir as <name>.pb when set,
-// else they are printed.
+// else they are printed. request_id "" = the server makes one up; either
+// way it is printed (stderr, or "id" in --json) and is the billing line's id.
 int Infer(const GlobalOptions& g, const std::string& model, const std::string& version,
-          const std::vector<std::string>& inputs, const std::string& output_dir);
+          const std::vector<std::string>& inputs, const std::string& output_dir, const std::string& request_id = "");
 int Status(const GlobalOptions& g);
 
 // billing_commands.cc

@@ -154,7 +154,10 @@ int main(int argc, char** argv) {
   infer->add_option("--input,-i", inputs, "NAME=FILE.pb (ONNX TensorProto), repeatable")->required();
   infer->add_option("--version", infer_version, "Model version (default: latest)");
   infer->add_option("--output-dir,-o", output_dir, "Write outputs as <name>.pb here instead of printing");
-  infer->callback([&] { rc = Infer(g, infer_model, infer_version, inputs, output_dir); });
+  std::string infer_request_id;
+  infer->add_option("--request-id", infer_request_id,
+                    "Request id (default: the server's); a retry with the same id is billed once");
+  infer->callback([&] { rc = Infer(g, infer_model, infer_version, inputs, output_dir, infer_request_id); });
 
   app.add_subcommand("status", "Server liveness, readiness and version")->callback([&] { rc = Status(g); });
 
