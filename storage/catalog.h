@@ -2,9 +2,9 @@
 // key digests, model records and the ONNX bytes of every model version.
 //
 // Column families: meta (schema version), tenants, keys, models, blobs,
-// uploads (idempotent upload ids), cost_profiles and ledger (layout reserved
-// for the cost and billing work; nothing writes them yet). README.md has the
-// key layout.
+// uploads (idempotent upload ids), cost_profiles (reserved for the cost work;
+// nothing writes it yet) and ledger (billing entries). README.md has the key
+// layout.
 // Every change that touches several keys is one WriteBatch; writes that are
 // acknowledged to clients use sync=true (WAL fsync) so they survive kill -9.
 // All methods are thread-safe. Costs: reads are point lookups or prefix scans;
