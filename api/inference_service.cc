@@ -131,17 +131,17 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     ~InFlight() { n->fetch_sub(1); }
   } in_flight{&ctx_->in_flight};
   if (!ctx_->ready.load()) return ToGrpcStatus(Status::Unavailable("server is draining"));
+  TenantRecord tenant;
+  Result<ModelRecord> record = Resolve(*context, request->model_name(), request->model_version(), &tenant);
+  (*labels)[0] = tenant.id();  // empty when the key was refused
+  if (!record.ok()) return ToGrpcStatus(record.status());
+  (*labels)[1] = record->name();
   std::string request_id = request->id();
   if (request_id.empty()) {
     request_id = NewRequestId();
   } else if (Status s = CheckRequestId(request_id); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  TenantRecord tenant;
-  Result<ModelRecord> record = Resolve(*context, request->model_name(), request->model_version(), &tenant);
-  (*labels)[0] = tenant.id();  // empty when the key was refused
-  if (!record.ok()) return ToGrpcStatus(record.status());
-  (*labels)[1] = record->name();
 
   // Requested outputs must exist; an empty list means all outputs.
   std::set<std::string> wanted;

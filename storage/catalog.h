@@ -135,8 +135,9 @@ class Catalog {
   // (tenant, request_id) is already in the ledger is not written again:
   // *entry becomes the stored one and the result is false (true = written).
   // INVALID_ARGUMENT for an empty tenant id, or an INFERENCE entry without a
-  // request id. Ledger appends are serialized among themselves (one fsync
-  // each), not with model or tenant writes.
+  // request id. Returns once the WAL is fsynced (also when nothing was
+  // written). Appends are serialized among themselves, not with model or
+  // tenant writes; concurrent appends share fsyncs (group commit).
   Result<bool> AppendLedger(LedgerEntry* entry);
   // The stored entry of (tenant, request id). NOT_FOUND.
   Result<LedgerEntry> GetLedgerEntry(std::string_view tenant_id, std::string_view request_id) const;
@@ -171,6 +172,9 @@ class Catalog {
  private:
   struct Impl;
   explicit Catalog(std::unique_ptr<Impl> impl);
+  // AppendLedger without the WAL sync.
+  Result<bool> AppendLedgerUnsynced(LedgerEntry* entry);
+
   std::unique_ptr<Impl> impl_;
 };
 

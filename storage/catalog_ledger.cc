@@ -3,8 +3,14 @@
 //   meta    "ledger_seq"                              -> be64 last seq used
 //           "ledger_rid/" tenant_id \0 request_id     -> the entry's ledger key
 //           "ledger_total/" tenant_id                 -> LedgerTotals
-// An append writes all four in one synced batch, so the request id index
-// and the totals can never disagree with the entries, even after kill -9.
+// An append writes all four in one batch, so the request id index and the
+// totals can never disagree with the entries, even after kill -9.
+//
+// Group commit: appends are serialized (seq, totals and the id check are
+// read-modify-write) but the fsync is not: the batch is written to the WAL
+// under the mutex without sync, and the WAL is synced after the mutex is
+// released, so concurrent appends share fsyncs instead of queueing one fsync
+// each. AppendLedger returns only after the sync either way.
 #include <algorithm>
 
 #include "storage/catalog_impl.h"
@@ -48,6 +54,15 @@ Result<bool> Catalog::AppendLedger(LedgerEntry* entry) {
   ORRERY_RETURN_IF_ERROR(CheckIdPart("tenant id", entry->tenant_id()));
   const bool inference = entry->kind() == LedgerEntry::INFERENCE;
   if (inference) ORRERY_RETURN_IF_ERROR(CheckIdPart("request id", entry->request_id()));
+  ORRERY_ASSIGN_OR_RETURN(bool written, AppendLedgerUnsynced(entry));
+  // The stored entry a replay returns may itself still be unsynced (written
+  // by a concurrent append), so both paths sync before answering.
+  if (impl_->options.sync_writes) ORRERY_RETURN_IF_ERROR(FromRocks(impl_->db->SyncWAL(), "sync ledger"));
+  return written;
+}
+
+Result<bool> Catalog::AppendLedgerUnsynced(LedgerEntry* entry) {
+  const bool inference = entry->kind() == LedgerEntry::INFERENCE;
   std::lock_guard<std::mutex> lock(impl_->ledger_mu);
   if (inference) {
     ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> existing,
@@ -77,7 +92,8 @@ Result<bool> Catalog::AppendLedger(LedgerEntry* entry) {
   batch.Put(impl_->cf[kMeta], kLedgerSeqKey, seq_bytes);
   batch.Put(impl_->cf[kMeta], LedgerTotalKey(entry->tenant_id()), totals.SerializeAsString());
   if (inference) batch.Put(impl_->cf[kMeta], LedgerRidKey(entry->tenant_id(), entry->request_id()), key);
-  ORRERY_RETURN_IF_ERROR(impl_->Write(&batch, "append ledger entry"));
+  rocksdb::WriteOptions unsynced;  // AppendLedger syncs the WAL after the lock
+  ORRERY_RETURN_IF_ERROR(FromRocks(impl_->db->Write(unsynced, &batch), "append ledger entry"));
   return true;
 }
 

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -168,6 +170,42 @@ TEST(CatalogLedgerTest, ConcurrentRetriesBillOnce) {
   Result<std::vector<LedgerEntry>> all = c->ListLedger("t_a", 0, 0);
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 20u);
+}
+
+}  // namespace
+}  // namespace orrery
+
+namespace orrery {
+namespace {
+
+// Not a correctness test: prints what one synced append costs, alone and
+// with 4 concurrent writers (appends are serialized). Run with
+// --gtest_also_run_disabled_tests --gtest_filter='*MeasureAppend*'.
+TEST(CatalogLedgerTest, DISABLED_MeasureAppendLatency) {
+  LedgerDir dir;
+  auto c = MustOpen(dir.db());
+  ASSERT_NE(c, nullptr);
+  constexpr int kN = 400;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kN; ++i) {
+    LedgerEntry e = Inference("t_a", Rid(i), 1'000'000 + i, 1);
+    ASSERT_TRUE(c->AppendLedger(&e).ok());
+  }
+  const double one = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kN;
+  t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 4; ++w) {
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kN / 4; ++i) {
+        LedgerEntry e = Inference("t_b", Rid(w * kN + i), 1'000'000 + i, 1);
+        EXPECT_TRUE(c->AppendLedger(&e).ok());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const double four = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kN;
+  std::printf("synced ledger append: %.1f us each sequentially, %.1f us per append with 4 writers\n", one, four);
+  EXPECT_GT(one, 0);
 }
 
 }  // namespace
