@@ -471,3 +471,52 @@ TEST(BillingTest, AdminSchedulerStatsDrainResumeAndServerInfo) {
 
 }  // namespace
 }  // namespace orrery
+
+namespace orrery {
+namespace {
+
+// Not a correctness test: prints ModelInfer latency as the client sees it,
+// sequential and with 4 concurrent clients, now that every request waits for
+// its ledger entry's fsync. Run with --gtest_also_run_disabled_tests
+// --gtest_filter='*MeasureInferLatency*'.
+TEST(BillingTest, DISABLED_MeasureInferLatency) {
+  OrrerydProcess server({"--storage-sample-seconds", "0", "--lanes", "2"});
+  ASSERT_TRUE(server.Start());
+  Stubs stubs(server.channel());
+  const Tenant t = MakeTenant(&stubs, server.admin_token(), "bench");
+  v1::UpdateTenantRequest up;  // no rate limit in the way
+  up.set_tenant("bench");
+  up.mutable_quotas()->set_requests_per_second(1'000'000);
+  up.mutable_quotas()->set_burst_requests(1'000'000);
+  v1::UpdateTenantResponse up_resp;
+  ASSERT_TRUE(Call(stubs.admin.get(), &v1::AdminService::Stub::UpdateTenant, server.admin_token(), up, &up_resp).ok());
+  inference::ModelInferResponse resp;
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(Infer(stubs.infer.get(), t.key, "", &resp).ok());  // warm up
+  constexpr int kN = 400;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kN; ++i) ASSERT_TRUE(Infer(stubs.infer.get(), t.key, "", &resp).ok());
+  const double seq_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kN;
+  t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&] {
+      auto stub = inference::GRPCInferenceService::NewStub(server.channel());
+      inference::ModelInferResponse r;
+      for (int i = 0; i < kN / 4; ++i) EXPECT_TRUE(Infer(stub.get(), t.key, "", &r).ok());
+    });
+  }
+  for (std::thread& c : clients) c.join();
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const v1::BillingReportResponse r = TenantReport(server.channel(), t.key, [] {
+    v1::BillingReportRequest q;
+    q.set_omit_lines(true);
+    return q;
+  }());
+  std::printf("ModelInfer (mlp, billed): %.0f us per request sequentially; 4 clients: %.0f requests/s; mean lane "
+              "time %.1f us\n",
+              seq_us, kN / wall_s, r.total_entries() ? r.by_model(0).lane_ns() / 1000.0 / r.total_entries() : 0.0);
+  EXPECT_EQ(r.total_entries(), static_cast<uint64_t>(20 + 2 * kN));
+}
+
+}  // namespace
+}  // namespace orrery
