@@ -32,6 +32,21 @@ class AdminServiceImpl final : public orrery::v1::AdminService::Service {
   grpc::Status RevokeKey(grpc::ServerContext* context, const v1::RevokeKeyRequest* request,
                          v1::RevokeKeyResponse* response) override;
 
+  // admin_server_service.cc. request.tenant: name or id (also of a deleted
+  // tenant, by id), "" = every tenant with ledger entries. Cost: one ledger
+  // range scan per tenant.
+  grpc::Status BillingReport(grpc::ServerContext* context, const v1::BillingReportRequest* request,
+                             v1::BillingReportResponse* response) override;
+  grpc::Status SchedulerStats(grpc::ServerContext* context, const v1::SchedulerStatsRequest* request,
+                              v1::SchedulerStatsResponse* response) override;
+  // Blocks the handler up to request.timeout_ms (polling every 10 ms).
+  grpc::Status Drain(grpc::ServerContext* context, const v1::DrainRequest* request,
+                     v1::DrainResponse* response) override;
+  grpc::Status Resume(grpc::ServerContext* context, const v1::ResumeRequest* request,
+                      v1::ResumeResponse* response) override;
+  grpc::Status ServerInfo(grpc::ServerContext* context, const v1::ServerInfoRequest* request,
+                          v1::ServerInfoResponse* response) override;
+
  private:
   // Authorises the admin and resolves request->tenant (name or id).
   Result<TenantRecord> AdminAndTenant(const grpc::ServerContext& context, const std::string& tenant) const;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "api/auth.h"
+#include "api/billing.h"
 #include "api/grpc_status.h"
 #include "api/model_info.h"
 #include "api/oip_tensor.h"
@@ -120,12 +121,27 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, cons
 
 grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
                                          inference::ModelInferResponse* response, std::vector<std::string>* labels) {
+  const int64_t arrival_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
+  const int64_t arrival_ns = ctx_->scheduler->NowNs();
+  ctx_->in_flight.fetch_add(1);
+  struct InFlight {
+    std::atomic<int64_t>* n;
+    ~InFlight() { n->fetch_sub(1); }
+  } in_flight{&ctx_->in_flight};
   if (!ctx_->ready.load()) return ToGrpcStatus(Status::Unavailable("server is draining"));
   TenantRecord tenant;
   Result<ModelRecord> record = Resolve(*context, request->model_name(), request->model_version(), &tenant);
   (*labels)[0] = tenant.id();  // empty when the key was refused
   if (!record.ok()) return ToGrpcStatus(record.status());
   (*labels)[1] = record->name();
+  std::string request_id = request->id();
+  if (request_id.empty()) {
+    request_id = NewRequestId();
+  } else if (Status s = CheckRequestId(request_id); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
 
   // Requested outputs must exist; an empty list means all outputs.
   std::set<std::string> wanted;
@@ -162,11 +178,38 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   scheduled.model_id = record->tenant_id() + "/" + record->name() + "@" + std::to_string(record->version());
   scheduled.deadline_ns = *deadline;
   scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
+  RunReport run;
+  scheduled.report = &run;
   Status submitted = ctx_->scheduler->Submit(
       std::move(scheduled),
       [&done](Result<std::vector<NamedTensor>> outputs) { done.set_value(std::move(outputs)); });
   if (!submitted.ok()) return ToGrpcStatus(submitted);
   Result<std::vector<NamedTensor>> outputs = result.get();
+
+  // Metering: the request reached the scheduler, so it gets exactly one
+  // ledger entry, written (fsynced) before the client learns the outcome.
+  // A retry with a request id already in the ledger is not billed again.
+  auto wall_us = [&](int64_t sched_ns) { return arrival_unix_us + (sched_ns - arrival_ns) / 1000; };
+  LedgerEntry entry;
+  entry.set_kind(LedgerEntry::INFERENCE);
+  entry.set_tenant_id(record->tenant_id());
+  entry.set_model_name(record->name());
+  entry.set_model_version(record->version());
+  entry.set_request_id(request_id);
+  entry.set_arrival_unix_us(arrival_unix_us);
+  if (run.started_ns != 0) entry.set_start_unix_us(wall_us(run.started_ns));
+  entry.set_end_unix_us(wall_us(run.ended_ns));
+  entry.set_queue_us(((run.started_ns != 0 ? run.started_ns : run.ended_ns) - run.admitted_ns) / 1000);
+  entry.set_status(std::string(StatusCodeName(outputs.ok() ? StatusCode::kOk : outputs.status().code())));
+  entry.set_batch_size(1);  // no batching yet
+  entry.set_batch_share(1.0);
+  entry.set_lane_ns(run.lane_ns);
+  entry.set_bytes_loaded(0);  // the cache tiers are not metered yet
+  entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, entry.batch_share(), entry.bytes_loaded()));
+  Result<bool> billed = ctx_->catalog->AppendLedger(&entry);
+  if (!billed.ok()) {
+    return ToGrpcStatus(billed.status().WithPrefix("request " + request_id + " ran but its ledger entry was not written"));
+  }
   if (!outputs.ok()) return ToGrpcStatus(outputs.status());
 
   if (!wanted.empty()) {
@@ -174,7 +217,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   }
   response->set_model_name(record->name());
   response->set_model_version(std::to_string(record->version()));
-  response->set_id(request->id());
+  response->set_id(request_id);
   EncodeInferOutputs(*outputs, response);
   return grpc::Status::OK;
 }

@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--metrics-port-file", metrics_port_file,
                  "Write the bound metrics HOST:PORT to this file once serving");
+  app.add_option("--price-table", options.price_table,
+                 "Billing prices as JSON (docs/operations.md); default: built-in prices");
+  app.add_option("--storage-sample-seconds", options.storage_sample_seconds,
+                 "Sample and bill every tenant's stored bytes this often (0 = off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));

@@ -1,6 +1,8 @@
 #include "api/server.h"
 
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -9,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "api/admin_service.h"
+#include "api/billing.h"
+#include "api/billing_service.h"
 #include "api/inference_service.h"
 #include "api/metrics_http.h"
 #include "api/model_service.h"
@@ -30,12 +34,50 @@ struct Server::Impl {
   std::unique_ptr<AdminServiceImpl> admin;
   std::unique_ptr<ModelServiceImpl> models;
   std::unique_ptr<InferenceServiceImpl> inference;
+  std::unique_ptr<BillingServiceImpl> billing;
   std::unique_ptr<grpc::Server> grpc_server;
   std::unique_ptr<MetricsHttpServer> metrics_http;  // stopped before the scheduler goes
   std::string address;
   std::string metrics_address;
   std::string admin_token_path;
   bool shut_down = false;
+
+  // Storage metering: a thread that samples every tenant's stored bytes.
+  std::mutex sampler_mu;
+  std::condition_variable sampler_cv;
+  bool sampler_stop = false;
+  std::thread sampler;
+
+  void SampleStorage(int64_t interval_ms) {
+    Result<std::vector<TenantRecord>> tenants_list = tenants->List();
+    if (!tenants_list.ok()) {
+      spdlog::warn("storage metering: {}", tenants_list.status().ToString());
+      return;
+    }
+    for (const TenantRecord& t : *tenants_list) {
+      Result<Catalog::Usage> usage = catalog->TenantUsage(t.id());
+      if (!usage.ok() || usage->total_bytes == 0) continue;
+      LedgerEntry e;
+      e.set_kind(LedgerEntry::STORAGE);
+      e.set_tenant_id(t.id());
+      e.set_status("OK");
+      e.set_stored_bytes(usage->total_bytes);
+      e.set_interval_ms(interval_ms);
+      e.set_cost_micros(StorageCostMicros(ctx.prices, usage->total_bytes, interval_ms));
+      if (Result<bool> r = catalog->AppendLedger(&e); !r.ok()) {
+        spdlog::warn("storage metering for tenant {}: {}", t.id(), r.status().ToString());
+      }
+    }
+  }
+
+  void SamplerLoop(std::chrono::seconds every) {
+    std::unique_lock<std::mutex> lock(sampler_mu);
+    while (!sampler_cv.wait_for(lock, every, [this] { return sampler_stop; })) {
+      lock.unlock();
+      SampleStorage(std::chrono::duration_cast<std::chrono::milliseconds>(every).count());
+      lock.lock();
+    }
+  }
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -54,6 +96,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return Status::FailedPrecondition("cannot create data dir '" + options.data_dir + "': " + ec.message());
   }
   ORRERY_ASSIGN_OR_RETURN(impl->ctx.admin_token, LoadOrCreateAdminToken(options.data_dir, &impl->admin_token_path));
+  ORRERY_ASSIGN_OR_RETURN(impl->ctx.prices, LoadPriceTable(options.price_table));
+  if (options.storage_sample_seconds < 0) {
+    return Status::InvalidArgument("storage sample interval must not be negative");
+  }
   ORRERY_ASSIGN_OR_RETURN(impl->catalog, Catalog::Open((std::filesystem::path(options.data_dir) / "catalog").string()));
   impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
   impl->cache = std::make_unique<ModelCache>(impl->catalog.get());
@@ -72,6 +118,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->admin = std::make_unique<AdminServiceImpl>(&impl->ctx);
   impl->models = std::make_unique<ModelServiceImpl>(&impl->ctx);
   impl->inference = std::make_unique<InferenceServiceImpl>(&impl->ctx);
+  impl->billing = std::make_unique<BillingServiceImpl>(&impl->ctx);
+  impl->ctx.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
 
   // grpc.health.v1 (for load balancers and grpc_health_probe) and server
   // reflection (so grpc_cli / grpcurl can list and call every service).
@@ -85,6 +135,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   builder.RegisterService(impl->admin.get());
   builder.RegisterService(impl->models.get());
   builder.RegisterService(impl->inference.get());
+  builder.RegisterService(impl->billing.get());
   impl->grpc_server = builder.BuildAndStart();
   if (!impl->grpc_server || port == 0) {
     return Status::Unavailable("cannot listen on '" + options.listen + "' (address in use or invalid)");
@@ -101,6 +152,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   }
   impl->grpc_server->GetHealthCheckService()->SetServingStatus(true);
   impl->ctx.ready.store(true);
+  if (options.storage_sample_seconds > 0) {
+    Impl* raw = impl.get();
+    const std::chrono::seconds every(options.storage_sample_seconds);
+    impl->sampler = std::thread([raw, every] { raw->SamplerLoop(every); });
+  }
   spdlog::info("orreryd listening on {} ({} lanes, data dir '{}'); metrics {}", impl->address, lanes,
                options.data_dir, impl->metrics_address.empty() ? "off" : "on http://" + impl->metrics_address + "/metrics");
   return std::unique_ptr<Server>(new Server(std::move(impl)));
@@ -115,6 +171,12 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + grace);
   impl_->grpc_server->Wait();
   impl_->metrics_http.reset();
+  {
+    std::lock_guard<std::mutex> lock(impl_->sampler_mu);
+    impl_->sampler_stop = true;
+  }
+  impl_->sampler_cv.notify_all();
+  if (impl_->sampler.joinable()) impl_->sampler.join();
   impl_->scheduler->Shutdown();
   impl_->catalog.reset();  // closes RocksDB cleanly
   spdlog::info("shutdown complete");

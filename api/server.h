@@ -21,6 +21,11 @@ struct ServerOptions {
   // Prometheus text metrics over HTTP (GET /metrics); "" = none. Port 0
   // picks a free port (see metrics_address()).
   std::string metrics_listen = "127.0.0.1:8502";
+  // Billing prices as JSON (docs/operations.md); "" = the built-in defaults.
+  std::string price_table;
+  // Every this many seconds each tenant's stored bytes are sampled into the
+  // ledger and billed for the interval; 0 = no storage metering.
+  int storage_sample_seconds = 3600;
 };
 
 class Server {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/proto/orrery.pb.h"
 #include "api/server_metrics.h"
 #include "cache/model_cache.h"
 #include "scheduler/scheduler.h"
@@ -27,6 +28,11 @@ struct ServiceContext {
   uint64_t max_input_bytes = 0;  // decoded inputs of one inference; 0 = unlimited
   // False while draining: ServerReady reports it and new inferences are refused.
   std::atomic<bool> ready{false};
+  // Inference handlers past the draining check (counted before it is read,
+  // so that Drain, which clears `ready` first, never misses one).
+  std::atomic<int64_t> in_flight{0};
+  v1::PriceTable prices;  // for metering; fixed after start
+  int64_t start_unix_ms = 0;
 };
 
 }  // namespace orrery

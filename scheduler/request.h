@@ -13,6 +13,15 @@
 
 namespace orrery {
 
+// What the scheduler measured for one request, on its clock
+// (FairScheduler::NowNs()); filled in before the callback runs.
+struct RunReport {
+  int64_t admitted_ns = 0;  // Submit accepted it
+  int64_t started_ns = 0;   // first lane step; 0 = never ran (dropped, or failed to start)
+  int64_t ended_ns = 0;     // outcome known
+  int64_t lane_ns = 0;      // measured lane time (steps only; parked time excluded)
+};
+
 struct InferenceRequest {
   std::string tenant_id;
   ModelCache::ModelPtr model;
@@ -26,6 +35,9 @@ struct InferenceRequest {
   // 0 = leave it as it is.
   double weight = 0;
   uint64_t request_id = 0;  // for messages; 0 = the scheduler assigns one
+  // Optional; filled before `done` is called, so it must outlive that call
+  // (for metering: the API layer bills the measured lane time).
+  RunReport* report = nullptr;
 };
 
 using InferenceCallback = std::function<void(Result<std::vector<NamedTensor>>)>;

@@ -28,6 +28,7 @@ struct FairScheduler::Job {
   // Lane-local once dispatched.
   std::optional<Execution> exec;
   int64_t exec_ns = 0;  // measured lane time (steps only; parked time excluded)
+  int64_t started_ns = 0;  // first step
 
   int64_t latest_start() const { return LatestStartNs(deadline_ns, predicted_ns); }
   std::string What() const {
@@ -193,7 +194,11 @@ void FairScheduler::DropInfeasibleLocked(int64_t now, Dropped* dropped) {
 }
 
 void FairScheduler::FinishDropped(Dropped dropped) {
-  for (std::unique_ptr<Job>& job : dropped) job->done(job->drop_status);
+  const int64_t now = clock_->NowNs();
+  for (std::unique_ptr<Job>& job : dropped) {
+    if (RunReport* r = job->request.report) *r = RunReport{.admitted_ns = job->admitted_ns, .ended_ns = now};
+    job->done(job->drop_status);
+  }
 }
 
 std::unique_ptr<FairScheduler::Job> FairScheduler::DispatchLocked(const FairQueue::Dispatch& d, int64_t now) {
@@ -318,11 +323,18 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
       }
       // The Execution gives its arena back before the caller sees the outputs.
       done->exec.reset();
+      if (RunReport* r = done->request.report) {
+        *r = RunReport{.admitted_ns = done->admitted_ns,
+                       .started_ns = done->started_ns,
+                       .ended_ns = clock_->NowNs(),
+                       .lane_ns = done->exec_ns};
+      }
       done->done(std::move(outputs));
       continue;
     }
 
     const int64_t t0 = clock_->NowNs();
+    if (job.started_ns == 0) job.started_ns = t0;
     (void)job.exec->Step(group);  // an error ends the execution; TakeOutputs returns it
     const int64_t t1 = clock_->NowNs();
     job.exec_ns += t1 - t0;

@@ -2,9 +2,9 @@
 // key digests, model records and the ONNX bytes of every model version.
 //
 // Column families: meta (schema version), tenants, keys, models, blobs,
-// uploads (idempotent upload ids), cost_profiles and ledger (layout reserved
-// for the cost and billing work; nothing writes them yet). README.md has the
-// key layout.
+// uploads (idempotent upload ids), cost_profiles (reserved for the cost work;
+// nothing writes it yet) and ledger (billing entries). README.md has the key
+// layout.
 // Every change that touches several keys is one WriteBatch; writes that are
 // acknowledged to clients use sync=true (WAL fsync) so they survive kill -9.
 // All methods are thread-safe. Costs: reads are point lookups or prefix scans;
@@ -23,6 +23,8 @@
 namespace orrery {
 
 using storage::ApiKeyRecord;
+using storage::LedgerEntry;
+using storage::LedgerTotals;
 using storage::ModelRecord;
 using storage::TenantRecord;
 
@@ -126,6 +128,27 @@ class Catalog {
     return DeleteModelVersions(tenant_id, name, version).status();
   }
 
+  // ---- ledger (billing); README.md has the key layout
+  // Appends `entry` for entry->tenant_id() with a fresh seq and key time
+  // entry->end_unix_us() / 1000 (now if 0), and adds it to the tenant's
+  // LedgerTotals, in one synced batch. An INFERENCE entry whose
+  // (tenant, request_id) is already in the ledger is not written again:
+  // *entry becomes the stored one and the result is false (true = written).
+  // INVALID_ARGUMENT for an empty tenant id, or an INFERENCE entry without a
+  // request id. Returns once the WAL is fsynced (also when nothing was
+  // written). Appends are serialized among themselves, not with model or
+  // tenant writes; concurrent appends share fsyncs (group commit).
+  Result<bool> AppendLedger(LedgerEntry* entry);
+  // The stored entry of (tenant, request id). NOT_FOUND.
+  Result<LedgerEntry> GetLedgerEntry(std::string_view tenant_id, std::string_view request_id) const;
+  // The tenant's entries with from_ms <= unix_ms < to_ms (to_ms 0 = no upper
+  // bound), in time order. Cost: one prefix scan over that range.
+  Result<std::vector<LedgerEntry>> ListLedger(std::string_view tenant_id, int64_t from_ms, int64_t to_ms) const;
+  // Every tenant id that has ledger entries (also deleted tenants).
+  Result<std::vector<std::string>> LedgerTenants() const;
+  // The running totals of every entry ever appended for the tenant (zero if none).
+  Result<LedgerTotals> GetLedgerTotals(std::string_view tenant_id) const;
+
   // ---- consistency
   struct FsckReport {
     uint64_t orphan_blobs = 0;         // blob without a model record
@@ -149,6 +172,9 @@ class Catalog {
  private:
   struct Impl;
   explicit Catalog(std::unique_ptr<Impl> impl);
+  // AppendLedger without the WAL sync.
+  Result<bool> AppendLedgerUnsynced(LedgerEntry* entry);
+
   std::unique_ptr<Impl> impl_;
 };
 

@@ -184,6 +184,9 @@ struct Catalog::Impl {
   uint32_t schema_version = 0;
   // Serializes read-modify-write operations (see the top of this file).
   mutable std::mutex write_mu;
+  // Serializes ledger appends (seq, request id index and totals are
+  // read-modify-write); independent of write_mu, which they never touch.
+  mutable std::mutex ledger_mu;
 
   ~Impl() {
     if (!db) return;

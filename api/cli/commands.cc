@@ -214,9 +214,10 @@ int ModelDelete(const GlobalOptions& g, const std::string& name, uint64_t versio
 }
 
 int Infer(const GlobalOptions& g, const std::string& model, const std::string& version,
-          const std::vector<std::string>& inputs, const std::string& output_dir) {
+          const std::vector<std::string>& inputs, const std::string& output_dir, const std::string& request_id) {
   if (!NeedKey(g)) return 1;
   inference::ModelInferRequest req;
+  req.set_id(request_id);
   req.set_model_name(model);
   req.set_model_version(version);
   for (const std::string& spec : inputs) {
@@ -244,7 +245,8 @@ int Infer(const GlobalOptions& g, const std::string& model, const std::string& v
   std::ostringstream json;
   json.precision(9);  // round-trips float32
   json << "{\"model_name\":" << JsonQuote(resp.model_name()) << ",\"model_version\":"
-       << JsonQuote(resp.model_version()) << ",\"outputs\":[";
+       << JsonQuote(resp.model_version()) << ",\"id\":" << JsonQuote(resp.id()) << ",\"outputs\":[";
+  if (!g.json) std::cerr << "request id " << resp.id() << "\n";
   for (int i = 0; i < resp.outputs_size(); ++i) {
     const auto& o = resp.outputs(i);
     Result<Tensor> t = Tensor::FromBytes(DTypeFromOipName(o.datatype()), Shape(o.shape().begin(), o.shape().end()),

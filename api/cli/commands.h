@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+
 namespace orrery::cli {
 
 struct GlobalOptions {
@@ -48,9 +50,27 @@ int ModelList(const GlobalOptions& g);
 int ModelShow(const GlobalOptions& g, const std::string& name, uint64_t version);
 int ModelDelete(const GlobalOptions& g, const std::string& name, uint64_t version);
 // inputs are "NAME=FILE.pb"; outputs go to output_dir as <name>.pb when set,
-// else they are printed.
+// else they are printed. request_id "" = the server makes one up; either
+// way it is printed (stderr, or "id" in --json) and is the billing line's id.
 int Infer(const GlobalOptions& g, const std::string& model, const std::string& version,
-          const std::vector<std::string>& inputs, const std::string& output_dir);
+          const std::vector<std::string>& inputs, const std::string& output_dir, const std::string& request_id = "");
 int Status(const GlobalOptions& g);
+
+// billing_commands.cc
+struct BillingFlags {
+  std::string from;  // YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ (UTC) or Unix ms; "" = open
+  std::string to;    // exclusive
+  std::string model;
+  std::string format = "table";  // table, csv, json (--json forces json)
+};
+Result<int64_t> ParseTimeMs(const std::string& s);
+int BillingReport(const GlobalOptions& g, const BillingFlags& flags);
+// tenant "" = every tenant.
+int AdminBillingReport(const GlobalOptions& g, const BillingFlags& flags, const std::string& tenant);
+int AdminSchedulerStats(const GlobalOptions& g);
+// Exit code 2 when in-flight inferences remain after the timeout.
+int AdminServerDrain(const GlobalOptions& g, int64_t timeout_ms);
+int AdminServerResume(const GlobalOptions& g);
+int AdminServerInfo(const GlobalOptions& g);
 
 }  // namespace orrery::cli

@@ -100,6 +100,35 @@ int main(int argc, char** argv) {
   krevoke->add_option("KEY_ID", key_id, "Key id (k_...)")->required();
   krevoke->callback([&] { rc = AdminKeyRevoke(g, tenant_name, key_id); });
 
+  BillingFlags billing_flags;
+  std::string billing_tenant;
+  auto add_report_flags = [&](CLI::App* cmd) {
+    cmd->add_option("--from", billing_flags.from, "From (inclusive): YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ or Unix ms");
+    cmd->add_option("--to", billing_flags.to, "To (exclusive), same forms");
+    cmd->add_option("--model", billing_flags.model, "Only this model's requests");
+    cmd->add_option("--format", billing_flags.format, "table, csv or json")->capture_default_str();
+  };
+  auto* abilling = admin->add_subcommand("billing", "Billing reports of any tenant")->require_subcommand(1);
+  auto* areport = abilling->add_subcommand("report", "Per-request lines, per-model and per-day aggregates");
+  areport->add_option("--tenant", billing_tenant, "Tenant name or id (default: every tenant)");
+  add_report_flags(areport);
+  areport->callback([&] { rc = AdminBillingReport(g, billing_flags, billing_tenant); });
+  auto* asched = admin->add_subcommand("scheduler", "Scheduler state")->require_subcommand(1);
+  asched->add_subcommand("stats", "Per-tenant queues and counts, per-model cost prediction error")
+      ->callback([&] { rc = AdminSchedulerStats(g); });
+  auto* aserver = admin->add_subcommand("server", "Drain, resume, build information")->require_subcommand(1);
+  int64_t drain_timeout_ms = 30000;
+  auto* adrain = aserver->add_subcommand("drain", "Stop admitting inferences and wait for in-flight ones");
+  adrain->add_option("--timeout-ms", drain_timeout_ms, "Wait at most this long")->capture_default_str();
+  adrain->callback([&] { rc = AdminServerDrain(g, drain_timeout_ms); });
+  aserver->add_subcommand("resume", "Admit inferences again")->callback([&] { rc = AdminServerResume(g); });
+  aserver->add_subcommand("info", "Version, build and state")->callback([&] { rc = AdminServerInfo(g); });
+
+  auto* billing = app.add_subcommand("billing", "Your bill (API key)")->require_subcommand(1);
+  auto* report = billing->add_subcommand("report", "Per-request lines, per-model and per-day aggregates");
+  add_report_flags(report);
+  report->callback([&] { rc = BillingReport(g, billing_flags); });
+
   auto* model = app.add_subcommand("model", "Manage your models (API key)")->require_subcommand(1);
   std::string model_name, model_file, upload_id;
   uint64_t model_version = 0;
@@ -125,12 +154,18 @@ int main(int argc, char** argv) {
   infer->add_option("--input,-i", inputs, "NAME=FILE.pb (ONNX TensorProto), repeatable")->required();
   infer->add_option("--version", infer_version, "Model version (default: latest)");
   infer->add_option("--output-dir,-o", output_dir, "Write outputs as <name>.pb here instead of printing");
-  infer->callback([&] { rc = Infer(g, infer_model, infer_version, inputs, output_dir); });
+  std::string infer_request_id;
+  infer->add_option("--request-id", infer_request_id,
+                    "Request id (default: the server's); a retry with the same id is billed once");
+  infer->callback([&] { rc = Infer(g, infer_model, infer_version, inputs, output_dir, infer_request_id); });
 
   app.add_subcommand("status", "Server liveness, readiness and version")->callback([&] { rc = Status(g); });
 
   // Global options may follow the subcommands too.
-  for (CLI::App* sub : {admin, tenant, key, model, infer}) sub->fallthrough();
+  for (CLI::App* sub : {admin, tenant, key, model, infer, abilling, asched, aserver, billing}) sub->fallthrough();
+  for (CLI::App* sub : {areport, report}) sub->fallthrough();
+  for (CLI::App* sub : asched->get_subcommands({})) sub->fallthrough();
+  for (CLI::App* sub : aserver->get_subcommands({})) sub->fallthrough();
   for (CLI::App* sub : tenant->get_subcommands({})) sub->fallthrough();
   for (CLI::App* sub : key->get_subcommands({})) sub->fallthrough();
   for (CLI::App* sub : model->get_subcommands({})) sub->fallthrough();

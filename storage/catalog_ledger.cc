@@ -1,0 +1,147 @@
+// The billing ledger. Key layout (see README.md / docs/storage.md):
+//   ledger  tenant_id \0 be64(unix_ms) \0 be64(seq)   -> LedgerEntry
+//   meta    "ledger_seq"                              -> be64 last seq used
+//           "ledger_rid/" tenant_id \0 request_id     -> the entry's ledger key
+//           "ledger_total/" tenant_id                 -> LedgerTotals
+// An append writes all four in one batch, so the request id index and the
+// totals can never disagree with the entries, even after kill -9.
+//
+// Group commit: appends are serialized (seq, totals and the id check are
+// read-modify-write) but the fsync is not: the batch is written to the WAL
+// under the mutex without sync, and the WAL is synced after the mutex is
+// released, so concurrent appends share fsyncs instead of queueing one fsync
+// each. AppendLedger returns only after the sync either way.
+#include <algorithm>
+
+#include "storage/catalog_impl.h"
+
+namespace orrery {
+namespace {
+
+constexpr char kLedgerSeqKey[] = "ledger_seq";
+
+std::string LedgerRidKey(std::string_view tenant_id, std::string_view request_id) {
+  std::string k = "ledger_rid/";
+  k += tenant_id;
+  k.push_back('\0');
+  k += request_id;
+  return k;
+}
+
+std::string LedgerTotalKey(std::string_view tenant_id) {
+  std::string k = "ledger_total/";
+  k += tenant_id;
+  return k;
+}
+
+std::string LedgerKey(std::string_view tenant_id, int64_t unix_ms, uint64_t seq) {
+  std::string k = ModelTenantPrefix(tenant_id);
+  AppendU64Be(&k, static_cast<uint64_t>(std::max<int64_t>(unix_ms, 0)));
+  k.push_back('\0');
+  AppendU64Be(&k, seq);
+  return k;
+}
+
+uint64_t DecodeU64Be(std::string_view s) {
+  uint64_t v = 0;
+  for (char c : s) v = (v << 8) | static_cast<unsigned char>(c);
+  return v;
+}
+
+}  // namespace
+
+Result<bool> Catalog::AppendLedger(LedgerEntry* entry) {
+  ORRERY_RETURN_IF_ERROR(CheckIdPart("tenant id", entry->tenant_id()));
+  const bool inference = entry->kind() == LedgerEntry::INFERENCE;
+  if (inference) ORRERY_RETURN_IF_ERROR(CheckIdPart("request id", entry->request_id()));
+  ORRERY_ASSIGN_OR_RETURN(bool written, AppendLedgerUnsynced(entry));
+  // The stored entry a replay returns may itself still be unsynced (written
+  // by a concurrent append), so both paths sync before answering.
+  if (impl_->options.sync_writes) ORRERY_RETURN_IF_ERROR(FromRocks(impl_->db->SyncWAL(), "sync ledger"));
+  return written;
+}
+
+Result<bool> Catalog::AppendLedgerUnsynced(LedgerEntry* entry) {
+  const bool inference = entry->kind() == LedgerEntry::INFERENCE;
+  std::lock_guard<std::mutex> lock(impl_->ledger_mu);
+  if (inference) {
+    ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> existing,
+                            impl_->Get(kMeta, LedgerRidKey(entry->tenant_id(), entry->request_id()), "get ledger id"));
+    if (existing) {
+      ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, impl_->Get(kLedger, *existing, "get ledger entry"));
+      if (!raw) return Status::DataLoss("ledger request id index points at a missing entry");
+      ORRERY_ASSIGN_OR_RETURN(*entry, ParseRecord<LedgerEntry>(*raw, "ledger", *existing));
+      return false;
+    }
+  }
+  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> seq_raw, impl_->Get(kMeta, kLedgerSeqKey, "get ledger seq"));
+  const uint64_t seq = (seq_raw && seq_raw->size() == 8 ? DecodeU64Be(*seq_raw) : 0) + 1;
+  ORRERY_ASSIGN_OR_RETURN(LedgerTotals totals, GetLedgerTotals(entry->tenant_id()));
+  const int64_t unix_ms = entry->end_unix_us() > 0 ? entry->end_unix_us() / 1000 : NowUnixMs();
+  entry->set_seq(seq);
+  entry->set_unix_ms(unix_ms);
+  totals.set_entries(totals.entries() + 1);
+  totals.set_cost_micros(totals.cost_micros() + entry->cost_micros());
+  totals.set_lane_ns(totals.lane_ns() + entry->lane_ns());
+
+  const std::string key = LedgerKey(entry->tenant_id(), unix_ms, seq);
+  std::string seq_bytes;
+  AppendU64Be(&seq_bytes, seq);
+  rocksdb::WriteBatch batch;
+  batch.Put(impl_->cf[kLedger], key, entry->SerializeAsString());
+  batch.Put(impl_->cf[kMeta], kLedgerSeqKey, seq_bytes);
+  batch.Put(impl_->cf[kMeta], LedgerTotalKey(entry->tenant_id()), totals.SerializeAsString());
+  if (inference) batch.Put(impl_->cf[kMeta], LedgerRidKey(entry->tenant_id(), entry->request_id()), key);
+  rocksdb::WriteOptions unsynced;  // AppendLedger syncs the WAL after the lock
+  ORRERY_RETURN_IF_ERROR(FromRocks(impl_->db->Write(unsynced, &batch), "append ledger entry"));
+  return true;
+}
+
+Result<LedgerEntry> Catalog::GetLedgerEntry(std::string_view tenant_id, std::string_view request_id) const {
+  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> key,
+                          impl_->Get(kMeta, LedgerRidKey(tenant_id, request_id), "get ledger id"));
+  if (!key) return Status::NotFound("no ledger entry for request id '" + std::string(request_id) + "'");
+  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, impl_->Get(kLedger, *key, "get ledger entry"));
+  if (!raw) return Status::DataLoss("ledger request id index points at a missing entry");
+  return ParseRecord<LedgerEntry>(*raw, "ledger", *key);
+}
+
+Result<std::vector<LedgerEntry>> Catalog::ListLedger(std::string_view tenant_id, int64_t from_ms,
+                                                     int64_t to_ms) const {
+  ORRERY_RETURN_IF_ERROR(CheckIdPart("tenant id", tenant_id));
+  std::vector<LedgerEntry> out;
+  ORRERY_RETURN_IF_ERROR(impl_->Scan(
+      kLedger, ModelTenantPrefix(tenant_id), [&](std::string_view key, std::string_view value, bool* more) -> Status {
+        ORRERY_ASSIGN_OR_RETURN(LedgerEntry e, ParseRecord<LedgerEntry>(value, "ledger", key));
+        if (to_ms > 0 && e.unix_ms() >= to_ms) {
+          *more = false;  // keys are in time order
+          return Status::Ok();
+        }
+        if (e.unix_ms() >= from_ms) out.push_back(std::move(e));
+        return Status::Ok();
+      }));
+  return out;
+}
+
+Result<std::vector<std::string>> Catalog::LedgerTenants() const {
+  std::vector<std::string> out;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf[kLedger]));
+  for (it->SeekToFirst(); it->Valid();) {
+    const std::string_view key(it->key().data(), it->key().size());
+    const size_t nul = key.find('\0');
+    if (nul == std::string_view::npos) return Status::DataLoss("malformed ledger key");
+    out.emplace_back(key.substr(0, nul));
+    it->Seek(PrefixEnd(ModelTenantPrefix(out.back())));  // skip to the next tenant
+  }
+  ORRERY_RETURN_IF_ERROR(FromRocks(it->status(), "scan ledger"));
+  return out;
+}
+
+Result<LedgerTotals> Catalog::GetLedgerTotals(std::string_view tenant_id) const {
+  const std::string key = LedgerTotalKey(tenant_id);
+  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, impl_->Get(kMeta, key, "get ledger totals"));
+  if (!raw) return LedgerTotals();
+  return ParseRecord<LedgerTotals>(*raw, "ledger totals", key);
+}
+
+}  // namespace orrery
