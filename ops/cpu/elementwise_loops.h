@@ -87,11 +87,14 @@ void UnaryMap(const Tensor& x, Tensor& y, F f, ThreadGroup* threads = nullptr) {
   Out* __restrict yd = y.data<Out>();
   const int64_t n = y.num_elements();
   if constexpr (std::is_same_v<In, float> && std::is_same_v<Out, float> && HasVecUnary<F>) {
-    const auto [op, a, b] = f.VecUnary();
+    // A named struct, not a structured binding: Clang 14 (the fuzz build)
+    // cannot capture bindings in the lambda.
+    const VecUnaryOp v = f.VecUnary();
     const vec::Kernels& k = vec::Best();
     ParallelChunks(
-        threads, n, [&](int64_t lo, int64_t hi) { k.unary(op, a, b, xd + lo, yd + lo, hi - lo); },
-        MemoryBound(op) ? kParallelMemoryBoundElements : kParallelElements);
+        threads, n,
+        [&](int64_t lo, int64_t hi) { k.unary(v.op, v.a, v.b, xd + lo, yd + lo, hi - lo); },
+        MemoryBound(v.op) ? kParallelMemoryBoundElements : kParallelElements);
   } else {
     ParallelChunks(threads, n, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) yd[i] = f(xd[i]);

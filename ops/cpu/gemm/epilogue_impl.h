@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "ops/cpu/gemm/kernels.h"
+#include "ops/cpu/lane_shuffle.h"
 #include "ops/cpu/gemm/sgemm.h"
 
 #if !defined(ORRERY_GEMM_NS) || !defined(ORRERY_GEMM_WIDTH)
@@ -205,13 +206,6 @@ inline void DepthwisePlaneImpl(const gemm_internal::DepthwiseGeometry& g, const 
   }
 }
 
-// Lane indices 0, 2, 4, ... into the concatenation of two vectors.
-ORRERY_GEMM_INLINE VI EvenLanes() {
-  VI idx;
-  for (int i = 0; i < kW; ++i) idx[i] = 2 * i;
-  return idx;
-}
-
 // One right panel of the im2col matrix: rows k0..k0+kc (channel, tap),
 // output positions [j0, j0 + cols) of the flattened output plane, written
 // to dst[k * w + j] in order. The positions are split once into runs along
@@ -265,7 +259,7 @@ inline void Im2ColPanelImpl(const gemm_internal::Im2ColGeometry& g, const float*
         // inside the input row (src[2 o + 2 kW - 1] with src[0] at `off`).
         for (; o + kW <= hi && 2 * (o + kW) - 1 + off < g.w_in; o += kW) {
           const VF a = Load(src + 2 * o), b = Load(src + 2 * o + kW);
-          Store(out + o, __builtin_shuffle(a, b, EvenLanes()));
+          Store(out + o, EvenLanesOf(a, b, std::make_index_sequence<kW>()));
         }
         for (; o < hi; ++o) out[o] = src[2 * o];
       } else {

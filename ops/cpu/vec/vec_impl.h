@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/cpu/lane_shuffle.h"
 #include "ops/cpu/vec/vec.h"
 
 namespace orrery::ops::cpu::vec::ORRERY_VEC_NS {
@@ -490,9 +491,7 @@ inline VF Gather(const float* row, int64_t base, int64_t sw) {
   if (sw == 2) {
     // The second load ends at the last lane's element, never past it.
     const VF a = Load(row + base), b = Load(row + base + kW - 1);
-    VI idx;
-    for (int l = 0; l < kW; ++l) idx[l] = l < kW / 2 ? 2 * l : 2 * l + 1;
-    return __builtin_shuffle(a, b, idx);
+    return StrideTwoOf<kW>(a, b, std::make_index_sequence<kW>());
   }
   VF v;
   for (int l = 0; l < kW; ++l) v[l] = row[base + l * sw];
