@@ -15,6 +15,8 @@
 #include "api/version.h"
 #include "runtime/inputs.h"
 
+#include <spdlog/spdlog.h>
+
 namespace orrery {
 
 grpc::Status InferenceServiceImpl::ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
@@ -109,8 +111,16 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, cons
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> labels{"", ""};  // tenant, model: "" until known
   grpc::Status status = Infer(context, request, response, &labels);
+  const int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  // Structured request log (debug level: `orreryd --log-level debug`).
+  spdlog::debug("infer tenant={} model={} version={} request_id={} code={} latency_us={}", labels[0], labels[1],
+                status.ok() ? response->model_version() : request->model_version(),
+                status.ok() ? response->id() : request->id(), StatusCodeName(static_cast<StatusCode>(status.error_code())),
+                ns / 1000);
   if (ctx_->metrics != nullptr) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ctx_->metrics->CountInfer(status.ok(), ns);
+    const double seconds = static_cast<double>(ns) / 1e9;
     ctx_->metrics->requests
         ->CounterWith({labels[0], labels[1], std::string(StatusCodeName(static_cast<StatusCode>(status.error_code())))})
         .Increment();

@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
                  "Write the bound metrics HOST:PORT to this file once serving");
   app.add_option("--price-table", options.price_table,
                  "Billing prices as JSON (docs/operations.md); default: built-in prices");
+  app.add_option("--summary-seconds", options.summary_seconds,
+                 "Log a summary line (requests, errors, latency, queues) this often (0 = off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--storage-sample-seconds", options.storage_sample_seconds,
                  "Sample and bill every tenant's stored bytes this often (0 = off)")
       ->capture_default_str()

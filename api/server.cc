@@ -15,6 +15,7 @@
 #include "api/billing_service.h"
 #include "api/inference_service.h"
 #include "api/metrics_http.h"
+#include "api/periodic_task.h"
 #include "api/model_service.h"
 #include "api/service_context.h"
 #include "tenancy/api_key.h"
@@ -42,11 +43,11 @@ struct Server::Impl {
   std::string admin_token_path;
   bool shut_down = false;
 
-  // Storage metering: a thread that samples every tenant's stored bytes.
-  std::mutex sampler_mu;
-  std::condition_variable sampler_cv;
-  bool sampler_stop = false;
-  std::thread sampler;
+  // Storage metering: samples every tenant's stored bytes periodically.
+  std::unique_ptr<PeriodicTask> sampler;
+  // One info line a minute: what the server did since the last one.
+  std::unique_ptr<PeriodicTask> summary;
+  ServerMetrics::Totals last_totals;
 
   void SampleStorage(int64_t interval_ms) {
     Result<std::vector<TenantRecord>> tenants_list = tenants->List();
@@ -70,13 +71,17 @@ struct Server::Impl {
     }
   }
 
-  void SamplerLoop(std::chrono::seconds every) {
-    std::unique_lock<std::mutex> lock(sampler_mu);
-    while (!sampler_cv.wait_for(lock, every, [this] { return sampler_stop; })) {
-      lock.unlock();
-      SampleStorage(std::chrono::duration_cast<std::chrono::milliseconds>(every).count());
-      lock.lock();
-    }
+  void LogSummary(std::chrono::seconds every) {
+    const ServerMetrics::Totals now = metrics.totals();
+    const uint64_t ok = now.ok - last_totals.ok;
+    const uint64_t failed = now.failed - last_totals.failed;
+    const double mean_ms =
+        ok == 0 ? 0.0 : static_cast<double>(now.ok_latency_ns - last_totals.ok_latency_ns) / 1e6 / static_cast<double>(ok);
+    last_totals = now;
+    const SchedulerStats s = scheduler->Stats();
+    spdlog::info("last {} s: {} inferences ({} ok, {} failed), mean ok latency {:.3f} ms; {} queued on {} lanes; "
+                 "{} tenants seen by the scheduler",
+                 every.count(), ok + failed, ok, failed, mean_ms, s.queued, s.lanes, s.tenants.size());
   }
 };
 
@@ -152,10 +157,16 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   }
   impl->grpc_server->GetHealthCheckService()->SetServingStatus(true);
   impl->ctx.ready.store(true);
+  Impl* raw = impl.get();
   if (options.storage_sample_seconds > 0) {
-    Impl* raw = impl.get();
     const std::chrono::seconds every(options.storage_sample_seconds);
-    impl->sampler = std::thread([raw, every] { raw->SamplerLoop(every); });
+    impl->sampler = std::make_unique<PeriodicTask>(every, [raw, every] {
+      raw->SampleStorage(std::chrono::duration_cast<std::chrono::milliseconds>(every).count());
+    });
+  }
+  if (options.summary_seconds > 0) {
+    const std::chrono::seconds every(options.summary_seconds);
+    impl->summary = std::make_unique<PeriodicTask>(every, [raw, every] { raw->LogSummary(every); });
   }
   spdlog::info("orreryd listening on {} ({} lanes, data dir '{}'); metrics {}", impl->address, lanes,
                options.data_dir, impl->metrics_address.empty() ? "off" : "on http://" + impl->metrics_address + "/metrics");
@@ -171,12 +182,8 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + grace);
   impl_->grpc_server->Wait();
   impl_->metrics_http.reset();
-  {
-    std::lock_guard<std::mutex> lock(impl_->sampler_mu);
-    impl_->sampler_stop = true;
-  }
-  impl_->sampler_cv.notify_all();
-  if (impl_->sampler.joinable()) impl_->sampler.join();
+  impl_->sampler.reset();
+  impl_->summary.reset();
   impl_->scheduler->Shutdown();
   impl_->catalog.reset();  // closes RocksDB cleanly
   spdlog::info("shutdown complete");

@@ -26,6 +26,9 @@ struct ServerOptions {
   // Every this many seconds each tenant's stored bytes are sampled into the
   // ledger and billed for the interval; 0 = no storage metering.
   int storage_sample_seconds = 3600;
+  // An info log line every this many seconds summing up requests, errors,
+  // latency and queues since the last one; 0 = none.
+  int summary_seconds = 60;
 };
 
 class Server {

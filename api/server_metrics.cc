@@ -13,6 +13,21 @@ ServerMetrics::ServerMetrics() {
                              MetricType::kHistogram, {"tenant", "model"});
 }
 
+void ServerMetrics::CountInfer(bool ok, int64_t latency_ns) {
+  if (ok) {
+    ok_.fetch_add(1, std::memory_order_relaxed);
+    ok_latency_ns_.fetch_add(latency_ns, std::memory_order_relaxed);
+  } else {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+ServerMetrics::Totals ServerMetrics::totals() const {
+  return Totals{.ok = ok_.load(std::memory_order_relaxed),
+                .failed = failed_.load(std::memory_order_relaxed),
+                .ok_latency_ns = ok_latency_ns_.load(std::memory_order_relaxed)};
+}
+
 std::string ServerMetrics::Render(const FairScheduler& scheduler) {
   const SchedulerStats s = scheduler.Stats();
   registry.Family("orrery_lanes", "CPU execution lanes.", MetricType::kGauge).GaugeWith({}).Set(s.lanes);

@@ -5,6 +5,8 @@
 // from FairScheduler::Stats() at each scrape.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "base/metrics.h"
@@ -18,12 +20,26 @@ struct ServerMetrics {
   // The registry rendered after copying in `scheduler`'s current stats.
   std::string Render(const FairScheduler& scheduler);
 
+  // Process-wide ModelInfer totals, for the periodic summary log line.
+  struct Totals {
+    uint64_t ok = 0;
+    uint64_t failed = 0;
+    int64_t ok_latency_ns = 0;
+  };
+  // Records one ModelInfer that ended (cheap: three relaxed atomics).
+  void CountInfer(bool ok, int64_t latency_ns);
+  Totals totals() const;
+
   metrics::Registry registry;
   // orrery_inference_requests_total{tenant, model, code}: every ModelInfer.
   metrics::MetricFamily* requests = nullptr;
   // orrery_inference_latency_seconds{tenant, model}: successful ModelInfers,
   // end to end inside the server.
   metrics::MetricFamily* latency = nullptr;
+
+ private:
+  std::atomic<uint64_t> ok_{0}, failed_{0};
+  std::atomic<int64_t> ok_latency_ns_{0};
 };
 
 }  // namespace orrery
