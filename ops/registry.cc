@@ -41,12 +41,17 @@ std::vector<std::string> OpRegistry::OpTypes(Backend backend) const {
   return out;
 }
 
-Status OpRegistry::SetCost(std::string_view op_type, Backend backend, CostFn cost) {
+Result<KernelDef*> OpRegistry::Mutable(std::string_view op_type, Backend backend) {
   auto it = kernels_.find(std::make_pair(std::string(op_type), backend));
   if (it == kernels_.end()) {
     return Status::NotFound("kernel '" + std::string(op_type) + "' is not registered");
   }
-  if (it->second.cost == nullptr) it->second.cost = cost;
+  return &it->second;
+}
+
+Status OpRegistry::SetCost(std::string_view op_type, Backend backend, CostFn cost) {
+  ORRERY_ASSIGN_OR_RETURN(KernelDef * def, Mutable(op_type, backend));
+  if (def->cost == nullptr) def->cost = cost;
   return Status::Ok();
 }
 
@@ -91,20 +96,14 @@ Status PrepareAndCompute(PrepareFn prepare, ComputeFn compute, const KernelConte
 }
 
 Status OpRegistry::SetOverwritesOutputs(std::string_view op_type, Backend backend) {
-  auto it = kernels_.find(std::make_pair(std::string(op_type), backend));
-  if (it == kernels_.end()) {
-    return Status::NotFound("kernel '" + std::string(op_type) + "' is not registered");
-  }
-  it->second.overwrites_outputs = true;
+  ORRERY_ASSIGN_OR_RETURN(KernelDef * def, Mutable(op_type, backend));
+  def->overwrites_outputs = true;
   return Status::Ok();
 }
 
 Status OpRegistry::SetValuesCheckedInCompute(std::string_view op_type, Backend backend) {
-  auto it = kernels_.find(std::make_pair(std::string(op_type), backend));
-  if (it == kernels_.end()) {
-    return Status::NotFound("kernel '" + std::string(op_type) + "' is not registered");
-  }
-  it->second.values_checked_in_compute = true;
+  ORRERY_ASSIGN_OR_RETURN(KernelDef * def, Mutable(op_type, backend));
+  def->values_checked_in_compute = true;
   return Status::Ok();
 }
 

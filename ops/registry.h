@@ -235,6 +235,9 @@ class OpRegistry {
   static const OpRegistry& Global();
 
  private:
+  // The registered definition, or NOT_FOUND naming the op.
+  Result<KernelDef*> Mutable(std::string_view op_type, Backend backend);
+
   std::map<std::pair<std::string, Backend>, KernelDef, std::less<>> kernels_;
 };
 
