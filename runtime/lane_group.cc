@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include <chrono>
+#include "base/clock.h"
 
 namespace orrery::runtime {
 namespace {
@@ -22,11 +22,6 @@ inline void CpuRelax() {
 #endif
 }
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -85,8 +80,9 @@ void LaneGroup::WorkerLoop(int thread) {
   for (;;) {
     uint32_t gen = wake_.load(std::memory_order_acquire);
     if (gen == seen) {
-      const int64_t deadline = NowNs() + spin_ns_;
-      while ((gen = wake_.load(std::memory_order_acquire)) == seen && NowNs() < deadline) {
+      const Clock* clock = SteadyClock::Get();
+      const int64_t deadline = clock->NowNs() + spin_ns_;
+      while ((gen = wake_.load(std::memory_order_acquire)) == seen && clock->NowNs() < deadline) {
         CpuRelax();
       }
       while ((gen = wake_.load(std::memory_order_acquire)) == seen) {
