@@ -1,11 +1,6 @@
 // Observability end to end against the real orreryd: the Prometheus
 // endpoint's counters match the requests sent, gRPC health checking says
 // SERVING, and server reflection lists Orrery's services.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <string>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -13,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/tensor_proto.h"
+#include "tests/common/http_client.h"
 #include "tests/integration/orreryd_process.h"
 #include "tests/integration/rpc_client.h"
 
@@ -26,20 +22,7 @@ std::string ModelPath(const std::string& file) { return std::string(TEST_MODELS_
 
 // GET `path` over plain HTTP; returns the body ("" on failure).
 std::string HttpGet(const std::string& address, const std::string& path) {
-  const size_t colon = address.rfind(':');
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
-  inet_pton(AF_INET, address.substr(0, colon).c_str(), &addr.sin_addr);
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "";
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n";
-  (void)!::send(fd, req.data(), req.size(), 0);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
+  const std::string out = testing::HttpExchange(address, "GET " + path + " HTTP/1.1\r\nHost: test\r\n\r\n");
   const size_t body = out.find("\r\n\r\n");
   return body == std::string::npos ? "" : out.substr(body + 4);
 }
