@@ -24,16 +24,16 @@
 namespace orrery {
 namespace {
 
+using orrery::testing::ModelPath;
+
 using orrery::testing::Call;
 using orrery::testing::OrrerydProcess;
 using orrery::testing::ReadFileOrEmpty;
 using orrery::testing::Stubs;
 using InferStub = inference::GRPCInferenceService::Stub;
 
-std::string ModelPath(const std::string& file) { return std::string(TEST_MODELS_DIR) + "/mlp/" + file; }
-
 NamedTensor Input() {
-  Result<NamedTensor> t = ParseTensorProto(ReadFileOrEmpty(ModelPath("test_data_set_0/input_0.pb")));
+  Result<NamedTensor> t = ParseTensorProto(ReadFileOrEmpty(ModelPath("mlp", "test_data_set_0/input_0.pb")));
   EXPECT_TRUE(t.ok());
   return t.ok() ? std::move(t).value() : NamedTensor{};
 }
@@ -122,7 +122,7 @@ Tenant MakeTenant(Stubs* stubs, const std::string& admin, const std::string& nam
   grpc::Status s = testing::CreateTenant(stubs->admin.get(), admin, name, &t, quotas);
   EXPECT_TRUE(s.ok()) << s.error_message();
   v1::UploadModelResponse up;
-  s = testing::UploadModel(stubs->models.get(), t.api_key(), "mlp", ReadFileOrEmpty(ModelPath("model.onnx")), &up);
+  s = testing::UploadModel(stubs->models.get(), t.api_key(), "mlp", ReadFileOrEmpty(ModelPath("mlp", "model.onnx")), &up);
   EXPECT_TRUE(s.ok()) << s.error_message();
   return {t.tenant().id(), t.api_key()};
 }
@@ -384,7 +384,7 @@ TEST(BillingTest, StoredBytesAreSampledAndBilled) {
   ASSERT_TRUE(server.Start()) << "orreryd did not start";
   Stubs stubs(server.channel());
   const Tenant t = MakeTenant(&stubs, server.admin_token(), "store");
-  const uint64_t size = ReadFileOrEmpty(ModelPath("model.onnx")).size();
+  const uint64_t size = ReadFileOrEmpty(ModelPath("mlp", "model.onnx")).size();
   v1::BillingReportResponse r;
   for (int i = 0; i < 100; ++i) {  // up to 10 s on a loaded machine
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

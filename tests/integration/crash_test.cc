@@ -27,6 +27,8 @@
 namespace orrery {
 namespace {
 
+using orrery::testing::ModelPath;
+
 using orrery::testing::Call;
 using orrery::testing::InferRequest;
 using orrery::testing::OrrerydProcess;
@@ -38,10 +40,6 @@ using InferStub = inference::GRPCInferenceService::Stub;
 
 constexpr int kCycles = 50;
 constexpr int kTenants = 3;
-
-std::string ModelPath(const std::string& model, const std::string& file) {
-  return std::string(TEST_MODELS_DIR) + "/" + model + "/" + file;
-}
 
 NamedTensor Load(const std::string& file) {
   Result<NamedTensor> t = ParseTensorProto(ReadFileOrEmpty(ModelPath("mlp", "test_data_set_0/" + file)));

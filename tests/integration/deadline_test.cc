@@ -15,10 +15,10 @@
 namespace orrery {
 namespace {
 
+using orrery::testing::ModelPath;
+
 using orrery::testing::OrrerydProcess;
 using orrery::testing::ReadFileOrEmpty;
-
-std::string ModelPath(const std::string& file) { return std::string(TEST_MODELS_DIR) + "/mlp/" + file; }
 
 class DeadlineTest : public ::testing::Test {
  protected:
@@ -42,13 +42,13 @@ class DeadlineTest : public ::testing::Test {
     auto writer = models_->UploadModel(&up_ctx, &up_resp);
     v1::UploadModelRequest msg;
     msg.mutable_header()->set_name("mlp");
-    msg.set_chunk(ReadFileOrEmpty(ModelPath("model.onnx")));
+    msg.set_chunk(ReadFileOrEmpty(ModelPath("mlp", "model.onnx")));
     ASSERT_TRUE(writer->Write(msg));
     writer->WritesDone();
     grpc::Status s = writer->Finish();
     ASSERT_TRUE(s.ok()) << s.error_message();
 
-    Result<NamedTensor> x = ParseTensorProto(ReadFileOrEmpty(ModelPath("test_data_set_0/input_0.pb")));
+    Result<NamedTensor> x = ParseTensorProto(ReadFileOrEmpty(ModelPath("mlp", "test_data_set_0/input_0.pb")));
     ASSERT_TRUE(x.ok()) << x.status().ToString();
     request_.set_model_name("mlp");
     auto* in = request_.add_inputs();

@@ -16,6 +16,8 @@
 namespace orrery {
 namespace {
 
+using orrery::testing::ModelPath;
+
 using orrery::testing::Call;
 using orrery::testing::InferRequest;
 using orrery::testing::OrrerydProcess;
@@ -25,10 +27,6 @@ using orrery::testing::UploadModel;
 using AdminStub = v1::AdminService::Stub;
 using ModelStub = v1::ModelService::Stub;
 using InferStub = inference::GRPCInferenceService::Stub;
-
-std::string ModelPath(const std::string& model, const std::string& file) {
-  return std::string(TEST_MODELS_DIR) + "/" + model + "/" + file;
-}
 
 NamedTensor MlpInput() {
   Result<NamedTensor> t = ParseTensorProto(ReadFileOrEmpty(ModelPath("mlp", "test_data_set_0/input_0.pb")));

@@ -15,10 +15,10 @@
 namespace orrery {
 namespace {
 
+using orrery::testing::ModelPath;
+
 using testing::OrrerydProcess;
 using testing::ReadFileOrEmpty;
-
-std::string ModelPath(const std::string& file) { return std::string(TEST_MODELS_DIR) + "/mlp/" + file; }
 
 // GET `path` over plain HTTP; returns the body ("" on failure).
 std::string HttpGet(const std::string& address, const std::string& path) {
@@ -60,9 +60,9 @@ TEST(ObservabilityTest, MetricsCountRequestsHealthAndReflectionWork) {
   ASSERT_TRUE(testing::CreateTenant(stubs.admin.get(), server.admin_token(), "acme", &tenant).ok());
   v1::UploadModelResponse up;
   ASSERT_TRUE(testing::UploadModel(stubs.models.get(), tenant.api_key(), "mlp",
-                                   ReadFileOrEmpty(ModelPath("model.onnx")), &up)
+                                   ReadFileOrEmpty(ModelPath("mlp", "model.onnx")), &up)
                   .ok());
-  Result<NamedTensor> x = ParseTensorProto(ReadFileOrEmpty(ModelPath("test_data_set_0/input_0.pb")));
+  Result<NamedTensor> x = ParseTensorProto(ReadFileOrEmpty(ModelPath("mlp", "test_data_set_0/input_0.pb")));
   ASSERT_TRUE(x.ok());
   const inference::ModelInferRequest good = testing::InferRequest("mlp", "", *x);
   inference::ModelInferRequest bad = good;

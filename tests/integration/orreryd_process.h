@@ -33,6 +33,13 @@ inline std::string ReadFileOrEmpty(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+#ifdef TEST_MODELS_DIR
+// A file of a generated test model: TEST_MODELS_DIR/<model>/<file>.
+inline std::string ModelPath(const std::string& model, const std::string& file) {
+  return std::string(TEST_MODELS_DIR) + "/" + model + "/" + file;
+}
+#endif
+
 class OrrerydProcess {
  public:
   explicit OrrerydProcess(std::vector<std::string> extra_args = {})

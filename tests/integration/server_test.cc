@@ -15,12 +15,10 @@
 namespace orrery {
 namespace {
 
+using orrery::testing::ModelPath;
+
 using orrery::testing::OrrerydProcess;
 using orrery::testing::ReadFileOrEmpty;
-
-std::string ModelPath(const std::string& model, const std::string& file) {
-  return std::string(TEST_MODELS_DIR) + "/" + model + "/" + file;
-}
 
 NamedTensor LoadTensor(const std::string& model, const std::string& file) {
   Result<NamedTensor> t = ParseTensorProto(ReadFileOrEmpty(ModelPath(model, "test_data_set_0/" + file)));
