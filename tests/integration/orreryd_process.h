@@ -18,15 +18,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "tests/common/temp_dir.h"
+
 extern char** environ;
 
 namespace orrery::testing {
-
-inline std::string MakeTempDir(const std::string& prefix) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
-  char* dir = mkdtemp(tmpl.data());
-  return dir ? std::string(dir) : std::string();
-}
 
 inline std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

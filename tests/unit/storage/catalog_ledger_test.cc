@@ -11,25 +11,12 @@
 #include <gtest/gtest.h>
 
 #include "storage/catalog.h"
+#include "tests/common/temp_dir.h"
 
 namespace orrery {
 namespace {
 
-class LedgerDir {
- public:
-  LedgerDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "orrery_ledger_XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~LedgerDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string db() const { return path_ + "/catalog"; }
-
- private:
-  std::string path_;
-};
+using LedgerDir = orrery::testing::TempDir;
 
 std::unique_ptr<Catalog> MustOpen(const std::string& dir) {
   auto r = Catalog::Open(dir);

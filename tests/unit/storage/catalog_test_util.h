@@ -15,30 +15,14 @@
 #include <rocksdb/db.h>
 
 #include "storage/catalog.h"
+#include "tests/common/temp_dir.h"
 
 namespace orrery {
 namespace {
 
 // ---- helpers
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "orrery_storage_XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr) << std::strerror(errno);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string db() const { return path_ + "/catalog"; }
-
- private:
-  std::string path_;
-};
+using orrery::testing::TempDir;
 
 inline std::unique_ptr<Catalog> MustOpen(const std::string& dir, Catalog::Options options = {}) {
   auto r = Catalog::Open(dir, options);

@@ -21,27 +21,12 @@
 
 #include "storage/segment_reader.h"
 #include "storage/segment_writer.h"
+#include "tests/common/temp_dir.h"
 
 namespace orrery {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "orrery_segment_XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr) << std::strerror(errno);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using orrery::testing::TempDir;
 
 std::vector<std::byte> RandomBytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -15,26 +15,12 @@
 #include <gtest/gtest.h>
 
 #include "tests/unit/tenancy/hex_match.h"
+#include "tests/common/temp_dir.h"
 
 namespace orrery {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "orrery_tenancy_XXXXXX").string();
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using orrery::testing::TempDir;
 
 // Sets or unsets ORRERY_ADMIN_TOKEN for the scope, restoring the old value.
 class ScopedAdminEnv {

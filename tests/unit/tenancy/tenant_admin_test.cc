@@ -7,34 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "tenancy/api_key.h"
+#include "tests/unit/tenancy/tenants_fixture.h"
 #include "tenancy/quotas.h"
 #include "tenancy/tenants.h"
 
 namespace orrery {
 namespace {
 
-class TenantAdminTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "orrery_tenant_admin_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
-    dir_ = tmpl;
-    auto c = Catalog::Open(dir_ + "/catalog", Catalog::Options{.sync_writes = false});
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    catalog_ = std::move(c).value();
-    tenants_ = std::make_unique<Tenants>(catalog_.get());
-  }
-  void TearDown() override {
-    tenants_.reset();
-    catalog_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
-  std::string dir_;
-  std::unique_ptr<Catalog> catalog_;
-  std::unique_ptr<Tenants> tenants_;
-};
+class TenantAdminTest : public TenantsFixture {};
 
 TEST_F(TenantAdminTest, CreateWithSettingsAndUpdate) {
   Tenants::Settings s;

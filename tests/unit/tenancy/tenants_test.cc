@@ -8,33 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "tenancy/api_key.h"
+#include "tests/unit/tenancy/tenants_fixture.h"
 #include "tests/unit/tenancy/hex_match.h"
 
 namespace orrery {
 namespace {
 
-class TenantsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "orrery_tenants_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
-    dir_ = tmpl;
-    auto c = Catalog::Open(dir_ + "/catalog", Catalog::Options{.sync_writes = false});
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    catalog_ = std::move(c).value();
-    tenants_ = std::make_unique<Tenants>(catalog_.get());
-  }
-  void TearDown() override {
-    tenants_.reset();
-    catalog_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
-  std::string dir_;
-  std::unique_ptr<Catalog> catalog_;
-  std::unique_ptr<Tenants> tenants_;
-};
+class TenantsTest : public TenantsFixture {};
 
 TEST(ValidateNameTest, AcceptsGoodNames) {
   for (const std::string& name : {std::string("a"), std::string("acme"), std::string("A-b_c.d"),
@@ -131,7 +111,7 @@ TEST_F(TenantsTest, SurvivesReopen) {
   ASSERT_TRUE(a.ok());
   tenants_.reset();
   catalog_.reset();
-  auto c = Catalog::Open(dir_ + "/catalog");
+  auto c = Catalog::Open(dir_.db());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   catalog_ = std::move(c).value();
   tenants_ = std::make_unique<Tenants>(catalog_.get());
