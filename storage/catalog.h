@@ -139,6 +139,9 @@ class Catalog {
   // written). Appends are serialized among themselves, not with model or
   // tenant writes; concurrent appends share fsyncs (group commit).
   Result<bool> AppendLedger(LedgerEntry* entry);
+  // WAL fsyncs issued by ledger appends since Open (fewer than the appends
+  // when they overlap: group commit).
+  uint64_t ledger_wal_syncs() const;
   // The stored entry of (tenant, request id). NOT_FOUND.
   Result<LedgerEntry> GetLedgerEntry(std::string_view tenant_id, std::string_view request_id) const;
   // The tenant's entries with from_ms <= unix_ms < to_ms (to_ms 0 = no upper

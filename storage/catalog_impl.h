@@ -5,6 +5,8 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -187,6 +189,17 @@ struct Catalog::Impl {
   // Serializes ledger appends (seq, request id index and totals are
   // read-modify-write); independent of write_mu, which they never touch.
   mutable std::mutex ledger_mu;
+  // Group commit of ledger appends: one WAL fsync covers every write made
+  // before it started, and callers whose write is already covered (or will be
+  // by the fsync in progress... after it ends) do not issue one of their own.
+  // RocksDB's SyncWAL alone serializes concurrent callers, one fsync each.
+  std::mutex sync_mu;
+  std::condition_variable sync_cv;
+  bool syncing = false;                // an fsync is in progress (under sync_mu)
+  rocksdb::SequenceNumber synced_seq = 0;  // every write up to it is durable
+  std::atomic<uint64_t> wal_syncs{0};      // fsyncs issued by SyncWalThrough
+  // Blocks until every write with sequence <= `seq` is in a synced WAL.
+  Status SyncWalThrough(rocksdb::SequenceNumber seq);
 
   ~Impl() {
     if (!db) return;
