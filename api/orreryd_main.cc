@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-request-bytes", options.max_request_bytes, "Largest single gRPC message")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-rpc-threads", options.max_rpc_threads,
+                 "Threads handling RPCs; past it new RPCs get RESOURCE_EXHAUSTED at once")
+      ->capture_default_str()
+      ->check(CLI::Range(8, 1 << 16));
   app.add_option("--lanes", options.lanes, "CPU execution lanes (0 = one per core)")->capture_default_str();
   app.add_option("--port-file", port_file, "Write the bound HOST:PORT to this file once serving");
   app.add_option("--metrics-listen", options.metrics_listen,

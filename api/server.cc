@@ -8,6 +8,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <spdlog/spdlog.h>
 
 #include "api/admin_service.h"
@@ -137,6 +138,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   builder.SetMaxSendMessageSize(options.max_request_bytes);
+  grpc::ResourceQuota quota("orreryd");
+  quota.SetMaxThreads(options.max_rpc_threads);
+  builder.SetResourceQuota(quota);
   builder.RegisterService(impl->admin.get());
   builder.RegisterService(impl->models.get());
   builder.RegisterService(impl->inference.get());

@@ -17,6 +17,10 @@ struct ServerOptions {
   uint64_t max_model_bytes = uint64_t{1} << 30;
   uint64_t max_input_bytes = uint64_t{64} << 20;  // decoded inputs of one inference
   int max_request_bytes = 64 << 20;       // largest single gRPC message
+  // Threads gRPC may run handlers on (one per RPC being handled). Past it a
+  // new RPC is refused at once with RESOURCE_EXHAUSTED ("Server Threadpool
+  // Exhausted") instead of the server growing a thread per queued request.
+  int max_rpc_threads = 512;
   int lanes = 0;                          // 0 = one per core
   // Prometheus text metrics over HTTP (GET /metrics); "" = none. Port 0
   // picks a free port (see metrics_address()).
