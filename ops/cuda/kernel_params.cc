@@ -178,6 +178,36 @@ Result<Pool2d> MakePool2d(std::string_view op, const Attributes& attrs, const Sh
   return p;
 }
 
+Result<Conv2dParams> MakeConv2d(const Attributes& attrs, const Shape& x, const Shape& w) {
+  if (x.size() != 4 || w.size() != 4) {
+    return Refuse("Conv", "only 2-D (NCHW) convolution is supported, input is " + ShapeToString(x));
+  }
+  ORRERY_ASSIGN_OR_RETURN(WindowAttrs wa,
+                          ReadWindowAttrs("Conv", attrs, 2,
+                                          {.weight_kernel = std::span<const int64_t>(w).subspan(2)}));
+  ORRERY_ASSIGN_OR_RETURN(WindowGeometry g,
+                          ResolveWindow("Conv", wa, std::span<const int64_t>(x).subspan(2)));
+  if (g.pad_begin[0] != g.pad_end[0] || g.pad_begin[1] != g.pad_end[1]) {
+    return Refuse("Conv", "asymmetric pads (cuDNN pads both sides alike)");
+  }
+  Conv2dParams p;
+  ORRERY_ASSIGN_OR_RETURN(p.group, attrs.GetInt("group", 1));
+  if (p.group < 1 || x[1] % p.group != 0 || w[0] % p.group != 0 || x[1] / p.group != w[1]) {
+    return Status::InvalidArgument("Conv: group " + std::to_string(p.group) +
+                                   " does not match input " + ShapeToString(x) + " and weights " +
+                                   ShapeToString(w));
+  }
+  p.pad_h = g.pad_begin[0];
+  p.pad_w = g.pad_begin[1];
+  p.stride_h = g.strides[0];
+  p.stride_w = g.strides[1];
+  p.dil_h = g.dilations[0];
+  p.dil_w = g.dilations[1];
+  p.out_h = g.output[0];
+  p.out_w = g.output[1];
+  return p;
+}
+
 Result<SoftmaxRows> MakeSoftmaxRows(const Shape& x, const Attributes& attrs, int64_t opset) {
   const int64_t rank = static_cast<int64_t>(x.size());
   if (rank == 0) return Status::InvalidArgument("Softmax: input must have rank >= 1");
@@ -254,8 +284,8 @@ Status CheckCudaSupport(std::string_view op, const Attributes& attrs, int64_t op
     ORRERY_RETURN_IF_ERROR(FromActivation(f.act, f.alpha, f.beta, op).status());
   }
   if (op == "Conv") {
-    if (inputs[0].shape.size() != 4) return Refuse(op, "only 2-D (NCHW) convolution is supported");
-    return Status::Ok();
+    if (inputs.size() < 2) return Refuse(op, "missing weights");
+    return MakeConv2d(attrs, inputs[0].shape, inputs[1].shape).status();
   }
   if (op == "Gemm") {
     if (inputs[0].shape.size() != 2 || inputs[1].shape.size() != 2) {

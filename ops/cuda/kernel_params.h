@@ -54,6 +54,17 @@ Result<BroadcastIndex> MakeBroadcast(const Shape& out, const Shape& in);
 // MaxPool / AveragePool on an NCHW input (auto_pad, ceil_mode resolved).
 Result<Pool2d> MakePool2d(std::string_view op_type, const Attributes& attrs, const Shape& x);
 
+// A 2-D convolution as cuDNN takes it: symmetric pads only (cuDNN has no
+// asymmetric padding; SAME_* with an odd total pad is refused), groups.
+struct Conv2dParams {
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dil_h = 1, dil_w = 1;
+  int64_t group = 1;
+  int64_t out_h = 0, out_w = 0;
+};
+Result<Conv2dParams> MakeConv2d(const Attributes& attrs, const Shape& x, const Shape& w);
+
 // Softmax rows for the opset's axis semantics.
 Result<SoftmaxRows> MakeSoftmaxRows(const Shape& x, const Attributes& attrs, int64_t opset);
 

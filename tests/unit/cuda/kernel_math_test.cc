@@ -310,3 +310,31 @@ TEST(CudaSupport, RefusesWhatTheKernelsDoNotCoverNamingTheOp) {
 
 }  // namespace
 }  // namespace orrery::ops::cuda
+
+namespace orrery::ops::cuda {
+namespace {
+
+TEST(CudaSupport, ConvParamsResolvePadsAndRefuseAsymmetricOnes) {
+  const std::vector<int64_t> s2 = {2, 2}, p1 = {1, 1, 1, 1};
+  Attributes a;
+  a.Set("strides", s2);
+  a.Set("pads", p1);
+  a.Set("group", int64_t{2});
+  Result<Conv2dParams> p = MakeConv2d(a, {1, 4, 9, 7}, {6, 2, 3, 3});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->out_h, 5);
+  EXPECT_EQ(p->out_w, 4);
+  EXPECT_EQ(p->pad_h, 1);
+  EXPECT_EQ(p->group, 2);
+  Attributes same;
+  same.Set("auto_pad", std::string("SAME_UPPER"));
+  same.Set("strides", s2);
+  // in 8, kernel 3, stride 2: total pad 1 -> asymmetric -> refused.
+  Result<Conv2dParams> q = MakeConv2d(same, {1, 2, 8, 8}, {3, 2, 3, 3});
+  EXPECT_EQ(q.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(q.status().message().find("asymmetric"), std::string::npos);
+  EXPECT_FALSE(MakeConv2d({}, {1, 3, 8, 8}, {3, 2, 3, 3}).ok());  // channels mismatch
+}
+
+}  // namespace
+}  // namespace orrery::ops::cuda
