@@ -176,6 +176,10 @@ Status CudaPlan::Impl::PrepareConv(GpuStep* g, const ops::Attributes& attrs) {
       "cudnnSetConvolution2dDescriptor"));
   ORRERY_RETURN_IF_ERROR(
       Check(cudnnSetConvolutionGroupCount(d->conv, I(p.group)), "cudnnSetConvolutionGroupCount"));
+  // Plain fp32 FMA: the default lets Ampere and later use TF32 tensor
+  // cores, whose 10-bit mantissa would not match the CPU kernels.
+  ORRERY_RETURN_IF_ERROR(Check(cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH),
+                               "cudnnSetConvolutionMathType"));
   // cuDNN's heuristics rank the algorithms; take the best that works.
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
