@@ -12,7 +12,7 @@ bool CudaBackendBuilt() { return false; }
 int CudaDeviceCount() { return 0; }
 
 Result<std::unique_ptr<CudaContext>> CudaContext::Open(const CudaContextOptions&) {
-  return Status::Unavailable("no CUDA device: this build has no CUDA backend (nvcc was not found)");
+  return Status::Unavailable("no CUDA device: this build has no CUDA backend (nvcc not found, or a sanitizer build)");
 }
 
 CudaContext::CudaContext(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

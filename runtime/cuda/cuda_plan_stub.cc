@@ -9,7 +9,7 @@ Result<std::unique_ptr<CudaPlan>> CudaPlan::Compile(std::shared_ptr<const Plan> 
                                                     const std::vector<ops::TensorType>& input_types,
                                                     CudaContext*) {
   ORRERY_RETURN_IF_ERROR(CheckCudaPlan(*plan, input_types));
-  return Status::Unavailable("no CUDA device: this build has no CUDA backend (nvcc was not found)");
+  return Status::Unavailable("no CUDA device: this build has no CUDA backend (nvcc not found, or a sanitizer build)");
 }
 
 CudaPlan::CudaPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -28,7 +28,7 @@ using testing::ModelBuilder;
       GTEST_SKIP() << (runtime::CudaBackendBuilt()                                            \
                            ? "no CUDA device found (cudaGetDeviceCount reports none): GPU "   \
                              "test not run"                                                   \
-                           : "built without the CUDA backend (nvcc not found): GPU test not " \
+                           : "built without the CUDA backend (no nvcc, or a sanitizer build): GPU test not " \
                              "run");                                                          \
     }                                                                                         \
   } while (0)
