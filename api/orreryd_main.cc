@@ -10,12 +10,14 @@
 
 #include "api/server.h"
 #include "api/version.h"
+#include "cache/cuda_device.h"
 
 int main(int argc, char** argv) {
   orrery::ServerOptions options;
   std::string port_file;
   std::string metrics_port_file;
   std::string log_level = "info";
+  std::string device = "cpu";
   CLI::App app{"orreryd: multi-tenant ONNX inference server"};
   app.set_version_flag("--version", std::string("orreryd ") + orrery::kOrreryVersion);
   app.add_option("--data-dir", options.data_dir, "Directory for the catalog and the admin token")
@@ -51,9 +53,37 @@ int main(int argc, char** argv) {
                  "Sample and bill every tenant's stored bytes this often (0 = off)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--device", device,
+                 "cpu, auto (a GPU if there is one) or cuda[:N]; without a GPU orreryd logs it "
+                 "and runs CPU-only")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
+
+  orrery::Result<orrery::DeviceSelection> selection = orrery::ParseDeviceSelection(device);
+  if (!selection.ok()) {
+    std::fprintf(stderr, "%s\n", selection.status().message().c_str());
+    return 2;
+  }
+  // The GPU is opened (arena, staging, link measured) and reported, but the
+  // scheduler does not place work on it yet: every request runs on the CPU
+  // lanes. Kept open until shutdown.
+  std::unique_ptr<orrery::Device> gpu;
+  if (selection->kind != orrery::DeviceSelection::Kind::kCpu) {
+    orrery::Result<std::unique_ptr<orrery::Device>> opened =
+        orrery::OpenCudaDevice(selection->ordinal);
+    if (opened.ok()) {
+      gpu = std::move(*opened);
+      spdlog::info("device: {} (opened; requests still run on the CPU lanes: the scheduler does "
+                   "not place work on it yet)",
+                   gpu->Describe());
+    } else if (selection->kind == orrery::DeviceSelection::Kind::kCuda) {
+      spdlog::warn("--device {}: {}; continuing CPU-only", device, opened.status().message());
+    } else {
+      spdlog::info("--device auto: {}; running CPU-only", opened.status().message());
+    }
+  }
 
   // Block the stop signals in every thread; the main thread waits for them.
   sigset_t stop_signals;

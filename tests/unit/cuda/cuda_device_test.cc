@@ -1,0 +1,218 @@
+// The CUDA device, context and plan runner. What needs a GPU skips with a
+// message when none is found (or the build has no CUDA backend); what does
+// not (flag parsing, the UNAVAILABLE path, plan checks) always runs.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "cache/cuda_device.h"
+#include "ops/registry.h"
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cuda_plan.h"
+#include "runtime/graph.h"
+#include "runtime/plan.h"
+#include "tests/unit/runtime/model_builder.h"
+
+namespace orrery {
+namespace {
+
+using testing::kFloat;
+using testing::ModelBuilder;
+
+#define ORRERY_REQUIRE_GPU()                                                                  \
+  do {                                                                                        \
+    if (runtime::CudaDeviceCount() == 0) {                                                    \
+      GTEST_SKIP() << (runtime::CudaBackendBuilt()                                            \
+                           ? "no CUDA device found (cudaGetDeviceCount reports none): GPU "   \
+                             "test not run"                                                   \
+                           : "built without the CUDA backend (no nvcc, or a sanitizer build): GPU test not " \
+                             "run");                                                          \
+    }                                                                                         \
+  } while (0)
+
+std::vector<float> Randoms(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+Result<runtime::Plan> Compile(ModelBuilder& b, bool fuse = true) {
+  ORRERY_ASSIGN_OR_RETURN(runtime::Graph g, runtime::ImportModel(b.model(), ops::OpRegistry::Global()));
+  return runtime::CompilePlan(g, ops::OpRegistry::Global(), ops::Backend::kCpu, {.fuse = fuse});
+}
+
+// A small CNN touching every kernel family: Conv (+ fused bias/Relu),
+// BatchNorm, MaxPool, AveragePool, Concat, GlobalAveragePool, Flatten,
+// Gemm, Sigmoid, Mul (broadcast), Softmax.
+ModelBuilder SmallCnn() {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {2, 3, 11, 9});
+  b.FloatInit("W", {4, 3, 3, 3}, Randoms(4 * 3 * 9, 1));
+  b.FloatInit("B", {4}, Randoms(4, 2));
+  b.FloatInit("scale", {4}, Randoms(4, 3));
+  b.FloatInit("bias", {4}, Randoms(4, 4));
+  b.FloatInit("mean", {4}, Randoms(4, 5));
+  b.FloatInit("var", {4}, {0.5f, 1.0f, 1.5f, 2.0f});
+  b.FloatInit("FC", {8, 5}, Randoms(40, 6));
+  b.FloatInit("FCb", {5}, Randoms(5, 7));
+  b.FloatInit("gain", {1, 5}, Randoms(5, 8));
+  auto* conv = b.Node("Conv", {"X", "W", "B"}, {"c"}, "conv");
+  ModelBuilder::AttrInts(conv, "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c"}, {"r"}, "relu");
+  b.Node("BatchNormalization", {"r", "scale", "bias", "mean", "var"}, {"bn"}, "bn");
+  auto* mp = b.Node("MaxPool", {"bn"}, {"mp"}, "maxpool");
+  ModelBuilder::AttrInts(mp, "kernel_shape", {3, 2});
+  ModelBuilder::AttrInts(mp, "strides", {2, 2});
+  ModelBuilder::AttrInt(mp, "ceil_mode", 1);
+  auto* ap = b.Node("AveragePool", {"bn"}, {"ap"}, "avgpool");
+  ModelBuilder::AttrInts(ap, "kernel_shape", {3, 2});
+  ModelBuilder::AttrInts(ap, "strides", {2, 2});
+  ModelBuilder::AttrInt(ap, "ceil_mode", 1);
+  auto* cat = b.Node("Concat", {"mp", "ap"}, {"cat"}, "concat");
+  ModelBuilder::AttrInt(cat, "axis", 1);
+  b.Node("GlobalAveragePool", {"cat"}, {"gap"}, "gap");
+  b.Node("Flatten", {"gap"}, {"flat"}, "flatten");
+  b.Node("Gemm", {"flat", "FC", "FCb"}, {"fc"}, "fc");
+  b.Node("Sigmoid", {"fc"}, {"sig"}, "sigmoid");
+  b.Node("Mul", {"sig", "gain"}, {"scaled"}, "mul");
+  b.Node("Softmax", {"scaled"}, {"Y"}, "softmax");
+  b.Output("Y", kFloat, {2, 5});
+  return b;
+}
+
+TEST(DeviceSelection, ParsesCpuAutoCudaAndOrdinals) {
+  Result<DeviceSelection> s = ParseDeviceSelection("cuda:3");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->kind, DeviceSelection::Kind::kCuda);
+  EXPECT_EQ(s->ordinal, 3);
+  EXPECT_EQ(ParseDeviceSelection("cuda")->ordinal, 0);
+  EXPECT_EQ(ParseDeviceSelection("auto")->kind, DeviceSelection::Kind::kAuto);
+  EXPECT_EQ(ParseDeviceSelection("cpu")->kind, DeviceSelection::Kind::kCpu);
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:1x", ""}) {
+    Result<DeviceSelection> r = ParseDeviceSelection(bad);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("--device"), std::string::npos);
+  }
+}
+
+TEST(CudaDevice, OpenWithoutGpuIsUnavailableNamingTheReason) {
+  if (runtime::CudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable";
+  Result<std::unique_ptr<Device>> d = OpenCudaDevice(0);
+  EXPECT_EQ(d.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(d.status().message().find("no CUDA device"), std::string::npos) << d.status().message();
+}
+
+TEST(CudaDevice, OrdinalOutOfRangeIsUnavailable) {
+  Result<std::unique_ptr<Device>> d = OpenCudaDevice(1000);
+  EXPECT_EQ(d.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(d.status().message().find("no CUDA device"), std::string::npos);
+}
+
+TEST(CudaPlanCheck, AcceptsTheSmallCnnFusedOrNot) {
+  for (bool fuse : {false, true}) {
+    ModelBuilder b = SmallCnn();
+    Result<runtime::Plan> plan = Compile(b, fuse);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    Status st = runtime::CheckCudaPlan(*plan, {{DType::kFloat32, {2, 3, 11, 9}}});
+    EXPECT_TRUE(st.ok()) << "fuse " << fuse << ": " << st.ToString();
+  }
+}
+
+TEST(CudaPlanCheck, RefusesAnUnsupportedOpNamingTheStepAndOp) {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {2, 3});
+  b.Node("Relu", {"X"}, {"r"}, "relu");
+  b.Node("Erf", {"r"}, {"Y"}, "the_erf");
+  b.Output("Y", kFloat, {2, 3});
+  Result<runtime::Plan> plan = Compile(b);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  Status st = runtime::CheckCudaPlan(*plan, {{DType::kFloat32, {2, 3}}});
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("the_erf"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("Erf"), std::string::npos) << st.message();
+  // Compile refuses the same way before it needs a device.
+  Result<std::unique_ptr<runtime::CudaPlan>> cp = runtime::CudaPlan::Compile(
+      std::make_shared<runtime::Plan>(std::move(*plan)), {{DType::kFloat32, {2, 3}}}, nullptr);
+  EXPECT_EQ(cp.status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(CudaPlanCheck, RefusesAsymmetricConvPadsAndPoolIndices) {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {1, 2, 8, 8});
+  b.FloatInit("W", {2, 2, 2, 2}, Randoms(16, 9));
+  auto* conv = b.Node("Conv", {"X", "W"}, {"Y"}, "asym");
+  ModelBuilder::AttrInts(conv, "pads", {0, 0, 1, 1});
+  b.Output("Y", kFloat, {1, 2, 8, 8});
+  Result<runtime::Plan> plan = Compile(b);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  Status st = runtime::CheckCudaPlan(*plan, {{DType::kFloat32, {1, 2, 8, 8}}});
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("asymmetric"), std::string::npos) << st.message();
+}
+
+TEST(CudaContextGpu, CopiesRoundTripThroughStaging) {
+  ORRERY_REQUIRE_GPU();
+  runtime::CudaContextOptions o;
+  o.arena_bytes = int64_t{64} << 20;
+  o.staging_bytes = int64_t{1} << 20;
+  Result<std::unique_ptr<runtime::CudaContext>> ctx = runtime::CudaContext::Open(o);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_FALSE((*ctx)->info().name.empty());
+  EXPECT_EQ((*ctx)->num_pages(), 32);
+  EXPECT_GT((*ctx)->link_bytes_per_sec(), 0);
+  // 3.5 MiB: more than three staging buffers' worth, so both alternate.
+  const size_t n = (size_t{7} << 20) / 2 / sizeof(float);
+  const std::vector<float> src = Randoms(n, 10);
+  std::vector<float> back(n, 0.0f);
+  ASSERT_TRUE((*ctx)->CopyToDevice(src.data(), (*ctx)->page(3), static_cast<int64_t>(n * 4)).ok());
+  ASSERT_TRUE((*ctx)->CopyToHost((*ctx)->page(3), back.data(), static_cast<int64_t>(n * 4)).ok());
+  EXPECT_EQ(std::memcmp(src.data(), back.data(), n * 4), 0);
+}
+
+TEST(CudaDeviceGpu, DescribesARealDevice) {
+  ORRERY_REQUIRE_GPU();
+  Result<std::unique_ptr<Device>> d = OpenCudaDevice(0);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_FALSE((*d)->simulated());
+  EXPECT_GT((*d)->memory_bytes(), 0);
+  EXPECT_EQ((*d)->memory_bytes() % (*d)->page_bytes(), 0);
+  EXPECT_GT((*d)->CopyNs(int64_t{1} << 30), (*d)->CopyNs(1));
+  EXPECT_NE((*d)->Describe().find("CUDA device 0"), std::string::npos);
+}
+
+TEST(CudaPlanGpu, SmallCnnMatchesTheCpuExecutor) {
+  ORRERY_REQUIRE_GPU();
+  for (bool fuse : {false, true}) {
+    ModelBuilder b = SmallCnn();
+    Result<runtime::Plan> plan = Compile(b, fuse);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    auto shared = std::make_shared<runtime::Plan>(std::move(*plan));
+    Tensor x(DType::kFloat32, {2, 3, 11, 9});
+    const std::vector<float> xv = Randoms(static_cast<size_t>(x.num_elements()), 11);
+    std::memcpy(x.raw_data(), xv.data(), x.byte_size());
+    Result<std::vector<Tensor>> want = runtime::ExecutePlan(*shared, {x});
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    runtime::CudaContextOptions o;
+    o.arena_bytes = int64_t{16} << 20;
+    Result<std::unique_ptr<runtime::CudaContext>> ctx = runtime::CudaContext::Open(o);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    Result<std::unique_ptr<runtime::CudaPlan>> gpu =
+        runtime::CudaPlan::Compile(shared, {{DType::kFloat32, {2, 3, 11, 9}}}, ctx->get());
+    ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+    Result<std::vector<Tensor>> got = (*gpu)->Run({x});
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), 1u);
+    ASSERT_EQ((*got)[0].shape(), (*want)[0].shape());
+    for (int64_t i = 0; i < (*got)[0].num_elements(); ++i) {
+      EXPECT_NEAR((*got)[0].data<float>()[i], (*want)[0].data<float>()[i], 1e-4f) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace orrery
