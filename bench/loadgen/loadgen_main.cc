@@ -313,6 +313,10 @@ int Main(int argc, char** argv) {
       if (b.tenant_id() == t.tenant_id()) base = b.service_ns();
     }
     service[name->second] = t.service_ns() - base;
+    std::cerr << "orrery-loadgen: scheduler: tenant " << name->second << " weight " << t.weight() << " admitted "
+              << t.admitted() << " rejected " << t.rejected_deadline() << "+" << t.rejected_in_flight() << " dropped "
+              << t.dropped() << " completed " << t.completed() << " longest wait " << t.max_wait_ns() / 1e6
+              << " ms\n";
   }
   Summary summary = Summarise(records, infos, tenants, o.duration_s, service);
   for (const auto& m : after.models()) {
