@@ -63,8 +63,8 @@ def capacity(ctx, model, concurrency=16, seconds=6, extra=()):
 
 def s1_weights(ctx, cap):
     s = ctx.run("s1_weights", ["--model", ctx.model("mlp"), "--tenant", "w1:1", "--tenant", "w2:2",
-                               "--tenant", "w4:4", "--stream", "w1:mlp:c24", "--stream", "w2:mlp:c24",
-                               "--stream", "w4:mlp:c24"])
+                               "--tenant", "w4:4", "--stream", "w1:mlp:c64", "--stream", "w2:mlp:c64",
+                               "--stream", "w4:mlp:c64"])
     devs = {t["name"]: t["service_share"] / t["weight_share"] - 1 for t in s["tenants"]}
     worst = max(abs(d) for d in devs.values())
     ms = {t["name"]: t["service_ns"] / 1e6 for t in s["tenants"]}
@@ -129,7 +129,7 @@ def s5_deadlines(ctx, cap, cap_long):
     # Scenario 3 reads the same run's per-model prediction errors (admin stats).
     errs = s["model_error_p99"]
     worst = max(errs.values()) if errs else float("inf")
-    res.append(("3 predictability", f"|pred - meas| / meas p99 <= 10% (worst model {100 * worst:.1f}%)",
+    res.append(("3 predictability", f"abs(pred - meas) / meas p99 <= 10% (worst model {100 * worst:.1f}%)",
                 worst <= 0.10, "per model p50 / p99: " + ", ".join(
                     f"{m} {100 * s['model_error_p50'].get(m, 0):.1f}% / {100 * e:.1f}%" for m, e in errs.items())))
     return res
@@ -198,8 +198,9 @@ def write_doc(path, ctx, cap, cap_long, results, script_cmd):
     for name, target, ok, detail in results:
         verdict = "SKIP" if ok is None else ("PASS" if ok else "**FAIL**")
         lines.append(f"| {name} | {target} | {verdict} | {detail} |")
-    lines += ["", "Commands (per-request CSV, per-tenant CSV, JSON and PNG next to each `--csv`):", "", "```"]
-    lines += ctx.commands
+    lines += ["", "Commands (`B` = the build dir; per-request CSV, per-tenant CSV, JSON and PNG next to each "
+              "`--csv`):", "", "```"]
+    lines += [c.replace(ctx.build.rstrip("/") + "/", "$B/") for c in ctx.commands]
     lines += ["```", "<!-- scenarios:end -->"]
     block = "\n".join(lines) + "\n"
     text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
