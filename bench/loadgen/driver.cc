@@ -19,6 +19,7 @@ struct Call {
   std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ModelInferResponse>> reader;
   int stream = 0;
   Clock::time_point intended;
+  Clock::time_point sent;
 };
 
 int64_t Param(const inference::ModelInferResponse& r, const char* name) {
@@ -73,6 +74,7 @@ class Runner {
     auto call = std::make_unique<Call>();
     call->stream = stream;
     call->intended = intended;
+    call->sent = Clock::now();
     if (!t.api_key.empty()) call->ctx.AddMetadata("authorization", "Bearer " + t.api_key);
     // The server decides deadlines (timeout_us); the gRPC deadline only
     // bounds a hung call.
@@ -100,6 +102,7 @@ class Runner {
         r.stream = call->stream;
         r.sent_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(call->intended - window_start_).count();
         r.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - call->intended).count();
+        r.send_lag_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(call->sent - call->intended).count();
         r.grpc_code = static_cast<int>(call->status.error_code());
         r.deadline_us = t.deadline_us;
         r.outcome = Classify(r.grpc_code, call->status.error_message(), r.latency_ns, t.deadline_us);

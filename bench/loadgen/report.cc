@@ -156,6 +156,10 @@ Summary Summarise(const std::vector<Record>& records, const std::vector<StreamIn
     normalised.push_back(static_cast<double>(t.service_ns) / t.weight);
   }
   s.jain_index = JainIndex(normalised);
+  std::vector<double> lag;
+  for (const Record& r : records) lag.push_back(static_cast<double>(r.send_lag_ns) / 1e6);
+  s.send_lag_p99_ms = Percentile(lag, 0.99);
+  s.send_lag_max_ms = Percentile(lag, 1.0);
   const double rejected = static_cast<double>(s.total.rejected_early + s.total.rejected_late);
   s.rejected_early_fraction = rejected > 0 ? static_cast<double>(s.total.rejected_early) / rejected : 1.0;
   return s;
@@ -164,14 +168,15 @@ Summary Summarise(const std::vector<Record>& records, const std::vector<StreamIn
 bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& records,
                       const std::vector<StreamInfo>& streams) {
   std::ofstream o(path);
-  o << "tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms\n";
+  o << "tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms\n";
   for (const Record& r : records) {
     const StreamInfo& st = streams[static_cast<size_t>(r.stream)];
     o << st.tenant << ',' << st.model << ',' << Num(static_cast<double>(r.sent_ns) / 1e9) << ','
       << Num(static_cast<double>(r.latency_ns) / 1e6) << ',' << r.grpc_code << ',' << OutcomeName(r.outcome) << ','
       << Num(static_cast<double>(r.deadline_us) / 1e3) << ','
       << (r.lane_ns >= 0 ? Num(static_cast<double>(r.lane_ns) / 1e6) : "") << ','
-      << (r.queue_ns >= 0 ? Num(static_cast<double>(r.queue_ns) / 1e6) : "") << '\n';
+      << (r.queue_ns >= 0 ? Num(static_cast<double>(r.queue_ns) / 1e6) : "") << ','
+      << Num(static_cast<double>(r.send_lag_ns) / 1e6) << '\n';
   }
   return static_cast<bool>(o);
 }
@@ -189,7 +194,8 @@ std::string SummaryJson(const Summary& s) {
   std::ostringstream o;
   o << "{\"window_s\":" << Num(s.window_s) << ",\"jain_index\":" << Num(s.jain_index)
     << ",\"rejected_early_fraction\":" << Num(s.rejected_early_fraction) << ",\"echo_p50_ms\":" << Num(s.echo_p50_ms)
-    << ",\"echo_p99_ms\":" << Num(s.echo_p99_ms) << ",\"total\":";
+    << ",\"echo_p99_ms\":" << Num(s.echo_p99_ms) << ",\"send_lag_p99_ms\":" << Num(s.send_lag_p99_ms)
+    << ",\"send_lag_max_ms\":" << Num(s.send_lag_max_ms) << ",\"total\":";
   Json(o, s.total);
   o << ",\"tenants\":[";
   for (size_t i = 0; i < s.tenants.size(); ++i) {
@@ -231,8 +237,10 @@ std::string SummaryTable(const Summary& s) {
   };
   for (const TenantSummary& t : s.tenants) line(t);
   line(s.total);
-  std::snprintf(buf, sizeof(buf), "window %.2f s, Jain's index (service/weight) %.4f, early rejections %.4f\n",
-                s.window_s, s.jain_index, s.rejected_early_fraction);
+  std::snprintf(buf, sizeof(buf),
+                "window %.2f s, Jain's index (service/weight) %.4f, early rejections %.4f, send lag p99 %.3f ms max "
+                "%.3f ms\n",
+                s.window_s, s.jain_index, s.rejected_early_fraction, s.send_lag_p99_ms, s.send_lag_max_ms);
   o << buf;
   for (const auto& [m, e] : s.model_error_p99) {
     std::snprintf(buf, sizeof(buf), "model %s: prediction error p50 %.4f p99 %.4f\n", m.c_str(),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # orrery-loadgen against an orreryd it starts itself, for a couple of seconds:
 # two tenants (weights 1 and 3) on the test MLP, one open-loop Poisson stream
-# with a deadline and one closed-loop stream. Checks that it exits 0, that the
+# with a deadline, one closed-loop stream and a trace file of 40 arrivals for a
+# third tenant (30 of them in the measured window). Checks that it exits 0, that the
 # per-request CSV has one row per request sent with known outcomes, that the
 # per-tenant counts add up and that the server reported execution times and
 # scheduler service. Also that a malformed stream is refused by name.
@@ -11,10 +12,14 @@ build=$(cd "$1" && pwd)
 models=$(cd "$2" && pwd)
 work=$(mktemp -d /tmp/orrery-loadgen-smoke-XXXXXX)
 trap 'rm -rf "$work"' EXIT
+{
+  echo "time_s,tenant,model,deadline_ms"
+  for i in $(seq 0 39); do echo "$(awk "BEGIN{print $i * 0.05 + 0.01}"),traced,mlp,1000"; done
+} > "$work/trace.csv"
 
 "$build/orrery-loadgen" --orreryd "$build/orreryd" --model "mlp=$models/mlp/model.onnx" \
   --tenant small:1 --tenant big:3 --stream small:mlp:200:1000 --stream big:mlp:c2 \
-  --duration 2 --warmup 0.5 --csv "$work/req.csv" --summary-csv "$work/sum.csv" --json "$work/sum.json" \
+  --trace "$work/trace.csv" --duration 2 --warmup 0.5 --csv "$work/req.csv" --summary-csv "$work/sum.csv" --json "$work/sum.json" \
   > "$work/out.txt"
 cat "$work/out.txt"
 
@@ -28,9 +33,12 @@ fails = []
 def check(cond, what):
     if not cond:
         fails.append(what)
-check(set(summ) == {"small", "big", "all"}, f"summary tenants {sorted(summ)}")
+check(set(summ) == {"small", "big", "traced", "all"}, f"summary tenants {sorted(summ)}")
+# Trace arrivals at 0.01 + 0.05 i s: i = 10..39 fall in the window [0.5, 2.5).
+check(int(summ["traced"]["sent"]) == 30, f"traced sent {summ['traced']['sent']}, want 30")
+check(all(r["deadline_ms"] == "1000" for r in reqs if r["tenant"] == "traced"), "trace deadline")
 check(int(summ["all"]["sent"]) == len(reqs), f"sent {summ['all']['sent']} != CSV rows {len(reqs)}")
-for t in ("small", "big"):
+for t in ("small", "big", "traced"):
     s = summ[t]
     parts = sum(int(s[k]) for k in ("ok", "rejected_early", "rejected_late", "errors"))
     check(int(s["sent"]) == parts, f"{t}: sent {s['sent']} != ok + rejected + errors {parts}")
@@ -47,6 +55,7 @@ check(all(r["lane_ms"] and float(r["lane_ms"]) > 0 for r in ok), "OK response wi
 check(all(float(r["lane_ms"]) <= float(r["latency_ms"]) for r in ok), "execution longer than the round trip")
 check(0 < js["jain_index"] <= 1, f"Jain's index {js['jain_index']}")
 check(js["total"]["sent"] == len(reqs), "JSON total")
+check(all(float(r["send_lag_ms"]) >= 0 for r in reqs), "negative send lag")
 if fails:
     print("FAIL:", *fails, sep="\n  ")
     sys.exit(1)
