@@ -143,7 +143,7 @@ def s6_batching(ctx):
     rates = {}
     for n in (1, 8):
         s = ctx.run(f"s6_batch{n}", ["--model", ctx.model("cnn"), "--stream", "a:cnn:c32:100",
-                                     "--orreryd-arg", f"--max-batch={n}"])
+                                     f"--orreryd-arg=--max-batch={n}"])
         rates[n] = s["total"]
     speedup = rates[8]["goodput_rps"] / rates[1]["goodput_rps"] if rates[1]["goodput_rps"] else float("inf")
     detail = (f"goodput (OK within 100 ms) batch 1: {rates[1]['goodput_rps']:.0f}/s, attainment "
