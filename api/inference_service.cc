@@ -229,6 +229,11 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   response->set_model_version(std::to_string(record->version()));
   response->set_id(request_id);
   EncodeInferOutputs(*outputs, response);
+  // What the scheduler measured, so that a client (bench/loadgen) can split
+  // its end-to-end latency into queueing, execution and serving overhead.
+  (*response->mutable_parameters())["orrery_lane_ns"].set_int64_param(run.lane_ns);
+  (*response->mutable_parameters())["orrery_queue_ns"].set_int64_param(
+      (run.started_ns != 0 ? run.started_ns : run.ended_ns) - run.admitted_ns);
   return grpc::Status::OK;
 }
 

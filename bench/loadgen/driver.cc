@@ -1,0 +1,141 @@
+#include "bench/loadgen/driver.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace orrery::loadgen {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Call {
+  grpc::ClientContext ctx;
+  inference::ModelInferResponse response;
+  grpc::Status status;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ModelInferResponse>> reader;
+  int stream = 0;
+  Clock::time_point intended;
+  Clock::time_point sent;
+};
+
+int64_t Param(const inference::ModelInferResponse& r, const char* name) {
+  auto it = r.parameters().find(name);
+  if (it == r.parameters().end() || it->second.parameter_choice_case() != inference::InferParameter::kInt64Param) {
+    return -1;
+  }
+  return it->second.int64_param();
+}
+
+class Runner {
+ public:
+  Runner(const std::vector<Target>& targets, const RunOptions& options)
+      : targets_(targets), options_(options) {}
+
+  std::vector<Record> Run(const std::vector<Arrival>& arrivals) {
+    start_ = Clock::now() + std::chrono::milliseconds(20);
+    window_start_ = start_ + std::chrono::nanoseconds(options_.warmup_ns);
+    end_ = window_start_ + std::chrono::nanoseconds(options_.duration_ns);
+    std::vector<std::thread> pollers;
+    for (int i = 0; i < std::max(options_.completion_threads, 1); ++i) pollers.emplace_back([this] { Poll(); });
+    std::thread warmup_hook([this] {
+      std::this_thread::sleep_until(window_start_);
+      if (options_.on_warmup_end) options_.on_warmup_end();
+    });
+    std::this_thread::sleep_until(start_);
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      for (int k = 0; k < targets_[i].closed; ++k) Send(static_cast<int>(i), Clock::now());
+    }
+    for (const Arrival& a : arrivals) {
+      const Clock::time_point at = start_ + std::chrono::nanoseconds(a.at_ns);
+      if (at >= end_) break;
+      std::this_thread::sleep_until(at);
+      Send(a.stream, at);
+    }
+    std::this_thread::sleep_until(end_);
+    sending_done_.store(true);
+    // Closed-loop streams stop re-sending after end_; wait for the rest.
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      idle_.wait(lock, [this] { return outstanding_ == 0; });
+    }
+    cq_.Shutdown();
+    for (std::thread& t : pollers) t.join();
+    warmup_hook.join();
+    return std::move(records_);
+  }
+
+ private:
+  void Send(int stream, Clock::time_point intended) {
+    const Target& t = targets_[static_cast<size_t>(stream)];
+    auto call = std::make_unique<Call>();
+    call->stream = stream;
+    call->intended = intended;
+    call->sent = Clock::now();
+    if (!t.api_key.empty()) call->ctx.AddMetadata("authorization", "Bearer " + t.api_key);
+    // The server decides deadlines (timeout_us); the gRPC deadline only
+    // bounds a hung call.
+    const auto limit = t.deadline_us > 0 ? std::chrono::microseconds(t.deadline_us) + std::chrono::seconds(10)
+                                         : std::chrono::microseconds(std::chrono::seconds(60));
+    call->ctx.set_deadline(std::chrono::system_clock::now() + limit);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++outstanding_;
+    }
+    call->reader = t.stub->AsyncModelInfer(&call->ctx, t.request, &cq_);
+    Call* raw = call.release();
+    raw->reader->Finish(&raw->response, &raw->status, raw);
+  }
+
+  void Poll() {
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_.Next(&tag, &ok)) {
+      std::unique_ptr<Call> call(static_cast<Call*>(tag));
+      const Clock::time_point now = Clock::now();
+      const Target& t = targets_[static_cast<size_t>(call->stream)];
+      if (call->intended >= window_start_) {
+        Record r;
+        r.stream = call->stream;
+        r.sent_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(call->intended - window_start_).count();
+        r.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - call->intended).count();
+        r.send_lag_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(call->sent - call->intended).count();
+        r.grpc_code = static_cast<int>(call->status.error_code());
+        r.deadline_us = t.deadline_us;
+        r.outcome = Classify(r.grpc_code, call->status.error_message(), r.latency_ns, t.deadline_us);
+        if (call->status.ok()) {
+          r.lane_ns = Param(call->response, "orrery_lane_ns");
+          r.queue_ns = Param(call->response, "orrery_queue_ns");
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        records_.push_back(r);
+      }
+      if (t.closed > 0 && now < end_) Send(call->stream, now);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--outstanding_ == 0 && sending_done_.load()) idle_.notify_all();
+    }
+  }
+
+  const std::vector<Target>& targets_;
+  const RunOptions& options_;
+  grpc::CompletionQueue cq_;
+  Clock::time_point start_, window_start_, end_;
+  std::atomic<bool> sending_done_{false};
+  std::mutex mu_;
+  std::condition_variable idle_;
+  int64_t outstanding_ = 0;
+  std::vector<Record> records_;
+};
+
+}  // namespace
+
+std::vector<Record> RunWorkload(const std::vector<Target>& targets, const std::vector<Arrival>& arrivals,
+                                const RunOptions& options) {
+  Runner runner(targets, options);
+  return runner.Run(arrivals);
+}
+
+}  // namespace orrery::loadgen

@@ -1,0 +1,62 @@
+// orrery-echo: the floor for orrery-loadgen's serving-overhead scenario. A
+// gRPC server of the same Open Inference Protocol service whose ModelInfer
+// returns its inputs as outputs: same payload, same protobuf and gRPC work,
+// no scheduling, execution or metering.
+//   orrery-echo --listen 127.0.0.1:0 --port-file FILE
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "api/proto/grpc_predict_v2.grpc.pb.h"
+
+namespace {
+
+class EchoService final : public inference::GRPCInferenceService::Service {
+ public:
+  grpc::Status ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest* request,
+                          inference::ModelInferResponse* response) override {
+    response->set_model_name(request->model_name());
+    response->set_id(request->id());
+    for (int i = 0; i < request->inputs_size(); ++i) {
+      auto* out = response->add_outputs();
+      out->set_name(request->inputs(i).name());
+      out->set_datatype(request->inputs(i).datatype());
+      *out->mutable_shape() = request->inputs(i).shape();
+    }
+    *response->mutable_raw_output_contents() = request->raw_input_contents();
+    return grpc::Status::OK;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:0";
+  std::string port_file;
+  CLI::App app{"orrery-echo: Open Inference Protocol echo server (bench floor)"};
+  app.add_option("--listen", listen, "HOST:PORT (port 0 picks a free one)")->capture_default_str();
+  app.add_option("--port-file", port_file, "Write the bound HOST:PORT to this file once serving");
+  CLI11_PARSE(app, argc, argv);
+  EchoService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    std::cerr << "orrery-echo: cannot listen on " << listen << "\n";
+    return 1;
+  }
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  if (!port_file.empty()) {
+    std::ofstream(port_file + ".tmp") << host << ":" << port << "\n";
+    std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+  }
+  std::cout << "orrery-echo listening on " << host << ":" << port << std::endl;
+  server->Wait();
+  return 0;
+}

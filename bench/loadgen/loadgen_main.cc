@@ -1,0 +1,299 @@
+// orrery-loadgen: open-loop (Poisson or trace) and closed-loop load from many
+// tenants and models over real gRPC to orreryd, started here on a loopback
+// port with a temp data dir or given by --server. Prints and writes per
+// tenant latency percentiles, goodput, deadline attainment, early vs late
+// rejections, service vs weight and Jain's index. See bench/README.md.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "api/proto/grpc_predict_v2.grpc.pb.h"
+#include "api/proto/orrery.grpc.pb.h"
+#include "bench/loadgen/driver.h"
+#include "bench/loadgen/report.h"
+#include "bench/loadgen/server_calls.h"
+#include "bench/loadgen/workload.h"
+
+// tests/integration/orreryd_process.h starts the binary named by this macro.
+static std::string g_orreryd_path;  // NOLINT
+#define ORRERYD_PATH g_orreryd_path.c_str()
+#include "tests/integration/orreryd_process.h"
+
+namespace orrery::loadgen {
+namespace {
+
+struct Options {
+  std::string server;
+  std::string admin_token;
+  std::string orreryd = ORRERY_DEFAULT_ORRERYD;
+  std::vector<std::string> orreryd_args;
+  std::vector<std::string> tenants;
+  std::vector<std::string> models;  // NAME=PATH.onnx
+  std::vector<std::string> streams;
+  std::string trace;
+  double duration_s = 10;
+  double warmup_s = 2;
+  uint64_t seed = 1;
+  std::string csv;
+  std::string summary_csv;
+  std::string json;
+  std::string plot;
+  std::string plot_script = ORRERY_PLOT_SCRIPT;
+  std::string echo;
+  int channels = 2;
+  int completion_threads = 2;
+};
+
+int Fail(const std::string& what) {
+  std::cerr << "orrery-loadgen: " << what << "\n";
+  return 1;
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"orrery-loadgen: open-loop multi-tenant load against orreryd"};
+  app.add_option("--server", o.server, "orreryd HOST:PORT (default: start one on loopback with a temp data dir)");
+  app.add_option("--admin-token", o.admin_token, "Admin token of --server (default: ORRERY_ADMIN_TOKEN)");
+  app.add_option("--orreryd", o.orreryd, "orreryd binary to start")->capture_default_str();
+  app.add_option("--orreryd-arg", o.orreryd_args, "Extra argument for the started orreryd (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--tenant", o.tenants, "NAME[:WEIGHT] (repeatable; tenants named by streams default to weight 1)")
+      ->allow_extra_args(false);
+  app.add_option("--model", o.models, "NAME=PATH.onnx, uploaded for every tenant that uses it (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--stream", o.streams,
+                 "TENANT:MODEL:RATE[:DEADLINE_MS]; RATE req/s Poisson, or cN for closed loop with N outstanding")
+      ->allow_extra_args(false);
+  app.add_option("--trace", o.trace, "CSV of time_s,tenant,model[,deadline_ms] arrivals (times from the start)");
+  app.add_option("--duration", o.duration_s, "Measured seconds")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.warmup_s, "Seconds of the same load before measuring")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", o.seed, "Poisson seed")->capture_default_str();
+  app.add_option("--csv", o.csv, "Per-request CSV");
+  app.add_option("--summary-csv", o.summary_csv, "Per-tenant CSV");
+  app.add_option("--json", o.json, "Summary as JSON");
+  app.add_option("--plot", o.plot, "PNG plot (python3-matplotlib; needs --csv)");
+  app.add_option("--plot-script", o.plot_script, "Plot script")->capture_default_str();
+  app.add_option("--echo", o.echo,
+                 "HOST:PORT of orrery-echo: after the run, replay the same schedule there with the same payloads");
+  app.add_option("--channels", o.channels, "gRPC channels (connections)")->capture_default_str()->check(
+      CLI::Range(1, 64));
+  app.add_option("--completion-threads", o.completion_threads, "Threads draining the completion queue")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  CLI11_PARSE(app, argc, argv);
+
+  // Workload first: bad flags fail before anything starts.
+  std::vector<StreamSpec> streams;
+  for (const std::string& s : o.streams) {
+    Result<StreamSpec> spec = ParseStream(s);
+    if (!spec.ok()) return Fail(spec.status().message());
+    streams.push_back(*spec);
+  }
+  const int64_t warmup_ns = static_cast<int64_t>(o.warmup_s * 1e9);
+  const int64_t duration_ns = static_cast<int64_t>(o.duration_s * 1e9);
+  std::vector<Arrival> arrivals = PoissonSchedule(streams, warmup_ns + duration_ns, o.seed);
+  if (!o.trace.empty()) {
+    Result<std::vector<Arrival>> trace = ReadTrace(o.trace, &streams);
+    if (!trace.ok()) return Fail(trace.status().message());
+    arrivals.insert(arrivals.end(), trace->begin(), trace->end());
+    std::stable_sort(arrivals.begin(), arrivals.end(),
+                     [](const Arrival& a, const Arrival& b) { return a.at_ns < b.at_ns; });
+  }
+  if (streams.empty()) return Fail("no load: give --stream or --trace");
+  std::map<std::string, std::string> model_paths;
+  for (const std::string& m : o.models) {
+    size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0) return Fail("--model '" + m + "': expected NAME=PATH.onnx");
+    model_paths[m.substr(0, eq)] = m.substr(eq + 1);
+  }
+  std::vector<std::pair<std::string, uint32_t>> tenants;
+  std::map<std::string, size_t> tenant_index;
+  for (const std::string& t : o.tenants) {
+    Result<TenantSpec> spec = ParseTenant(t);
+    if (!spec.ok()) return Fail(spec.status().message());
+    tenant_index[spec->name] = tenants.size();
+    tenants.emplace_back(spec->name, spec->weight);
+  }
+  std::map<std::string, std::set<std::string>> uses;  // tenant -> models
+  for (const StreamSpec& s : streams) {
+    if (!model_paths.count(s.model)) return Fail("stream model '" + s.model + "' has no --model NAME=PATH");
+    if (!tenant_index.count(s.tenant)) {
+      tenant_index[s.tenant] = tenants.size();
+      tenants.emplace_back(s.tenant, 1);
+    }
+    uses[s.tenant].insert(s.model);
+  }
+
+  // The server.
+  std::unique_ptr<testing::OrrerydProcess> proc;
+  std::string address = o.server;
+  std::string admin_token = o.admin_token;
+  if (admin_token.empty() && std::getenv("ORRERY_ADMIN_TOKEN") != nullptr) admin_token = std::getenv("ORRERY_ADMIN_TOKEN");
+  if (address.empty()) {
+    g_orreryd_path = o.orreryd;
+    proc = std::make_unique<testing::OrrerydProcess>(o.orreryd_args);
+    if (!proc->Start()) return Fail("could not start " + o.orreryd);
+    address = proc->address();
+    admin_token = proc->admin_token();
+    std::cerr << "orrery-loadgen: started orreryd on " << address << "\n";
+  } else if (admin_token.empty()) {
+    return Fail("--server needs --admin-token or ORRERY_ADMIN_TOKEN");
+  }
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> infer_stubs;
+  for (int i = 0; i < o.channels; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("orrery.loadgen.channel", i);  // distinct args: a connection each
+    args.SetMaxReceiveMessageSize(-1);
+    channels.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    infer_stubs.push_back(inference::GRPCInferenceService::NewStub(channels.back()));
+  }
+  auto admin = v1::AdminService::NewStub(channels[0]);
+  auto models = v1::ModelService::NewStub(channels[0]);
+
+  // Tenants (unique names per run, so a shared server keeps older runs apart),
+  // with quotas high enough that only the scheduler rejects.
+  const std::string run_id = std::to_string(getpid()) + "-" +
+                             std::to_string(std::chrono::system_clock::now().time_since_epoch().count() % 1000000);
+  std::map<std::string, std::string> keys, ids;  // name -> api key / tenant id
+  for (const auto& [name, weight] : tenants) {
+    grpc::ClientContext ctx;
+    WithAuth(&ctx, admin_token);
+    v1::CreateTenantRequest req;
+    req.set_name("lg-" + run_id + "-" + name);
+    req.set_weight(weight);
+    req.mutable_quotas()->set_max_inflight_requests(1000000);
+    req.mutable_quotas()->set_requests_per_second(1000000);
+    req.mutable_quotas()->set_burst_requests(1000000);
+    v1::CreateTenantResponse resp;
+    grpc::Status st = admin->CreateTenant(&ctx, req, &resp);
+    if (!st.ok()) return Fail("create tenant " + name + ": " + st.error_message());
+    keys[name] = resp.api_key();
+    ids[resp.tenant().id()] = name;
+  }
+  std::map<std::string, std::string> model_bytes;
+  for (const auto& [tenant, used] : uses) {
+    for (const std::string& m : used) {
+      if (!model_bytes.count(m)) {
+        model_bytes[m] = ReadAll(model_paths[m]);
+        if (model_bytes[m].empty()) return Fail("model file '" + model_paths[m] + "' is empty or unreadable");
+      }
+      grpc::Status st = Upload(models.get(), keys[tenant], m, model_bytes[m]);
+      if (!st.ok()) return Fail("upload " + m + " for " + tenant + ": " + st.error_message());
+    }
+  }
+  std::vector<Target> targets;
+  std::vector<StreamInfo> infos;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const StreamSpec& s = streams[i];
+    Target t;
+    t.stub = infer_stubs[i % infer_stubs.size()].get();
+    t.api_key = keys[s.tenant];
+    grpc::Status st = BuildRequest(models.get(), t.api_key, s.model, &t.request);
+    if (!st.ok()) return Fail("describe " + s.model + ": " + st.error_message());
+    if (s.deadline_us > 0) (*t.request.mutable_parameters())["timeout_us"].set_int64_param(s.deadline_us);
+    t.deadline_us = s.deadline_us;
+    t.closed = s.closed;
+    targets.push_back(std::move(t));
+    infos.push_back({s.tenant, s.model});
+  }
+
+  // The run. Server stats are snapshotted at the end of the warm-up and after
+  // the last response, so service counts the measured window only (plus the
+  // warm-up's tail still running at the snapshot).
+  v1::SchedulerStatsResponse before, after;
+  RunOptions ro;
+  ro.warmup_ns = warmup_ns;
+  ro.duration_ns = duration_ns;
+  ro.completion_threads = o.completion_threads;
+  ro.on_warmup_end = [&] { (void)SchedulerStats(admin.get(), admin_token, &before); };
+  std::cerr << "orrery-loadgen: " << tenants.size() << " tenants, " << streams.size() << " streams, "
+            << arrivals.size() << " scheduled arrivals, " << o.warmup_s << " s warm-up + " << o.duration_s << " s\n";
+  std::vector<Record> records = RunWorkload(targets, arrivals, ro);
+  grpc::Status st = SchedulerStats(admin.get(), admin_token, &after);
+  if (!st.ok()) return Fail("scheduler stats: " + st.error_message());
+  std::map<std::string, int64_t> service;
+  for (const auto& t : after.tenants()) {
+    auto name = ids.find(t.tenant_id());
+    if (name == ids.end()) continue;
+    int64_t base = 0;
+    for (const auto& b : before.tenants()) {
+      if (b.tenant_id() == t.tenant_id()) base = b.service_ns();
+    }
+    service[name->second] = t.service_ns() - base;
+    std::cerr << "orrery-loadgen: scheduler: tenant " << name->second << " weight " << t.weight() << " admitted "
+              << t.admitted() << " rejected " << t.rejected_deadline() << "+" << t.rejected_in_flight() << " dropped "
+              << t.dropped() << " completed " << t.completed() << " longest wait " << t.max_wait_ns() / 1e6
+              << " ms\n";
+  }
+  Summary summary = Summarise(records, infos, tenants, o.duration_s, service);
+  for (const auto& m : after.models()) {
+    // model_id is tenant_id/name@version: report as tenant/model.
+    const std::string& id = m.model_id();
+    size_t slash = id.find('/');
+    if (slash == std::string::npos || !ids.count(id.substr(0, slash))) continue;
+    const std::string label = ids[id.substr(0, slash)] + "/" + id.substr(slash + 1);
+    summary.model_error_p50[label] = m.error_p50();
+    summary.model_error_p99[label] = m.error_p99();
+  }
+
+  if (!o.echo.empty()) {
+    // Same schedule, same payloads, to a trivial echo service: the floor a
+    // bare gRPC unary round trip sets on this machine right now.
+    auto echo_channel = grpc::CreateChannel(o.echo, grpc::InsecureChannelCredentials());
+    auto echo_stub = inference::GRPCInferenceService::NewStub(echo_channel);
+    std::vector<Target> echo_targets = targets;
+    for (Target& t : echo_targets) {
+      t.stub = echo_stub.get();
+      t.api_key.clear();
+    }
+    RunOptions eo = ro;
+    eo.on_warmup_end = nullptr;
+    std::vector<Record> echo = RunWorkload(echo_targets, arrivals, eo);
+    std::vector<double> lat;
+    for (const Record& r : echo) {
+      if (r.grpc_code == 0) lat.push_back(static_cast<double>(r.latency_ns) / 1e6);
+    }
+    if (lat.empty()) return Fail("echo server " + o.echo + " answered nothing");
+    summary.echo_p50_ms = Percentile(lat, 0.5);
+    summary.echo_p99_ms = Percentile(lat, 0.99);
+  }
+
+  std::cout << SummaryTable(summary);
+  if (!o.csv.empty() && !WriteRequestsCsv(o.csv, records, infos)) return Fail("cannot write " + o.csv);
+  if (!o.summary_csv.empty() && !WriteSummaryCsv(o.summary_csv, summary)) return Fail("cannot write " + o.summary_csv);
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    out << SummaryJson(summary) << "\n";
+    if (!out) return Fail("cannot write " + o.json);
+  }
+  if (!o.plot.empty()) {
+    if (o.csv.empty() || o.summary_csv.empty()) return Fail("--plot needs --csv and --summary-csv");
+    const std::string cmd = "/usr/bin/python3 '" + o.plot_script + "' '" + o.csv + "' '" + o.summary_csv + "' '" +
+                            o.plot + "'";
+    if (std::system(cmd.c_str()) != 0) return Fail("plot failed: " + cmd);
+  }
+  if (proc) proc->Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace orrery::loadgen
+
+int main(int argc, char** argv) { return orrery::loadgen::Main(argc, argv); }
