@@ -129,7 +129,29 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
   Catalog::ModelLimits limits;
   limits.max_models = quotas.max_models();
   limits.max_total_bytes = quotas.max_total_bytes();
+  // The packed weights go to disk (synced, renamed) before the record that
+  // names them is committed: a crash in between leaves an orphan segment
+  // that start-up recovery removes, never a record without its segment.
+  ModelLoader& loader = ctx_->cache->loader();
+  if (loader.segments() != nullptr) {
+    Status s = loader.WriteSegment(**compiled, SegmentStore::NewName(), &record);
+    if (!s.ok()) {
+      if (s.code() == StatusCode::kResourceExhausted || s.code() == StatusCode::kUnavailable) {
+        return ToGrpcStatus(s.WithPrefix("model '" + name + "': writing its segment"));
+      }
+      // Weights that cannot be exported for the signature's shapes: the
+      // model is stored without a segment and packs on every load.
+      spdlog::warn("tenant {}: model '{}' stored without a segment: {}", tenant->id(), name, s.message());
+      record.clear_segment_file();
+    }
+  }
+  const std::vector<ModelRecord> written_segment =
+      record.segment_file().empty() ? std::vector<ModelRecord>{} : std::vector<ModelRecord>{record};
   Result<Catalog::PutResult> put = ctx_->catalog->PutModel(&record, bytes, limits);
+  if (!put.ok() || put->replayed) {
+    // Nothing (or an earlier upload's record) names the segment just written.
+    loader.RemoveSegments(written_segment);
+  }
   if (!put.ok()) return ToGrpcStatus(put.status());
   if (!put->replayed) {
     ctx_->cache->Put(record, ModelCache::ModelPtr(std::move(compiled).value()));
@@ -165,9 +187,21 @@ grpc::Status ModelServiceImpl::DeleteModel(grpc::ServerContext* context, const v
                                            v1::DeleteModelResponse* response) {
   Result<TenantRecord> tenant = AuthenticateTenant(*context, *ctx_->tenants);
   if (!tenant.ok()) return ToGrpcStatus(tenant.status());
+  // The records first, for their segment files, which go after the catalog
+  // change (a crash in between leaves orphans that recovery removes).
+  Result<std::vector<ModelRecord>> before = ctx_->catalog->ListModels(tenant->id());
+  if (!before.ok()) return ToGrpcStatus(before.status());
   Result<std::vector<uint64_t>> deleted =
       ctx_->catalog->DeleteModelVersions(tenant->id(), request->name(), request->version());
   if (!deleted.ok()) return ToGrpcStatus(deleted.status());
+  std::vector<ModelRecord> gone;
+  for (const ModelRecord& m : *before) {
+    if (m.name() == request->name() &&
+        std::find(deleted->begin(), deleted->end(), m.version()) != deleted->end()) {
+      gone.push_back(m);
+    }
+  }
+  ctx_->cache->loader().RemoveSegments(gone);
   // The stored bytes are gone now; requests already running hold a
   // shared_ptr to the compiled model (the reference count of the serving
   // path), so their plans finish and the model is freed after the last one.

@@ -18,6 +18,8 @@
 #include "api/periodic_task.h"
 #include "api/model_service.h"
 #include "api/service_context.h"
+#include "storage/segment_recovery.h"
+#include "storage/segment_store.h"
 #include "tenancy/api_key.h"
 
 namespace orrery {
@@ -26,6 +28,7 @@ struct Server::Impl {
   // Declaration order is destruction order in reverse: the gRPC server goes
   // first, then the services, the lanes, the cache and finally the catalog.
   std::unique_ptr<Catalog> catalog;
+  std::unique_ptr<SegmentStore> segments;
   std::unique_ptr<Tenants> tenants;
   std::unique_ptr<ModelCache> cache;
   std::unique_ptr<Admission> admission;
@@ -106,8 +109,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return Status::InvalidArgument("storage sample interval must not be negative");
   }
   ORRERY_ASSIGN_OR_RETURN(impl->catalog, Catalog::Open((std::filesystem::path(options.data_dir) / "catalog").string()));
+  // Segments are derived from the catalog: recover them against it before
+  // anything can upload or load.
+  ORRERY_ASSIGN_OR_RETURN(impl->segments, SegmentStore::Open(options.data_dir));
+  ORRERY_ASSIGN_OR_RETURN(SegmentRecoveryReport recovered, RecoverSegments(*impl->catalog, impl->segments.get()));
+  spdlog::info("segments: {} live, {} orphans and {} unfinished writes removed", recovered.live,
+               recovered.orphans_removed, recovered.temps_removed);
   impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
-  impl->cache = std::make_unique<ModelCache>(impl->catalog.get());
+  impl->cache = std::make_unique<ModelCache>(impl->catalog.get(), impl->segments.get());
   impl->admission = std::make_unique<Admission>();
   int lanes = options.lanes > 0 ? options.lanes : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = lanes});
@@ -151,7 +160,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     Impl* raw = impl.get();
     ORRERY_ASSIGN_OR_RETURN(impl->metrics_http,
                             MetricsHttpServer::Start(options.metrics_listen, [raw] {
-                              return raw->metrics.Render(*raw->scheduler);
+                              const ModelLoaderStats loader = raw->cache->loader().stats();
+                              return raw->metrics.Render(*raw->scheduler, &loader);
                             }));
     impl->metrics_address = impl->metrics_http->address();
   }

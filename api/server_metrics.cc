@@ -28,8 +28,23 @@ ServerMetrics::Totals ServerMetrics::totals() const {
                 .ok_latency_ns = ok_latency_ns_.load(std::memory_order_relaxed)};
 }
 
-std::string ServerMetrics::Render(const FairScheduler& scheduler) {
+std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoaderStats* loader) {
   const SchedulerStats s = scheduler.Stats();
+  if (loader != nullptr) {
+    registry.Family("orrery_segment_loads_total", "Model loads that imported packed weights from a verified segment.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(loader->segment_loads));
+    registry.Family("orrery_segment_rebuilds_total",
+                    "Segments found missing, corrupt or mismatched at load and rebuilt from the ONNX.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(loader->segment_rebuilds));
+    registry.Family("orrery_model_compiles_total", "Model loads that packed weights from the ONNX.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(loader->compiles));
+  }
   registry.Family("orrery_lanes", "CPU execution lanes.", MetricType::kGauge).GaugeWith({}).Set(s.lanes);
   registry.Family("orrery_scheduler_queued", "Requests waiting for a lane.", MetricType::kGauge)
       .GaugeWith({})

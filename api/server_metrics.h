@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/metrics.h"
+#include "cache/model_loader.h"
 #include "scheduler/scheduler.h"
 
 namespace orrery {
@@ -18,7 +19,9 @@ struct ServerMetrics {
   ServerMetrics();
 
   // The registry rendered after copying in `scheduler`'s current stats.
-  std::string Render(const FairScheduler& scheduler);
+  // With `loader`, also its segment counters (orrery_segment_loads_total,
+  // orrery_segment_rebuilds_total, orrery_model_compiles_total).
+  std::string Render(const FairScheduler& scheduler, const ModelLoaderStats* loader = nullptr);
 
   // Process-wide ModelInfer totals, for the periodic summary log line.
   struct Totals {

@@ -24,9 +24,7 @@ Result<ModelCache::ModelPtr> ModelCache::Get(const ModelRecord& record) {
 
   // This thread compiles; concurrent callers wait on the shared future.
   Result<ModelPtr> result = [&]() -> Result<ModelPtr> {
-    ORRERY_ASSIGN_OR_RETURN(std::string bytes,
-                            catalog_->GetModelBlob(record.tenant_id(), record.name(), record.version()));
-    ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(bytes));
+    ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, loader_.Load(record));
     return ModelPtr(std::move(model));
   }();
   promise.set_value(result);
