@@ -145,6 +145,15 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
       record.clear_segment_file();
     }
   }
+  // A model that could never be loaded into the host cache is refused now,
+  // not at its first request.
+  if (ctx_->host != nullptr) {
+    if (Status s = ctx_->host->CheckFits(record); !s.ok()) {
+      loader.RemoveSegments(record.segment_file().empty() ? std::vector<ModelRecord>{}
+                                                          : std::vector<ModelRecord>{record});
+      return ToGrpcStatus(s.WithPrefix("model '" + name + "'"));
+    }
+  }
   const std::vector<ModelRecord> written_segment =
       record.segment_file().empty() ? std::vector<ModelRecord>{} : std::vector<ModelRecord>{record};
   Result<Catalog::PutResult> put = ctx_->catalog->PutModel(&record, bytes, limits);
@@ -155,6 +164,19 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
   if (!put.ok()) return ToGrpcStatus(put.status());
   if (!put->replayed) {
     ctx_->cache->Put(record, ModelCache::ModelPtr(std::move(compiled).value()));
+    if (ctx_->host != nullptr) {
+      // Accounted in the host cache as resident: its "load" finds the model
+      // just put (no I/O) and may evict others to make room.
+      Status s = ctx_->host->Register(record);
+      if (s.ok()) s = ctx_->host->Acquire(record, /*wait_for_room=*/false).status();
+      if (!s.ok()) {
+        ctx_->cache->EraseVersion(record.tenant_id(), name, record.version());
+        spdlog::warn("tenant {}: model '{}' v{} not kept in memory: {}", tenant->id(), name, record.version(),
+                     s.message());
+      }
+    }
+  }
+  if (!put->replayed) {
     spdlog::info("tenant {}: stored model '{}' v{} ({} bytes, sha256 {})", tenant->id(), name, record.version(),
                  bytes.size(), record.sha256());
   }
@@ -202,6 +224,9 @@ grpc::Status ModelServiceImpl::DeleteModel(grpc::ServerContext* context, const v
     }
   }
   ctx_->cache->loader().RemoveSegments(gone);
+  if (ctx_->host != nullptr) {
+    for (const ModelRecord& m : gone) ctx_->host->Unregister(m);
+  }
   // The stored bytes are gone now; requests already running hold a
   // shared_ptr to the compiled model (the reference count of the serving
   // path), so their plans finish and the model is freed after the last one.

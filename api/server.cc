@@ -24,6 +24,24 @@
 
 namespace orrery {
 
+namespace {
+
+// Every stored version is known to the host tier from the start (sizes from
+// the records); one larger than the current budget is logged and refused
+// when a request needs it.
+Status RegisterStoredModels(const Catalog& catalog, HostTier* host) {
+  ORRERY_ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, catalog.ListTenants());
+  for (const TenantRecord& t : tenants) {
+    ORRERY_ASSIGN_OR_RETURN(std::vector<ModelRecord> models, catalog.ListModels(t.id()));
+    for (const ModelRecord& m : models) {
+      if (Status s = host->Register(m); !s.ok()) spdlog::warn("host cache: {}", s.message());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 struct Server::Impl {
   // Declaration order is destruction order in reverse: the gRPC server goes
   // first, then the services, the lanes, the cache and finally the catalog.
@@ -31,6 +49,7 @@ struct Server::Impl {
   std::unique_ptr<SegmentStore> segments;
   std::unique_ptr<Tenants> tenants;
   std::unique_ptr<ModelCache> cache;
+  std::unique_ptr<HostTier> host;  // after the cache: its loaders stop first
   std::unique_ptr<Admission> admission;
   std::unique_ptr<FairScheduler> scheduler;
   ServerMetrics metrics;
@@ -117,6 +136,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                recovered.orphans_removed, recovered.temps_removed);
   impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
   impl->cache = std::make_unique<ModelCache>(impl->catalog.get(), impl->segments.get());
+  ORRERY_ASSIGN_OR_RETURN(impl->host, HostTier::Create({.budget_bytes = options.host_cache_bytes,
+                                                        .loader_threads = options.host_loader_threads},
+                                                       impl->cache.get(), SteadyClock::Get()));
+  ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get()));
   impl->admission = std::make_unique<Admission>();
   int lanes = options.lanes > 0 ? options.lanes : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = lanes});
@@ -124,6 +147,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->ctx.catalog = impl->catalog.get();
   impl->ctx.tenants = impl->tenants.get();
   impl->ctx.cache = impl->cache.get();
+  impl->ctx.host = impl->host.get();
   impl->ctx.admission = impl->admission.get();
   impl->ctx.scheduler = impl->scheduler.get();
   impl->ctx.metrics = &impl->metrics;
@@ -161,7 +185,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     ORRERY_ASSIGN_OR_RETURN(impl->metrics_http,
                             MetricsHttpServer::Start(options.metrics_listen, [raw] {
                               const ModelLoaderStats loader = raw->cache->loader().stats();
-                              return raw->metrics.Render(*raw->scheduler, &loader);
+                              const TierStats host = raw->host->stats();
+                              return raw->metrics.Render(*raw->scheduler, &loader, &host);
                             }));
     impl->metrics_address = impl->metrics_http->address();
   }

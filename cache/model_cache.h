@@ -38,6 +38,10 @@ class ModelCache {
   void Put(const ModelRecord& record, ModelPtr model);
   // Drops every cached version of (tenant_id, name).
   void Erase(const std::string& tenant_id, const std::string& name);
+  // Drops one cached version (evicted from the host tier).
+  void EraseVersion(const std::string& tenant_id, const std::string& name, uint64_t version);
+  // The cached model, or nullptr when absent or still loading. Never loads.
+  ModelPtr Peek(const ModelRecord& record) const;
 
   size_t size() const;
   ModelLoader& loader() { return loader_; }
