@@ -136,9 +136,11 @@ class CrashTest : public ::testing::Test {
 
   // What a tenant does until `stop`: uploads (always with an upload id),
   // deletes of single versions, inferences.
-  void Work(int tenant, uint32_t seed, const std::atomic<bool>& stop) {
+  // `channel` is taken by the main thread: a worker reading server_'s own
+  // channel could race with Kill() resetting it.
+  void Work(int tenant, uint32_t seed, const std::atomic<bool>& stop, std::shared_ptr<grpc::Channel> channel) {
     std::mt19937 rng(seed);
-    Stubs stubs(server_.channel());
+    Stubs stubs(channel);
     const std::string& key = keys_[tenant];
     while (!stop.load()) {
       const int what = static_cast<int>(rng() % 10);
@@ -313,7 +315,9 @@ TEST_F(CrashTest, AcknowledgedWorkSurvivesRepeatedSigkill) {
     std::atomic<bool> stop{false};
     std::vector<std::thread> workers;
     for (int t = 0; t < kTenants; ++t) {
-      workers.emplace_back([this, t, cycle, &stop] { Work(t, static_cast<uint32_t>(cycle * 31 + t), stop); });
+      workers.emplace_back([this, t, cycle, &stop, channel = server_.channel()] {
+        Work(t, static_cast<uint32_t>(cycle * 31 + t), stop, channel);
+      });
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 120));
     server_.Kill();  // SIGKILL, mid-flight
