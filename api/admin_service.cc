@@ -128,6 +128,10 @@ grpc::Status AdminServiceImpl::DeleteTenant(grpc::ServerContext* context, const 
   if (!models.ok()) return ToGrpcStatus(models.status());
   if (Status s = ctx_->tenants->Delete(tenant->id()); !s.ok()) return ToGrpcStatus(s);
   for (const ModelRecord& m : *models) ctx_->cache->Erase(m.tenant_id(), m.name());
+  ctx_->cache->loader().RemoveSegments(*models);
+  if (ctx_->host != nullptr) {
+    for (const ModelRecord& m : *models) ctx_->host->Unregister(m);
+  }
   spdlog::info("deleted tenant '{}' ({}): {} model versions removed, tombstone kept", tenant->name(), tenant->id(),
                models->size());
   return grpc::Status::OK;

@@ -169,7 +169,18 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   if (!deadline.ok()) return ToGrpcStatus(deadline.status());
   Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
   if (!inputs.ok()) return ToGrpcStatus(inputs.status());
-  Result<ModelCache::ModelPtr> model = ctx_->cache->Get(*record);
+  // The host cache pins the version until this handler returns (the request
+  // has then finished on its lane); a miss loads it on a loader thread.
+  HostTier::Pin pin;
+  Result<ModelCache::ModelPtr> model = Status::Internal("unset");
+  if (ctx_->host != nullptr) {
+    Result<HostTier::Pin> pinned = ctx_->host->Acquire(*record);
+    if (!pinned.ok()) return ToGrpcStatus(pinned.status());
+    pin = std::move(pinned).value();
+    model = pin.model();
+  } else {
+    model = ctx_->cache->Get(*record);
+  }
   if (!model.ok()) return ToGrpcStatus(model.status());
   // Names, dtypes, shapes and byte counts are checked here, before the
   // request takes a queue slot, not on the lane.

@@ -129,10 +129,54 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
   Catalog::ModelLimits limits;
   limits.max_models = quotas.max_models();
   limits.max_total_bytes = quotas.max_total_bytes();
+  // The packed weights go to disk (synced, renamed) before the record that
+  // names them is committed: a crash in between leaves an orphan segment
+  // that start-up recovery removes, never a record without its segment.
+  ModelLoader& loader = ctx_->cache->loader();
+  if (loader.segments() != nullptr) {
+    Status s = loader.WriteSegment(**compiled, SegmentStore::NewName(), &record);
+    if (!s.ok()) {
+      if (s.code() == StatusCode::kResourceExhausted || s.code() == StatusCode::kUnavailable) {
+        return ToGrpcStatus(s.WithPrefix("model '" + name + "': writing its segment"));
+      }
+      // Weights that cannot be exported for the signature's shapes: the
+      // model is stored without a segment and packs on every load.
+      spdlog::warn("tenant {}: model '{}' stored without a segment: {}", tenant->id(), name, s.message());
+      record.clear_segment_file();
+    }
+  }
+  // A model that could never be loaded into the host cache is refused now,
+  // not at its first request.
+  if (ctx_->host != nullptr) {
+    if (Status s = ctx_->host->CheckFits(record); !s.ok()) {
+      loader.RemoveSegments(record.segment_file().empty() ? std::vector<ModelRecord>{}
+                                                          : std::vector<ModelRecord>{record});
+      return ToGrpcStatus(s.WithPrefix("model '" + name + "'"));
+    }
+  }
+  const std::vector<ModelRecord> written_segment =
+      record.segment_file().empty() ? std::vector<ModelRecord>{} : std::vector<ModelRecord>{record};
   Result<Catalog::PutResult> put = ctx_->catalog->PutModel(&record, bytes, limits);
+  if (!put.ok() || put->replayed) {
+    // Nothing (or an earlier upload's record) names the segment just written.
+    loader.RemoveSegments(written_segment);
+  }
   if (!put.ok()) return ToGrpcStatus(put.status());
   if (!put->replayed) {
     ctx_->cache->Put(record, ModelCache::ModelPtr(std::move(compiled).value()));
+    if (ctx_->host != nullptr) {
+      // Accounted in the host cache as resident: its "load" finds the model
+      // just put (no I/O) and may evict others to make room.
+      Status s = ctx_->host->Register(record);
+      if (s.ok()) s = ctx_->host->Acquire(record, /*wait_for_room=*/false).status();
+      if (!s.ok()) {
+        ctx_->cache->EraseVersion(record.tenant_id(), name, record.version());
+        spdlog::warn("tenant {}: model '{}' v{} not kept in memory: {}", tenant->id(), name, record.version(),
+                     s.message());
+      }
+    }
+  }
+  if (!put->replayed) {
     spdlog::info("tenant {}: stored model '{}' v{} ({} bytes, sha256 {})", tenant->id(), name, record.version(),
                  bytes.size(), record.sha256());
   }
@@ -165,9 +209,24 @@ grpc::Status ModelServiceImpl::DeleteModel(grpc::ServerContext* context, const v
                                            v1::DeleteModelResponse* response) {
   Result<TenantRecord> tenant = AuthenticateTenant(*context, *ctx_->tenants);
   if (!tenant.ok()) return ToGrpcStatus(tenant.status());
+  // The records first, for their segment files, which go after the catalog
+  // change (a crash in between leaves orphans that recovery removes).
+  Result<std::vector<ModelRecord>> before = ctx_->catalog->ListModels(tenant->id());
+  if (!before.ok()) return ToGrpcStatus(before.status());
   Result<std::vector<uint64_t>> deleted =
       ctx_->catalog->DeleteModelVersions(tenant->id(), request->name(), request->version());
   if (!deleted.ok()) return ToGrpcStatus(deleted.status());
+  std::vector<ModelRecord> gone;
+  for (const ModelRecord& m : *before) {
+    if (m.name() == request->name() &&
+        std::find(deleted->begin(), deleted->end(), m.version()) != deleted->end()) {
+      gone.push_back(m);
+    }
+  }
+  ctx_->cache->loader().RemoveSegments(gone);
+  if (ctx_->host != nullptr) {
+    for (const ModelRecord& m : gone) ctx_->host->Unregister(m);
+  }
   // The stored bytes are gone now; requests already running hold a
   // shared_ptr to the compiled model (the reference count of the serving
   // path), so their plans finish and the model is freed after the last one.

@@ -36,6 +36,13 @@ int main(int argc, char** argv) {
                  "Threads handling RPCs; past it new RPCs get RESOURCE_EXHAUSTED at once")
       ->capture_default_str()
       ->check(CLI::Range(8, 1 << 16));
+  app.add_option("--host-cache-bytes", options.host_cache_bytes,
+                 "RAM budget for loaded models (segment bytes); larger models are refused at upload")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--host-loader-threads", options.host_loader_threads, "Model loads (segment reads) in flight")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--lanes", options.lanes, "CPU execution lanes (0 = one per core)")->capture_default_str();
   app.add_option("--port-file", port_file, "Write the bound HOST:PORT to this file once serving");
   app.add_option("--metrics-listen", options.metrics_listen,

@@ -19,16 +19,38 @@
 #include "api/periodic_task.h"
 #include "api/model_service.h"
 #include "api/service_context.h"
+#include "storage/segment_recovery.h"
+#include "storage/segment_store.h"
 #include "tenancy/api_key.h"
 
 namespace orrery {
+
+namespace {
+
+// Every stored version is known to the host tier from the start (sizes from
+// the records); one larger than the current budget is logged and refused
+// when a request needs it.
+Status RegisterStoredModels(const Catalog& catalog, HostTier* host) {
+  ORRERY_ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, catalog.ListTenants());
+  for (const TenantRecord& t : tenants) {
+    ORRERY_ASSIGN_OR_RETURN(std::vector<ModelRecord> models, catalog.ListModels(t.id()));
+    for (const ModelRecord& m : models) {
+      if (Status s = host->Register(m); !s.ok()) spdlog::warn("host cache: {}", s.message());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 struct Server::Impl {
   // Declaration order is destruction order in reverse: the gRPC server goes
   // first, then the services, the lanes, the cache and finally the catalog.
   std::unique_ptr<Catalog> catalog;
+  std::unique_ptr<SegmentStore> segments;
   std::unique_ptr<Tenants> tenants;
   std::unique_ptr<ModelCache> cache;
+  std::unique_ptr<HostTier> host;  // after the cache: its loaders stop first
   std::unique_ptr<Admission> admission;
   std::unique_ptr<FairScheduler> scheduler;
   ServerMetrics metrics;
@@ -107,8 +129,18 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return Status::InvalidArgument("storage sample interval must not be negative");
   }
   ORRERY_ASSIGN_OR_RETURN(impl->catalog, Catalog::Open((std::filesystem::path(options.data_dir) / "catalog").string()));
+  // Segments are derived from the catalog: recover them against it before
+  // anything can upload or load.
+  ORRERY_ASSIGN_OR_RETURN(impl->segments, SegmentStore::Open(options.data_dir));
+  ORRERY_ASSIGN_OR_RETURN(SegmentRecoveryReport recovered, RecoverSegments(*impl->catalog, impl->segments.get()));
+  spdlog::info("segments: {} live, {} orphans and {} unfinished writes removed", recovered.live,
+               recovered.orphans_removed, recovered.temps_removed);
   impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
-  impl->cache = std::make_unique<ModelCache>(impl->catalog.get());
+  impl->cache = std::make_unique<ModelCache>(impl->catalog.get(), impl->segments.get());
+  ORRERY_ASSIGN_OR_RETURN(impl->host, HostTier::Create({.budget_bytes = options.host_cache_bytes,
+                                                        .loader_threads = options.host_loader_threads},
+                                                       impl->cache.get(), SteadyClock::Get()));
+  ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get()));
   impl->admission = std::make_unique<Admission>();
   int lanes = options.lanes > 0 ? options.lanes : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = lanes});
@@ -116,6 +148,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->ctx.catalog = impl->catalog.get();
   impl->ctx.tenants = impl->tenants.get();
   impl->ctx.cache = impl->cache.get();
+  impl->ctx.host = impl->host.get();
   impl->ctx.admission = impl->admission.get();
   impl->ctx.scheduler = impl->scheduler.get();
   impl->ctx.metrics = &impl->metrics;
@@ -155,7 +188,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     Impl* raw = impl.get();
     ORRERY_ASSIGN_OR_RETURN(impl->metrics_http,
                             MetricsHttpServer::Start(options.metrics_listen, [raw] {
-                              return raw->metrics.Render(*raw->scheduler);
+                              const ModelLoaderStats loader = raw->cache->loader().stats();
+                              const TierStats host = raw->host->stats();
+                              return raw->metrics.Render(*raw->scheduler, &loader, &host);
                             }));
     impl->metrics_address = impl->metrics_http->address();
   }

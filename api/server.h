@@ -33,6 +33,11 @@ struct ServerOptions {
   // An info log line every this many seconds summing up requests, errors,
   // latency and queues since the last one; 0 = none.
   int summary_seconds = 60;
+  // RAM budget of the host cache of loaded models (cache/host_tier.h): a
+  // model's segment size counts against it; larger models are refused at
+  // upload, others evicted when the room is needed.
+  int64_t host_cache_bytes = int64_t{4} << 30;
+  int host_loader_threads = 2;  // segment loads in flight
 };
 
 class Server {

@@ -28,8 +28,45 @@ ServerMetrics::Totals ServerMetrics::totals() const {
                 .ok_latency_ns = ok_latency_ns_.load(std::memory_order_relaxed)};
 }
 
-std::string ServerMetrics::Render(const FairScheduler& scheduler) {
+std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoaderStats* loader,
+                                  const TierStats* host) {
   const SchedulerStats s = scheduler.Stats();
+  if (host != nullptr) {
+    registry.Family("orrery_host_cache_capacity_bytes", "Host cache budget (--host-cache-bytes).", MetricType::kGauge)
+        .GaugeWith({})
+        .Set(static_cast<double>(host->capacity_bytes));
+    registry.Family("orrery_host_cache_used_bytes", "Host cache bytes resident or loading.", MetricType::kGauge)
+        .GaugeWith({})
+        .Set(static_cast<double>(host->used_bytes));
+    registry.Family("orrery_host_cache_resident_models", "Model versions resident in the host cache.",
+                    MetricType::kGauge)
+        .GaugeWith({})
+        .Set(static_cast<double>(host->resident));
+    auto& events = registry.Family("orrery_host_cache_events_total",
+                                   "Host cache acquisitions by outcome, loads and evictions.", MetricType::kCounter,
+                                   {"event"});
+    events.CounterWith({"hit"}).Mirror(static_cast<double>(host->hits));
+    events.CounterWith({"join"}).Mirror(static_cast<double>(host->joins));
+    events.CounterWith({"miss"}).Mirror(static_cast<double>(host->misses));
+    events.CounterWith({"load"}).Mirror(static_cast<double>(host->moves_started));
+    events.CounterWith({"load_failed"}).Mirror(static_cast<double>(host->moves_failed));
+    events.CounterWith({"eviction"}).Mirror(static_cast<double>(host->evictions));
+  }
+  if (loader != nullptr) {
+    registry.Family("orrery_segment_loads_total", "Model loads that imported packed weights from a verified segment.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(loader->segment_loads));
+    registry.Family("orrery_segment_rebuilds_total",
+                    "Segments found missing, corrupt or mismatched at load and rebuilt from the ONNX.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(loader->segment_rebuilds));
+    registry.Family("orrery_model_compiles_total", "Model loads that packed weights from the ONNX.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(loader->compiles));
+  }
   registry.Family("orrery_lanes", "CPU execution lanes.", MetricType::kGauge).GaugeWith({}).Set(s.lanes);
   registry.Family("orrery_scheduler_queued", "Requests waiting for a lane.", MetricType::kGauge)
       .GaugeWith({})

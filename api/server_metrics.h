@@ -10,6 +10,8 @@
 #include <string>
 
 #include "base/metrics.h"
+#include "cache/model_loader.h"
+#include "cache/tier_cache.h"
 #include "scheduler/scheduler.h"
 
 namespace orrery {
@@ -18,7 +20,11 @@ struct ServerMetrics {
   ServerMetrics();
 
   // The registry rendered after copying in `scheduler`'s current stats.
-  std::string Render(const FairScheduler& scheduler);
+  // With `loader`, also its segment counters (orrery_segment_loads_total,
+  // orrery_segment_rebuilds_total, orrery_model_compiles_total).
+  // With `host`, the host cache's (orrery_host_cache_*).
+  std::string Render(const FairScheduler& scheduler, const ModelLoaderStats* loader = nullptr,
+                     const TierStats* host = nullptr);
 
   // Process-wide ModelInfer totals, for the periodic summary log line.
   struct Totals {

@@ -8,6 +8,7 @@
 
 #include "api/proto/orrery.pb.h"
 #include "api/server_metrics.h"
+#include "cache/host_tier.h"
 #include "cache/model_cache.h"
 #include "scheduler/scheduler.h"
 #include "storage/catalog.h"
@@ -20,6 +21,7 @@ struct ServiceContext {
   Catalog* catalog = nullptr;
   Tenants* tenants = nullptr;
   ModelCache* cache = nullptr;
+  HostTier* host = nullptr;  // may be null: every model stays loaded (tests of the API alone)
   Admission* admission = nullptr;  // per-tenant in-flight slots and request rate
   FairScheduler* scheduler = nullptr;
   ServerMetrics* metrics = nullptr;  // may be null (no metrics)

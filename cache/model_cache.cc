@@ -1,5 +1,6 @@
 #include "cache/model_cache.h"
 
+#include <chrono>
 #include <utility>
 
 namespace orrery {
@@ -24,9 +25,7 @@ Result<ModelCache::ModelPtr> ModelCache::Get(const ModelRecord& record) {
 
   // This thread compiles; concurrent callers wait on the shared future.
   Result<ModelPtr> result = [&]() -> Result<ModelPtr> {
-    ORRERY_ASSIGN_OR_RETURN(std::string bytes,
-                            catalog_->GetModelBlob(record.tenant_id(), record.name(), record.version()));
-    ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(bytes));
+    ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, loader_.Load(record));
     return ModelPtr(std::move(model));
   }();
   promise.set_value(result);
@@ -52,6 +51,24 @@ void ModelCache::Erase(const std::string& tenant_id, const std::string& name) {
          std::get<1>(it->first) == name) {
     it = entries_.erase(it);
   }
+}
+
+void ModelCache::EraseVersion(const std::string& tenant_id, const std::string& name, uint64_t version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.erase(Key{tenant_id, name, version});
+}
+
+ModelCache::ModelPtr ModelCache::Peek(const ModelRecord& record) const {
+  Entry entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(Key{record.tenant_id(), record.name(), record.version()});
+    if (it == entries_.end()) return nullptr;
+    entry = it->second;
+  }
+  if (entry.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+  const Result<ModelPtr>& r = entry.get();
+  return r.ok() ? *r : nullptr;
 }
 
 size_t ModelCache::size() const {

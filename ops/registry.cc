@@ -16,7 +16,8 @@ std::string_view BackendName(Backend backend) {
 Status OpRegistry::Register(KernelDef def) {
   if (def.op_type.empty() || def.infer == nullptr ||
       (def.compute == nullptr) || def.min_inputs < 0 || def.max_inputs < def.min_inputs ||
-      def.min_outputs < 1 || def.max_outputs < def.min_outputs) {
+      def.min_outputs < 1 || def.max_outputs < def.min_outputs ||
+      (def.serialize_cached == nullptr) != (def.deserialize_cached == nullptr)) {
     return Status::InvalidArgument("incomplete kernel definition for '" + def.op_type + "'");
   }
   auto key = std::make_pair(def.op_type, def.backend);
@@ -62,6 +63,16 @@ Result<std::shared_ptr<const PreparedKernel>> NodeCache::GetOrMake(uint32_t key,
   ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PreparedKernel> value, make());
   values_.emplace(key, value);
   return value;
+}
+
+std::vector<std::pair<uint32_t, std::shared_ptr<const PreparedKernel>>> NodeCache::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {values_.begin(), values_.end()};
+}
+
+void NodeCache::Insert(uint32_t key, std::shared_ptr<const PreparedKernel> value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  values_.emplace(key, std::move(value));
 }
 
 Status PrepareAndCompute(PrepareFn prepare, ComputeFn compute, const KernelContext& ctx,

@@ -116,9 +116,16 @@ class NodeCache {
   // The value stored under `key`, made by `make` on first use (under a lock:
   // concurrent callers wait rather than pack twice). Errors are not cached.
   Result<std::shared_ptr<const PreparedKernel>> GetOrMake(uint32_t key, MakeFn make);
+  // Every stored (key, value), by key: what the runtime exports
+  // (runtime/packed_weights.h). Cost: copies the shared_ptrs under the lock.
+  std::vector<std::pair<uint32_t, std::shared_ptr<const PreparedKernel>>> Snapshot() const;
+  // Stores `value` under `key` unless one is there: an imported value that
+  // GetOrMake then returns instead of making one. Kernels must check that
+  // what they get fits (and remake it otherwise); see ops/cpu/packed_state.h.
+  void Insert(uint32_t key, std::shared_ptr<const PreparedKernel> value);
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<uint32_t, std::shared_ptr<const PreparedKernel>> values_;
 };
 
@@ -142,6 +149,12 @@ using InferFn = Status (*)(const InferContext& ctx, std::vector<TensorType>* out
 using ComputeFn = Status (*)(const KernelContext& ctx, std::span<Tensor> outputs);
 // Errors are reported as the node's errors (the plan is rejected).
 using PrepareFn = Result<Prepared> (*)(const PrepareContext& ctx);
+// Optional, for kernels whose NodeCache holds packed weights: the bytes of
+// one cache entry, and back. Deserialize returns INVALID_ARGUMENT for bytes
+// it does not recognise (the runtime then ignores them and repacks).
+using SerializeCachedFn = Result<std::vector<std::byte>> (*)(const PreparedKernel& cached);
+using DeserializeCachedFn = Result<std::shared_ptr<const PreparedKernel>> (*)(
+    uint32_t key, std::span<const std::byte> bytes);
 
 enum class OutputAlloc { kPreallocated, kByKernel };
 
@@ -205,7 +218,16 @@ struct KernelDef {
   // inputs are computed at run time (PlannedStep::recheck). Re-running
   // Infer allocates; this keeps such steps allocation-free.
   bool values_checked_in_compute = false;
+  // Both set or both null; see SerializeCachedFn. Bump
+  // kCachedStateVersion below whenever what a kernel stores changes meaning.
+  SerializeCachedFn serialize_cached = nullptr;
+  DeserializeCachedFn deserialize_cached = nullptr;
 };
+
+// Version of every kernel's serialised NodeCache state taken together: the
+// runtime stores it with exported weights and ignores exports of another
+// version.
+inline constexpr uint32_t kCachedStateVersion = 1;
 
 // Runs `def` on inputs whose output types are known: Prepare (when the
 // kernel has one, with every input value known) with heap scratch, then

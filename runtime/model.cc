@@ -6,6 +6,7 @@
 #include "runtime/execution.h"
 #include "runtime/graph.h"
 #include "runtime/model_impl.h"
+#include "runtime/packed_weights.h"
 #include "runtime/plan.h"
 #include "runtime/plan_cache.h"
 
@@ -88,6 +89,11 @@ CompiledModel::~CompiledModel() = default;
 const ModelSignature& CompiledModel::signature() const { return impl_->signature; }
 
 Result<std::unique_ptr<CompiledModel>> CompiledModel::Compile(std::string_view onnx_bytes) {
+  return Compile(onnx_bytes, CompileOptions{});
+}
+
+Result<std::unique_ptr<CompiledModel>> CompiledModel::Compile(std::string_view onnx_bytes,
+                                                              const CompileOptions& options) {
   onnx::ModelProto model;
   ORRERY_RETURN_IF_ERROR(runtime::ParseModel(onnx_bytes, &model));
   const ops::OpRegistry& registry = ops::OpRegistry::Global();
@@ -104,6 +110,14 @@ Result<std::unique_ptr<CompiledModel>> CompiledModel::Compile(std::string_view o
   for (int id : graph.outputs) sig.outputs.push_back(SpecOf(graph.values[static_cast<size_t>(id)]));
   Status st = InferSignature(*impl->plan, &sig);
   if (!st.ok()) return st.WithPrefix("shape inference");
+  if (!options.packed_weights.empty()) {
+    Result<size_t> imported = runtime::ImportPackedWeights(*impl->plan, options.packed_weights);
+    if (!imported.ok()) {
+      if (options.import_status != nullptr) *options.import_status = imported.status();
+    } else if (options.imported != nullptr) {
+      *options.imported = *imported;
+    }
+  }
   impl->cache = std::make_unique<runtime::PlanCache>(impl->plan);
   WarmPlanCache(sig, impl->cache.get());
   return std::unique_ptr<CompiledModel>(new CompiledModel(std::move(impl)));

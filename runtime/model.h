@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +60,20 @@ class CompiledModel {
   // opset < 7, and unsupported ops (message names the node and the op).
   static Result<std::unique_ptr<CompiledModel>> Compile(std::string_view onnx_bytes);
 
+  // Compile, taking the constant operands' packed form from `packed_weights`
+  // (runtime/packed_weights.h, exported from a model compiled from the same
+  // bytes) instead of packing them. Entries that do not fit are ignored and
+  // packed as usual; *imported (if non-null) gets how many were taken. A
+  // malformed blob is ignored, not an error: *import_status (if non-null)
+  // gets why.
+  struct CompileOptions {
+    std::span<const std::byte> packed_weights;
+    size_t* imported = nullptr;
+    Status* import_status = nullptr;
+  };
+  static Result<std::unique_ptr<CompiledModel>> Compile(std::string_view onnx_bytes,
+                                                        const CompileOptions& options);
+
   const ModelSignature& signature() const;
 
   // Runs one inference. Inputs are matched by name; every graph input must be
@@ -76,6 +92,7 @@ class CompiledModel {
 
  private:
   friend class Execution;
+  friend Result<std::vector<std::byte>> ExportPackedWeights(const CompiledModel& model);
   struct Impl;
   explicit CompiledModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

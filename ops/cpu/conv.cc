@@ -25,6 +25,7 @@
 #include "ops/cpu/gemm/fusion.h"
 #include "ops/cpu/gemm/kernels.h"
 #include "ops/cpu/gemm/sgemm.h"
+#include "ops/cpu/packed_state.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -209,9 +210,6 @@ bool IsPointwise(const WindowGeometry& g) {
 enum class ConvPath { kPointwise, kDepthwise, kIm2Col2D, kIm2ColND };
 
 // W packed per group (left operands), shared across the node's shapes.
-struct PackedGroups final : PreparedKernel {
-  std::vector<PackedMatrix> groups;
-};
 
 struct ConvPrepared final : PreparedKernel {
   ConvSetup s;
@@ -317,6 +315,17 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     const uint32_t key = p->transposed ? 1 : 0;  // the two layouts differ
     if (ctx.node_cache != nullptr) {
       ORRERY_ASSIGN_OR_RETURN(got, ctx.node_cache->GetOrMake(key, make));
+      // Imported state of other dimensions: pack for this call instead.
+      const auto* pg = dynamic_cast<const PackedGroups*>(got.get());
+      bool fits = pg != nullptr && static_cast<int64_t>(pg->groups.size()) == s.group;
+      for (size_t gi = 0; fits && gi < pg->groups.size(); ++gi) {
+        fits = p->transposed
+                   ? MatchesPacked(pg->groups[gi], PackedMatrix::Side::kRight, p->kdim, p->mg)
+                   : MatchesPacked(pg->groups[gi], PackedMatrix::Side::kLeft, p->mg, p->kdim);
+      }
+      if (!fits) {
+        ORRERY_ASSIGN_OR_RETURN(got, make());
+      }
     } else {
       ORRERY_ASSIGN_OR_RETURN(got, make());
     }
@@ -486,7 +495,9 @@ Status RegisterConvKernels(OpRegistry* registry) {
                                       .compute = ComputeConv,
                                       .prepare = PrepareConv,
                                       .fusions = kFuseResidual | kFuseActivation,
-                                      .overwrites_outputs = true});
+                                      .overwrites_outputs = true,
+                                      .serialize_cached = SerializePackedGroups,
+                                      .deserialize_cached = DeserializePackedGroups});
 }
 
 }  // namespace orrery::ops::cpu

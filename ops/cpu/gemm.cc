@@ -12,6 +12,7 @@
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/gemm/fusion.h"
 #include "ops/cpu/gemm/sgemm.h"
+#include "ops/cpu/packed_state.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -77,11 +78,6 @@ Status InferGemm(const InferContext& ctx, std::vector<TensorType>* outputs) {
 }
 
 // Constant operands packed once, shared by the node's preparations.
-struct PackedOperand final : PreparedKernel {
-  explicit PackedOperand(PackedMatrix m) : matrix(std::move(m)) {}
-  PackedMatrix matrix;
-};
-
 enum class BiasMode { kNone, kColumn, kRow, kFill };
 
 struct GemmPrepared final : PreparedKernel {
@@ -94,14 +90,22 @@ struct GemmPrepared final : PreparedKernel {
   std::shared_ptr<const PackedOperand> packed_a, packed_b;
 };
 
+// The packed operand from the node cache, or packed now. A cached one of
+// other dimensions (imported state that does not fit) is replaced by a
+// fresh pack for this call.
 Result<std::shared_ptr<const PackedOperand>> PackThrough(
-    NodeCache* cache, uint32_t key, FunctionRef<PackedMatrix()> pack) {
+    NodeCache* cache, uint32_t key, PackedMatrix::Side side, int64_t rows, int64_t cols,
+    FunctionRef<PackedMatrix()> pack) {
   auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
     return std::shared_ptr<const PreparedKernel>(std::make_shared<PackedOperand>(pack()));
   };
   std::shared_ptr<const PreparedKernel> got;
   if (cache != nullptr) {
     ORRERY_ASSIGN_OR_RETURN(got, cache->GetOrMake(key, make));
+    const auto* op = dynamic_cast<const PackedOperand*>(got.get());
+    if (op == nullptr || !MatchesPacked(op->matrix, side, rows, cols)) {
+      ORRERY_ASSIGN_OR_RETURN(got, make());
+    }
   } else {
     ORRERY_ASSIGN_OR_RETURN(got, make());
   }
@@ -140,13 +144,15 @@ Result<Prepared> PrepareGemm(const PrepareContext& ctx) {
   }
   if (g->m > 0 && g->n > 0 && g->k > 0) {
     if (const Tensor* b = ctx.value(1); b != nullptr) {
-      ORRERY_ASSIGN_OR_RETURN(g->packed_b, PackThrough(ctx.node_cache, 0, [&] {
+      ORRERY_ASSIGN_OR_RETURN(g->packed_b, PackThrough(ctx.node_cache, 0, PackedMatrix::Side::kRight,
+                                                           g->k, g->n, [&] {
                                 return PackedMatrix::PackRight(b->data<float>(), bs[1],
                                                                p.trans_b, g->k, g->n);
                               }));
     }
     if (const Tensor* a = ctx.value(0); a != nullptr) {
-      ORRERY_ASSIGN_OR_RETURN(g->packed_a, PackThrough(ctx.node_cache, 1, [&] {
+      ORRERY_ASSIGN_OR_RETURN(g->packed_a, PackThrough(ctx.node_cache, 1, PackedMatrix::Side::kLeft,
+                                                           g->m, g->k, [&] {
                                 return PackedMatrix::PackLeft(a->data<float>(), as[1], p.trans_a,
                                                               g->m, g->k);
                               }));
@@ -221,7 +227,9 @@ Status RegisterGemmKernels(OpRegistry* registry) {
                                       .compute = ComputeGemm,
                                       .prepare = PrepareGemm,
                                       .fusions = kFuseResidual | kFuseActivation,
-                                      .overwrites_outputs = true});
+                                      .overwrites_outputs = true,
+                                      .serialize_cached = SerializePackedOperand,
+                                      .deserialize_cached = DeserializePackedOperand});
 }
 
 }  // namespace orrery::ops::cpu

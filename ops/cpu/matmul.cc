@@ -13,6 +13,7 @@
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/gemm/fusion.h"
 #include "ops/cpu/gemm/sgemm.h"
+#include "ops/cpu/packed_state.h"
 #include "ops/kernel_util.h"
 
 namespace orrery::ops::cpu {
@@ -70,10 +71,6 @@ Status InferMatMul(const InferContext& ctx, std::vector<TensorType>* outputs) {
   return Status::Ok();
 }
 
-struct PackedOperand final : PreparedKernel {
-  explicit PackedOperand(PackedMatrix m) : matrix(std::move(m)) {}
-  PackedMatrix matrix;
-};
 
 struct MatMulPrepared final : PreparedKernel {
   Fusion fusion;
@@ -121,6 +118,11 @@ Result<Prepared> PrepareMatMul(const PrepareContext& ctx) {
     std::shared_ptr<const PreparedKernel> got;
     if (ctx.node_cache != nullptr) {
       ORRERY_ASSIGN_OR_RETURN(got, ctx.node_cache->GetOrMake(0, make));
+      // Imported state of other dimensions: pack for this call instead.
+      const auto* op = dynamic_cast<const PackedOperand*>(got.get());
+      if (op == nullptr || !MatchesPacked(op->matrix, PackedMatrix::Side::kRight, d.k, d.n)) {
+        ORRERY_ASSIGN_OR_RETURN(got, make());
+      }
     } else {
       ORRERY_ASSIGN_OR_RETURN(got, make());
     }
@@ -189,7 +191,9 @@ Status RegisterMatMulKernels(OpRegistry* registry) {
                                       .compute = ComputeMatMul,
                                       .prepare = PrepareMatMul,
                                       .fusions = kFuseBias | kFuseResidual | kFuseActivation,
-                                      .overwrites_outputs = true});
+                                      .overwrites_outputs = true,
+                                      .serialize_cached = SerializePackedOperand,
+                                      .deserialize_cached = DeserializePackedOperand});
 }
 
 }  // namespace orrery::ops::cpu

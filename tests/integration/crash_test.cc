@@ -7,6 +7,10 @@
 // version is one of the uploads sent for that name (its bytes, its upload id);
 // an unacknowledged upload retried with its upload id is either replayed (it
 // had committed) or stored once. Every acknowledged inference was correct.
+// Segments: after every kill each model record's segment file exists and
+// validates (it was synced before the record was committed); after every
+// restart (start-up recovery) no temp file and no segment that no record
+// names is left.
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -20,6 +24,8 @@
 
 #include "runtime/tensor_proto.h"
 #include "storage/catalog.h"
+#include "storage/segment_reader.h"
+#include "storage/segment_store.h"
 #include "tenancy/api_key.h"
 #include "tests/integration/orreryd_process.h"
 #include "tests/integration/rpc_client.h"
@@ -130,9 +136,11 @@ class CrashTest : public ::testing::Test {
 
   // What a tenant does until `stop`: uploads (always with an upload id),
   // deletes of single versions, inferences.
-  void Work(int tenant, uint32_t seed, const std::atomic<bool>& stop) {
+  // `channel` is taken by the main thread: a worker reading server_'s own
+  // channel could race with Kill() resetting it.
+  void Work(int tenant, uint32_t seed, const std::atomic<bool>& stop, std::shared_ptr<grpc::Channel> channel) {
     std::mt19937 rng(seed);
-    Stubs stubs(server_.channel());
+    Stubs stubs(channel);
     const std::string& key = keys_[tenant];
     while (!stop.load()) {
       const int what = static_cast<int>(rng() % 10);
@@ -193,6 +201,25 @@ class CrashTest : public ::testing::Test {
     EXPECT_EQ(report->records_without_blob, 0u);
     EXPECT_EQ(report->dangling_uploads, 0u);
     EXPECT_EQ(report->dangling_key_index, 0u);
+    // Every record names a segment that is there and intact.
+    live_segments_.clear();
+    auto reader = SegmentReader::Create();
+    ASSERT_TRUE(reader.ok());
+    for (const std::string& tenant_id : tenant_ids_) {
+      auto models = (*catalog)->ListModels(tenant_id);
+      ASSERT_TRUE(models.ok());
+      for (const ModelRecord& m : *models) {
+        EXPECT_FALSE(m.segment_file().empty()) << m.name() << " v" << m.version() << " has no segment";
+        if (m.segment_file().empty()) continue;
+        live_segments_.insert(m.segment_file());
+        AlignedBuffer buffer;
+        Result<SegmentHeader> header = (*reader)->Read(SegmentDir() + "/" + m.segment_file(), &buffer);
+        ASSERT_TRUE(header.ok()) << m.name() << " v" << m.version() << ": " << header.status().ToString();
+        EXPECT_EQ(header->file_size(), m.segment_bytes());
+        EXPECT_EQ(SegmentStore::HeaderCrc(*header), m.segment_header_crc32c());
+        ++verified_segments_;
+      }
+    }
     for (const Upload& u : world_.Snapshot()) {
       if (!u.version || u.deleted || u.maybe_deleted) continue;
       auto blob = (*catalog)->GetModelBlob(tenant_ids_[u.tenant], u.name, u.version);
@@ -201,6 +228,18 @@ class CrashTest : public ::testing::Test {
       ++verified_blobs_;
     }
   }
+
+  // With the server up after start-up recovery and before any new upload:
+  // only segments of the records seen after the kill (recovery and catalog
+  // repair only remove), and no unfinished writes.
+  void CheckNoOrphanSegments() {
+    for (const auto& e : std::filesystem::directory_iterator(SegmentDir())) {
+      const std::string name = e.path().filename().string();
+      EXPECT_TRUE(live_segments_.count(name) > 0) << "orphaned segment file " << name << " after recovery";
+    }
+  }
+
+  std::string SegmentDir() const { return server_.data_dir() + "/segments"; }
 
   // With the server up: what every tenant sees, then pending uploads retried.
   void CheckAndResolveOverGrpc() {
@@ -254,7 +293,8 @@ class CrashTest : public ::testing::Test {
   World world_;
   std::atomic<int> next_id_{0};
   std::atomic<int> acked_uploads_{0}, acked_deletes_{0}, acked_inferences_{0}, wrong_inferences_{0};
-  int verified_blobs_ = 0, replayed_ = 0;
+  int verified_blobs_ = 0, replayed_ = 0, verified_segments_ = 0;
+  std::set<std::string> live_segments_;
 };
 
 TEST_F(CrashTest, AcknowledgedWorkSurvivesRepeatedSigkill) {
@@ -275,7 +315,9 @@ TEST_F(CrashTest, AcknowledgedWorkSurvivesRepeatedSigkill) {
     std::atomic<bool> stop{false};
     std::vector<std::thread> workers;
     for (int t = 0; t < kTenants; ++t) {
-      workers.emplace_back([this, t, cycle, &stop] { Work(t, static_cast<uint32_t>(cycle * 31 + t), stop); });
+      workers.emplace_back([this, t, cycle, &stop, channel = server_.channel()] {
+        Work(t, static_cast<uint32_t>(cycle * 31 + t), stop, channel);
+      });
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 120));
     server_.Kill();  // SIGKILL, mid-flight
@@ -284,6 +326,7 @@ TEST_F(CrashTest, AcknowledgedWorkSurvivesRepeatedSigkill) {
 
     CheckCatalogDirectly();
     ASSERT_TRUE(server_.Start()) << "restart " << cycle << " failed";
+    CheckNoOrphanSegments();
     CheckAndResolveOverGrpc();
     if (::testing::Test::HasFatalFailure()) return;
   }
@@ -293,10 +336,11 @@ TEST_F(CrashTest, AcknowledgedWorkSurvivesRepeatedSigkill) {
   EXPECT_GT(acked_inferences_.load(), kCycles);
   EXPECT_GT(acked_deletes_.load(), 0);
   EXPECT_GT(verified_blobs_, kCycles);
+  EXPECT_GT(verified_segments_, kCycles);
   std::printf("crash test: %d kills, %d acknowledged uploads, %d deletes, %d inferences, %d blob checks, "
-              "%d unacknowledged uploads found committed on retry\n",
+              "%d segment checks, %d unacknowledged uploads found committed on retry\n",
               kCycles, acked_uploads_.load(), acked_deletes_.load(), acked_inferences_.load(), verified_blobs_,
-              replayed_);
+              verified_segments_, replayed_);
 }
 
 }  // namespace

@@ -1,0 +1,123 @@
+// The host tier wired to real loads: HostCache (cache/host_cache.h) decides
+// which model versions stay in RAM within --host-cache-bytes, ModelCache
+// holds the compiled models, and loader threads perform HostCache's load
+// actions (ModelLoader: segment read with io_uring + import) in
+// predicted-start order, reporting each one's measured duration with
+// FinishMove. An eviction drops the compiled model from ModelCache (requests
+// still running keep theirs through their shared_ptr).
+//
+// A model's size in the tier is its segment's size (the ONNX size for a
+// record without a segment). A model larger than the tier is refused at
+// upload (CheckFits: RESOURCE_EXHAUSTED naming both sizes).
+//
+// Acquire pins the version for one request and blocks until it is resident
+// (a load on a loader thread, or joining one in flight); the returned Pin
+// releases it. When pinned or loading models hold all the room, Acquire waits
+// for a release (UNAVAILABLE after `acquire_timeout_ns`). Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "cache/host_cache.h"
+#include "cache/model_cache.h"
+#include "cache/model_key.h"
+#include "storage/catalog.h"
+
+namespace orrery {
+
+class HostTier {
+ public:
+  struct Options {
+    int64_t budget_bytes = int64_t{4} << 30;
+    int loader_threads = 2;
+    int64_t acquire_timeout_ns = 30 * kNsPerSec;
+  };
+
+  // INVALID_ARGUMENT for a budget <= 0 or loader_threads < 1. `cache` and
+  // `clock` must outlive the tier.
+  static Result<std::unique_ptr<HostTier>> Create(const Options& options, ModelCache* cache,
+                                                  const Clock* clock);
+  ~HostTier();  // stops the loaders (after the loads they run)
+
+  static ModelKey KeyOf(const ModelRecord& record);
+  // What the tier charges for `record`.
+  static int64_t BytesOf(const ModelRecord& record);
+
+  // RESOURCE_EXHAUSTED (naming both sizes) if `record` can never fit.
+  Status CheckFits(const ModelRecord& record) const;
+  // Makes a version known (at upload after the commit, and at start-up).
+  Status Register(const ModelRecord& record);
+  // Forgets a deleted version; one still pinned stays until the next start.
+  void Unregister(const ModelRecord& record);
+
+  // A pinned, resident model for one request; unpins on destruction.
+  class Pin {
+   public:
+    Pin() = default;
+    Pin(Pin&& other) noexcept;
+    Pin& operator=(Pin&& other) noexcept;
+    ~Pin();
+    const ModelCache::ModelPtr& model() const { return model_; }
+
+   private:
+    friend class HostTier;
+    HostTier* tier_ = nullptr;
+    ModelKey key_;
+    ModelCache::ModelPtr model_;
+  };
+  // Blocks for the load on a miss. Errors: the load's (NOT_FOUND if the
+  // version is gone, ...), RESOURCE_EXHAUSTED for a model that never fits,
+  // UNAVAILABLE when no room was freed within the timeout.
+  // With wait_for_room false, UNAVAILABLE at once instead of waiting.
+  Result<Pin> Acquire(const ModelRecord& record, bool wait_for_room = true);
+
+  TierStats stats() const { return host_->Stats(); }
+
+  HostTier(const HostTier&) = delete;
+  HostTier& operator=(const HostTier&) = delete;
+
+ private:
+  struct Job {
+    TierAction action;
+    ModelRecord record;
+    bool operator<(const Job& o) const {  // priority_queue: earliest start on top
+      return action.predicted.start_ns > o.action.predicted.start_ns ||
+             (action.predicted.start_ns == o.action.predicted.start_ns && action.id > o.action.id);
+    }
+  };
+
+  HostTier(const Options& options, std::unique_ptr<HostCache> host, ModelCache* cache, const Clock* clock);
+  void LoaderLoop();
+  void Release(const ModelKey& key);
+
+  const Options options_;
+  std::unique_ptr<HostCache> host_;
+  ModelCache* cache_;
+  const Clock* clock_;
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;     // loaders: a job or stop
+  std::condition_variable release_cv_;  // acquirers waiting for room
+  std::priority_queue<Job> jobs_;
+  // Loads queued or running, by key: what a request that joins waits on.
+  struct Load {
+    uint64_t action_id = 0;
+    std::shared_future<Status> done;
+  };
+  std::map<ModelKey, Load> loads_;
+  std::map<uint64_t, std::promise<Status>> promises_;  // by action id
+  bool stop_ = false;
+  std::vector<std::thread> loaders_;
+};
+
+}  // namespace orrery

@@ -1,0 +1,65 @@
+// Turning a model record into a compiled model: the ONNX from the catalog,
+// plus, when the record names a segment (storage/segment_store.h), its packed
+// weights read with io_uring and imported (runtime/packed_weights.h), so the
+// load skips packing. A segment that is missing, corrupt or not the one the
+// record expects is never served: the load logs a warning, counts it,
+// compiles from the ONNX (packing) and rewrites the segment under the same
+// name. Writing a new version's segment at upload is here too, so that one
+// place decides what a segment holds.
+//
+// Costs: Load blocks for one catalog blob read, one segment read (io_uring)
+// and CompiledModel::Compile; on a rebuild also packing and a segment write
+// (two syncs). Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "base/status.h"
+#include "runtime/model.h"
+#include "storage/catalog.h"
+#include "storage/segment_store.h"
+
+namespace orrery {
+
+struct ModelLoaderStats {
+  uint64_t segment_loads = 0;     // loads that imported a verified segment
+  uint64_t segment_rebuilds = 0;  // missing / corrupt / mismatched segments rebuilt
+  uint64_t compiles = 0;          // loads that packed from the ONNX (rebuilds included)
+};
+
+class ModelLoader {
+ public:
+  // `segments` may be null: every load compiles, nothing is written.
+  ModelLoader(const Catalog* catalog, SegmentStore* segments)
+      : catalog_(catalog), segments_(segments) {}
+
+  Result<std::unique_ptr<CompiledModel>> Load(const ModelRecord& record);
+
+  // Exports `model`'s packed weights (specialising it if needed) and writes
+  // them as segment `name` for `record` (its sha256 must be set); fills the
+  // record's segment fields. Call before committing the record.
+  // FAILED_PRECONDITION when there is no segment store; export and write
+  // errors otherwise (the caller decides whether an upload fails).
+  Status WriteSegment(const CompiledModel& model, std::string_view name, ModelRecord* record);
+
+  // Deletes the segment files of `records` (after their catalog delete);
+  // failures are logged (start-up recovery removes what is left).
+  void RemoveSegments(const std::vector<ModelRecord>& records);
+
+  ModelLoaderStats stats() const;
+  SegmentStore* segments() const { return segments_; }
+
+ private:
+  const Catalog* catalog_;
+  SegmentStore* segments_;
+  std::atomic<uint64_t> segment_loads_{0}, segment_rebuilds_{0}, compiles_{0};
+};
+
+// The content id a segment of `record` carries: derived from the ONNX's
+// SHA-256, so a segment from other bytes is rejected.
+uint64_t SegmentContentId(const ModelRecord& record);
+
+}  // namespace orrery

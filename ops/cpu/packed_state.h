@@ -1,0 +1,50 @@
+// The shape-independent prepared state of the GEMM-based kernels (Gemm,
+// MatMul, Conv): constant operands packed once per node and kept in its
+// NodeCache (ops/registry.h), plus their serialisation so that the runtime
+// can store them (runtime/packed_weights.h) and skip packing on a later load.
+//
+// Kernels check what they get from the cache against the shapes they expect
+// (MatchesPacked) and repack on a mismatch, so imported state that does not
+// fit (another build, another model) costs time, never a wrong result.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "ops/cpu/gemm/sgemm.h"
+#include "ops/registry.h"
+
+namespace orrery::ops::cpu {
+
+// One packed operand (Gemm's A or B, MatMul's B).
+struct PackedOperand final : PreparedKernel {
+  explicit PackedOperand(PackedMatrix m) : matrix(std::move(m)) {}
+  PackedMatrix matrix;
+};
+
+// Conv's weights, one packed matrix per group.
+struct PackedGroups final : PreparedKernel {
+  std::vector<PackedMatrix> groups;
+};
+
+inline bool MatchesPacked(const PackedMatrix& m, PackedMatrix::Side side, int64_t rows,
+                          int64_t cols) {
+  return m.side() == side && m.rows() == rows && m.cols() == cols;
+}
+
+// KernelDef::serialize_cached / deserialize_cached for node caches holding
+// PackedOperand (Gemm, MatMul) or PackedGroups (Conv). Cost: one copy of the
+// packed floats. Deserialize errors are INVALID_ARGUMENT.
+Result<std::vector<std::byte>> SerializePackedOperand(const PreparedKernel& cached);
+Result<std::shared_ptr<const PreparedKernel>> DeserializePackedOperand(
+    uint32_t key, std::span<const std::byte> bytes);
+Result<std::vector<std::byte>> SerializePackedGroups(const PreparedKernel& cached);
+Result<std::shared_ptr<const PreparedKernel>> DeserializePackedGroups(
+    uint32_t key, std::span<const std::byte> bytes);
+
+}  // namespace orrery::ops::cpu

@@ -1,0 +1,153 @@
+#include "runtime/packed_weights.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "model_builder.h"
+#include "runtime/model.h"
+
+namespace orrery {
+namespace {
+
+using testing::kFloat;
+using testing::ModelBuilder;
+using testing::TinyMlp;
+
+// X[1, 2, 5, 5] -> Conv(W[m, 2, 3, 3], pads 1) -> Y[1, m, 5, 5].
+ModelBuilder ConvModel(int64_t m) {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {1, 2, 5, 5});
+  std::vector<float> w(static_cast<size_t>(m * 2 * 9));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  b.FloatInit("W", {m, 2, 3, 3}, w);
+  ModelBuilder::AttrInts(b.Node("Conv", {"X", "W"}, {"Y"}, "conv"), "pads", {1, 1, 1, 1});
+  b.Output("Y", kFloat, {1, m, 5, 5});
+  return b;
+}
+
+// X[N, 4] -> MatMul(B[4, 3]) -> Y[N, 3].
+ModelBuilder MatMulModel() {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {-1, 4});
+  b.FloatInit("B", {4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  b.Node("MatMul", {"X", "B"}, {"Y"}, "mm");
+  b.Output("Y", kFloat, {-1, 3});
+  return b;
+}
+
+NamedTensor Input(const std::string& name, Shape shape) {
+  Tensor t(DType::kFloat32, shape);
+  float* d = t.data<float>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) d[i] = static_cast<float>(i % 5) - 1.5f;
+  return NamedTensor{name, std::move(t)};
+}
+
+std::vector<float> RunOnce(const CompiledModel& model, const NamedTensor& in) {
+  Result<std::vector<NamedTensor>> out = model.Run({in});
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok()) return {};
+  const Tensor& y = (*out)[0].tensor;
+  return std::vector<float>(y.data<float>(), y.data<float>() + y.num_elements());
+}
+
+struct Case {
+  ModelBuilder builder;
+  NamedTensor input;
+  size_t entries;  // packed operands the model has
+};
+
+TEST(PackedWeightsTest, ExportImportRoundTripReusesPackedWeights) {
+  std::vector<Case> cases;
+  cases.push_back({TinyMlp(), Input("X", {3, 2}), 2});
+  cases.push_back({ConvModel(4), Input("X", {1, 2, 5, 5}), 1});
+  cases.push_back({MatMulModel(), Input("X", {2, 4}), 1});
+  for (const Case& c : cases) {
+    const std::string bytes = c.builder.Bytes();
+    auto plain = CompiledModel::Compile(bytes);
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    Result<std::vector<std::byte>> blob = ExportPackedWeights(**plain);
+    ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+    size_t imported = 0;
+    Status import_status;
+    auto loaded = CompiledModel::Compile(
+        bytes, {.packed_weights = *blob, .imported = &imported, .import_status = &import_status});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    EXPECT_TRUE(import_status.ok()) << import_status.ToString();
+    EXPECT_EQ(imported, c.entries);
+    EXPECT_EQ(RunOnce(**loaded, c.input), RunOnce(**plain, c.input));
+    // Exporting the imported model gives the same bytes (nothing repacked differently).
+    Result<std::vector<std::byte>> again = ExportPackedWeights(**loaded);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(*again, *blob);
+  }
+}
+
+TEST(PackedWeightsTest, MalformedBlobIsIgnoredAndTheModelPacks) {
+  const std::string bytes = TinyMlp().Bytes();
+  auto plain = CompiledModel::Compile(bytes);
+  ASSERT_TRUE(plain.ok());
+  Result<std::vector<std::byte>> blob = ExportPackedWeights(**plain);
+  ASSERT_TRUE(blob.ok());
+  const NamedTensor in = Input("X", {3, 2});
+  for (size_t cut : {size_t{3}, size_t{16}, blob->size() / 2, blob->size() - 1}) {
+    std::vector<std::byte> bad(blob->begin(), blob->begin() + static_cast<long>(cut));
+    size_t imported = 99;
+    Status import_status;
+    auto loaded = CompiledModel::Compile(
+        bytes, {.packed_weights = bad, .imported = &imported, .import_status = &import_status});
+    ASSERT_TRUE(loaded.ok());
+    EXPECT_EQ(import_status.code(), StatusCode::kInvalidArgument) << "cut at " << cut;
+    EXPECT_EQ(imported, 99u) << "nothing is taken from a malformed blob";
+    EXPECT_EQ(RunOnce(**loaded, in), RunOnce(**plain, in));
+  }
+}
+
+TEST(PackedWeightsTest, WeightsOfOtherDimensionsAreRepackedNotUsed) {
+  // Conv with 4 output channels exported, imported into one with 6: the
+  // entry matches by step and op type but not by shape.
+  auto four = CompiledModel::Compile(ConvModel(4).Bytes());
+  ASSERT_TRUE(four.ok());
+  Result<std::vector<std::byte>> blob = ExportPackedWeights(**four);
+  ASSERT_TRUE(blob.ok());
+  const std::string six_bytes = ConvModel(6).Bytes();
+  auto six_plain = CompiledModel::Compile(six_bytes);
+  ASSERT_TRUE(six_plain.ok());
+  size_t imported = 0;
+  auto six = CompiledModel::Compile(six_bytes, {.packed_weights = *blob, .imported = &imported});
+  ASSERT_TRUE(six.ok());
+  EXPECT_EQ(imported, 1u);
+  const NamedTensor in = Input("X", {1, 2, 5, 5});
+  EXPECT_EQ(RunOnce(**six, in), RunOnce(**six_plain, in));
+
+  // Weights of another op type at that step are not even deserialised.
+  auto mm = CompiledModel::Compile(MatMulModel().Bytes());
+  ASSERT_TRUE(mm.ok());
+  Result<std::vector<std::byte>> mm_blob = ExportPackedWeights(**mm);
+  ASSERT_TRUE(mm_blob.ok());
+  imported = 0;
+  auto six2 = CompiledModel::Compile(six_bytes, {.packed_weights = *mm_blob, .imported = &imported});
+  ASSERT_TRUE(six2.ok());
+  EXPECT_EQ(imported, 0u);
+  EXPECT_EQ(RunOnce(**six2, in), RunOnce(**six_plain, in));
+}
+
+TEST(PackedWeightsTest, ModelWithoutPackedOperandsExportsAnEmptyList) {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {-1, 4});
+  b.Node("Relu", {"X"}, {"Y"}, "relu");
+  b.Output("Y", kFloat, {-1, 4});
+  auto model = CompiledModel::Compile(b.Bytes());
+  ASSERT_TRUE(model.ok());
+  Result<std::vector<std::byte>> blob = ExportPackedWeights(**model);
+  ASSERT_TRUE(blob.ok());
+  EXPECT_EQ(blob->size(), 16u);  // the header with a zero count
+  size_t imported = 7;
+  auto again = CompiledModel::Compile(b.Bytes(), {.packed_weights = *blob, .imported = &imported});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(imported, 0u);
+}
+
+}  // namespace
+}  // namespace orrery
