@@ -374,7 +374,11 @@ Status RunDepthwise(const KernelContext& ctx, const ConvPrepared& p, const float
 void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
                    const gemm_internal::GemmKernels& kern, const float* xg,
                    const PackedMatrix* wt, float* yg, const Epilogue& ep) {
-  float* yt = reinterpret_cast<float*>(ctx.scratch.data() + p.gemm_scratch);  // [pos x mg]
+  // Y^T [pos x mg] at the end of the scratch; the GEMM gets the rest, at
+  // least gemm_scratch bytes per thread (each slice has its own Y^T share).
+  const size_t yt_bytes = static_cast<size_t>(p.out_vol * p.mg) * sizeof(float);
+  const size_t yt_off = (ctx.scratch.size() - yt_bytes) & ~size_t{63};
+  float* yt = reinterpret_cast<float*>(ctx.scratch.data() + yt_off);
   auto panel = [&](int64_t k0, int64_t kc, int64_t i0, int64_t rows, int64_t w, float* dst) {
     kern.im2col(p.im2col, xg, k0, kc, i0, rows, w, dst);
   };
@@ -382,7 +386,7 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   LeftOperand a{.data = xg, .ld = p.in_vol, .trans = true};  // pointwise: X_g^T
   if (p.path == ConvPath::kIm2Col2D) a.panels = &panels;
   Sgemm({p.out_vol, p.mg, p.kdim}, a, RightOperand{.packed = wt}, yt, p.mg, Epilogue{},
-        ctx.scratch, ctx.threads);
+        ctx.scratch.first(yt_off), ctx.threads);
   for (int64_t c = 0; c < p.mg; ++c) {
     float* __restrict yr = yg + c * p.out_vol;
     for (int64_t pos = 0; pos < p.out_vol; ++pos) yr[pos] = yt[pos * p.mg + c];
