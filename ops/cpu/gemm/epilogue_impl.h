@@ -206,6 +206,24 @@ inline void DepthwisePlaneImpl(const gemm_internal::DepthwiseGeometry& g, const 
   }
 }
 
+// Planes [p0, p1) with the plain plane loop and the epilogue after each
+// plane (see DepthwiseFn).
+inline void DepthwisePlanesImpl(const gemm_internal::DepthwiseGeometry& g, const float* x,
+                                const float* w, float* y, int64_t c, int64_t p0, int64_t p1,
+                                const Epilogue& ep) {
+  const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t ch = p % c;
+    float* yp = y + p * out_vol;
+    DepthwisePlaneImpl(g, x + p * in_vol, w + ch * k_vol, yp);
+    if (ep.has_post()) {
+      Epilogue e = ep;
+      if (e.residual != nullptr) e.residual += (p - ch) * out_vol;
+      ApplyEpilogueImpl(e, yp, out_vol, ch, 0, 1, out_vol);
+    }
+  }
+}
+
 // One right panel of the im2col matrix: rows k0..k0+kc (channel, tap),
 // output positions [j0, j0 + cols) of the flattened output plane, written
 // to dst[k * w + j] in order. The positions are split once into runs along
