@@ -382,11 +382,17 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   if (p.path == ConvPath::kIm2Col2D) a.panels = &panels;
   Sgemm({p.out_vol, p.mg, p.kdim}, a, RightOperand{.packed = wt}, yt, p.mg, Epilogue{},
         ctx.scratch.first(yt_off), ctx.threads);
-  for (int64_t c = 0; c < p.mg; ++c) {
-    float* __restrict yr = yg + c * p.out_vol;
-    for (int64_t pos = 0; pos < p.out_vol; ++pos) yr[pos] = yt[pos * p.mg + c];
-  }
-  ApplyEpilogue(ep, yg, p.out_vol, 0, 0, p.mg, p.out_vol);
+  // Transpose and epilogue by channel chunks on every thread.
+  const int64_t nthreads = NumThreads(ctx.threads);
+  const int64_t tasks = nthreads > 1 ? std::min<int64_t>(p.mg, 4 * nthreads) : 1;
+  ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
+    const int64_t c0 = task * p.mg / tasks, c1 = (task + 1) * p.mg / tasks;
+    for (int64_t c = c0; c < c1; ++c) {
+      float* __restrict yr = yg + c * p.out_vol;
+      for (int64_t pos = 0; pos < p.out_vol; ++pos) yr[pos] = yt[pos * p.mg + c];
+    }
+    ApplyEpilogue(ep, yg + c0 * p.out_vol, p.out_vol, c0, 0, c1 - c0, p.out_vol);
+  });
 }
 
 Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
