@@ -29,6 +29,14 @@ constexpr int64_t kMaxKc = 256;
 constexpr int64_t kMaxNc = 21 * kPanelCols;  // 1008 columns
 constexpr int64_t kMcPanels = 32;            // 256 rows
 constexpr double kMinParallelFlops = 5e5;
+// Shared packing (several threads, one operand prepacked, the other packed
+// on the fly and at most this big once packed): the threads first pack the
+// whole on-the-fly operand together into scratch, then split the tiles along
+// the prepacked operand (the weights). Nothing is packed twice and each
+// thread streams distinct weights; the plain split would pack the on-the-fly
+// operand once per task along the other dimension (small convolution
+// outputs: 7x7 or 14x14 positions).
+constexpr int64_t kMaxSharedBytes = int64_t{2} << 20;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -95,6 +103,19 @@ ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
   return l;
 }
 
+// Bytes of the on-the-fly operand packed whole (PackedMatrix's layout), or
+// 0 when the shared-packing path does not apply to this shape.
+int64_t SharedBytes(GemmShape s, bool a_packed, bool b_packed) {
+  if (a_packed == b_packed || s.m <= 0 || s.n <= 0 || s.k <= 0) return 0;
+  if (2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <
+      kMinParallelFlops) {
+    return 0;
+  }
+  const int64_t floats = b_packed ? RoundUp(s.m, kPanelRows) * s.k : RoundUp(s.n, 16) * s.k;
+  const int64_t bytes = floats * 4;
+  return bytes <= kMaxSharedBytes ? bytes : 0;
+}
+
 float* AlignUp(std::byte* p) {
   const auto v = reinterpret_cast<uintptr_t>(p);
   return reinterpret_cast<float*>((v + 63) & ~uintptr_t{63});
@@ -123,6 +144,96 @@ void PackRightBlock(const RightOperand& b, int64_t n, int64_t pc, int64_t kc, in
     gemm_internal::PackRightPanel(b.data, b.ld, b.trans, pc, kc, q0, cols, PanelWidth(n - q0),
                                   dst + (q0 - j0) * kc);
   }
+}
+
+// Packs rows [i0, i0 + rows) x depth [pc, pc + kc) of op(A) into one left
+// panel at dst (dst[k * kPanelRows + i]; missing rows zero).
+void PackLeftBlockPanel(const LeftOperand& a, int64_t i0, int64_t rows, int64_t pc, int64_t kc,
+                        float* dst) {
+  if (a.panels != nullptr) {
+    (*a.panels)(pc, kc, i0, rows, kPanelRows, dst);
+    for (int64_t k = 0; rows < kPanelRows && k < kc; ++k) {
+      for (int64_t i = rows; i < kPanelRows; ++i) dst[k * kPanelRows + i] = 0.0f;
+    }
+  } else {
+    gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0, rows, pc, kc, dst);
+  }
+}
+
+// The shared-packing path (see kMaxSharedBytes): `shared` holds
+// SharedBytes(s, ...) bytes, 64-byte aligned.
+void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, int64_t ldc,
+                 const Epilogue& ep, float* shared, ThreadGroup* threads, const GemmKernels& kern) {
+  const int nthreads = NumThreads(threads);
+  const Blocking bl = ChooseBlocking(s, 1);  // kc only; it depends on K alone
+  const int64_t kblocks = CeilDiv(s.k, bl.kc);
+  const int64_t m_panels = CeilDiv(s.m, kPanelRows);
+  const int64_t n_panels = CeilDiv(s.n, kPanelCols);
+  const bool pack_a = a.packed == nullptr;
+  // Phase 1: every (panel, K block) of the on-the-fly operand, once.
+  const int64_t pack_panels = pack_a ? m_panels : n_panels;
+  ParallelFor(threads, pack_panels * kblocks, [&](int64_t task, int) {
+    const int64_t panel = task / kblocks;
+    const int64_t pc = (task % kblocks) * bl.kc;
+    const int64_t kc = std::min(bl.kc, s.k - pc);
+    if (pack_a) {
+      const int64_t i0 = panel * kPanelRows;
+      PackLeftBlockPanel(a, i0, std::min(kPanelRows, s.m - i0), pc, kc,
+                         shared + i0 * s.k + pc * kPanelRows);
+    } else {
+      const int64_t q0 = panel * kPanelCols;
+      PackRightBlock(b, s.n, pc, kc, q0, std::min(s.n, q0 + kPanelCols),
+                     shared + q0 * s.k + pc * gemm_internal::PanelWidth(s.n - q0));
+    }
+  });
+  const float* apk = pack_a ? shared : a.packed->data();
+  const float* bpk = pack_a ? b.packed->data() : shared;
+  // Phase 2: chunks along the weights' dimension first.
+  const int64_t w_panels = pack_a ? n_panels : m_panels;
+  const int64_t o_panels = pack_a ? m_panels : n_panels;
+  const int64_t w_chunks = std::min<int64_t>(w_panels, 4 * static_cast<int64_t>(nthreads));
+  int64_t o_chunks = 1;
+  if (w_chunks < 2 * nthreads) {
+    o_chunks = std::min(o_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), w_chunks));
+  }
+  const int64_t w_per = CeilDiv(w_panels, w_chunks);
+  const int64_t o_per = CeilDiv(o_panels, o_chunks);
+  const int64_t w_count = CeilDiv(w_panels, w_per);
+  const int64_t o_count = CeilDiv(o_panels, o_per);
+  ParallelFor(threads, w_count * o_count, [&](int64_t task, int) {
+    const int64_t wi = task % w_count, oi = task / w_count;
+    const int64_t mi = pack_a ? oi : wi, ni = pack_a ? wi : oi;
+    const int64_t m_per = pack_a ? o_per : w_per, n_per = pack_a ? w_per : o_per;
+    const int64_t p0 = mi * m_per, p1 = std::min(m_panels, p0 + m_per);
+    const int64_t j0 = ni * n_per * kPanelCols;
+    const int64_t j1 = std::min(s.n, j0 + n_per * kPanelCols);
+    for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
+      const int64_t kc = std::min(bl.kc, s.k - pc);
+      const bool last = pc + kc == s.k;
+      for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
+        const int64_t w = gemm_internal::PanelWidth(s.n - q0);
+        const float* bp = bpk + q0 * s.k + pc * w;
+        const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t i0 = p * kPanelRows;
+          const int64_t rows = std::min(kPanelRows, s.m - i0);
+          float* ct = c + i0 * ldc + q0;
+          kern.tile({.kc = kc,
+                     .a = apk + i0 * s.k + pc * kPanelRows,
+                     .b = bp,
+                     .w = w,
+                     .ldb = w,
+                     .rows = static_cast<int>(rows),
+                     .cols = cols,
+                     .c = ct,
+                     .ldc = ldc,
+                     .alpha = ep.alpha,
+                     .load_c = ep.accumulate || pc > 0});
+          if (last && ep.has_post()) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
+        }
+      }
+    }
+  });
 }
 
 // Output for K == 0: the product is zero.
@@ -180,7 +291,9 @@ Result<Activation> ParseActivation(std::string_view name) {
 
 int64_t SgemmScratchBytes(GemmShape s, bool a_packed, bool b_packed) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return 0;
-  return Layout(s, a_packed, b_packed).bytes();
+  // Shared packing runs with two or more threads: half of it per thread.
+  return std::max(Layout(s, a_packed, b_packed).bytes(),
+                  SharedBytes(s, a_packed, b_packed) / 2 + 64);
 }
 
 void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, int64_t ldc,
@@ -195,6 +308,12 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     threads = nullptr;
   }
   const int nthreads = NumThreads(threads);
+  if (nthreads > 1) {
+    const int64_t shared = SharedBytes(s, a.packed != nullptr, b.packed != nullptr);
+    if (shared > 0 && static_cast<int64_t>(scratch.size()) >= shared + 64) {
+      return SgemmShared(s, a, b, c, ldc, ep, AlignUp(scratch.data()), threads, kern);
+    }
+  }
   const Blocking bl = ChooseBlocking(s, nthreads);
   const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);
   const size_t stride = scratch.size() / static_cast<size_t>(nthreads);
@@ -225,16 +344,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
         if (a.packed == nullptr) {
           for (int64_t p = pb; p < pe; ++p) {
             const int64_t i0 = p * kPanelRows;
-            const int64_t rows = std::min(kPanelRows, s.m - i0);
-            float* dst = abuf + (p - pb) * kc * kPanelRows;
-            if (a.panels != nullptr) {
-              (*a.panels)(pc, kc, i0, rows, kPanelRows, dst);
-              for (int64_t k = 0; rows < kPanelRows && k < kc; ++k) {
-                for (int64_t i = rows; i < kPanelRows; ++i) dst[k * kPanelRows + i] = 0.0f;
-              }
-            } else {
-              gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0, rows, pc, kc, dst);
-            }
+            PackLeftBlockPanel(a, i0, std::min(kPanelRows, s.m - i0), pc, kc,
+                               abuf + (p - pb) * kc * kPanelRows);
           }
         }
         // Each right panel (kc x 48, in L1) meets every left panel of the

@@ -206,6 +206,57 @@ inline void DepthwisePlaneImpl(const gemm_internal::DepthwiseGeometry& g, const 
   }
 }
 
+// Planes [p0, p1) with the plain plane loop and the epilogue after each
+// plane (see DepthwiseFn).
+inline void DepthwisePlanesImpl(const gemm_internal::DepthwiseGeometry& g, const float* x,
+                                const float* w, float* y, int64_t c, int64_t p0, int64_t p1,
+                                const Epilogue& ep) {
+  const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t ch = p % c;
+    float* yp = y + p * out_vol;
+    DepthwisePlaneImpl(g, x + p * in_vol, w + ch * k_vol, yp);
+    if (ep.has_post()) {
+      Epilogue e = ep;
+      if (e.residual != nullptr) e.residual += (p - ch) * out_vol;
+      ApplyEpilogueImpl(e, yp, out_vol, ch, 0, 1, out_vol);
+    }
+  }
+}
+
+#if defined(__AVX512F__)
+ORRERY_GEMM_INLINE __mmask16 FirstLanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// One im2col run with masked tails (rows of 7, 14 or 28 outputs would
+// otherwise be mostly scalar): out[o] = 0 on [b, lo) and [hi, e),
+// out[o] = src[o * s] on [lo, hi); s is 1 or 2. Masked-off lanes are never
+// read.
+ORRERY_GEMM_INLINE void Im2ColRun512(float* out, const float* src, int64_t b, int64_t lo,
+                                     int64_t hi, int64_t e, int64_t s) {
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t o = b; o < lo; o += 16) _mm512_mask_storeu_ps(out + o, FirstLanes(lo - o), zero);
+  if (s == 1) {
+    for (int64_t o = lo; o < hi; o += 16) {
+      const __mmask16 m = FirstLanes(hi - o);
+      _mm512_mask_storeu_ps(out + o, m, _mm512_maskz_loadu_ps(m, src + o));
+    }
+  } else {
+    const __m512i evens =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int64_t o = lo; o < hi; o += 16) {
+      const int64_t n = hi - o < 16 ? hi - o : 16;  // outputs; inputs 2o .. 2o + 2n - 2
+      const int64_t in = 2 * n - 1;
+      const __m512 x0 = _mm512_maskz_loadu_ps(FirstLanes(in), src + 2 * o);
+      const __m512 x1 = _mm512_maskz_loadu_ps(FirstLanes(in - 16), src + 2 * o + 16);
+      _mm512_mask_storeu_ps(out + o, FirstLanes(n), _mm512_permutex2var_ps(x0, evens, x1));
+    }
+  }
+  for (int64_t o = hi; o < e; o += 16) _mm512_mask_storeu_ps(out + o, FirstLanes(e - o), zero);
+}
+#endif
+
 // One right panel of the im2col matrix: rows k0..k0+kc (channel, tap),
 // output positions [j0, j0 + cols) of the flattened output plane, written
 // to dst[k * w + j] in order. The positions are split once into runs along
@@ -247,6 +298,12 @@ inline void Im2ColPanelImpl(const gemm_internal::Im2ColGeometry& g, const float*
       int64_t lo = ib < run.ow ? run.ow : ib > end ? end : ib;
       int64_t hi = ie < lo ? lo : ie > end ? end : ie;
       if (ih < 0 || ih >= g.h_in) lo = hi = end;
+#if defined(__AVX512F__)
+      if (g.sw <= 2) {
+        Im2ColRun512(out, xc + ih * g.w_in + off, run.ow, lo, hi, end, g.sw);
+        continue;
+      }
+#endif
       int64_t o = run.ow;
       for (; o + kW <= lo; o += kW) Store(out + o, zero);
       for (; o < lo; ++o) out[o] = 0.0f;

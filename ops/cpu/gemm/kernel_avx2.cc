@@ -99,7 +99,7 @@ void TileAny(const TileArgs& t) {
 namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& Avx2Kernels() {
-  static const GemmKernels k{avx2::TileAny, avx2::ApplyEpilogueImpl, avx2::DepthwisePlaneImpl,
+  static const GemmKernels k{avx2::TileAny, avx2::ApplyEpilogueImpl, avx2::DepthwisePlanesImpl,
                              avx2::Im2ColPanelImpl};
   return k;
 }

@@ -85,14 +85,16 @@ void TileAny(const TileArgs& t) {
   }
 }
 
-// Depthwise plane with each output row held in up to 8 zmm accumulators
+// Depthwise planes with each output row held in up to 8 zmm accumulators
 // (w_out <= 128): every tap is one masked load + FMA per vector, the masks
-// (computed once per plane from the valid output ranges) replace padding
+// (computed once per call from the valid output ranges) replace padding
 // checks, and the row is stored once. Stride 2 loads 32 inputs and keeps the
-// even ones. Other geometries take the generic loop.
+// even ones. Bias, residual and Relu / Clip are applied to the row in
+// registers; other activations run on the plane after it. Other geometries
+// take the generic loop.
 template <int NV, int S>
 void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
-                   float* y) {
+                   float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
   constexpr int kMaxKw = 8;
   __mmask16 mlo[kMaxKw][NV], mhi[kMaxKw][NV];
   for (int64_t kw = 0; kw < g.kw; ++kw) {
@@ -123,63 +125,94 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
   }
   const __m512i evens =
       _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  for (int64_t oh = 0; oh < g.h_out; ++oh) {
-    __m512 acc[NV];
+  const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
+  // In-register epilogue: a clamp to [lo, hi] (Relu, Clip) or none.
+  const bool in_regs = ep.col_bias == nullptr &&
+                       (ep.act == Activation::kNone || ep.act == Activation::kRelu ||
+                        ep.act == Activation::kClip);
+  const bool clamp = ep.act != Activation::kNone;
+  // Max / Min of epilogue_impl.h, so NaNs clamp as in the generic epilogue.
+  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
+  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t ch = p % c;
+    const float* xp = x + p * in_vol;
+    const float* wp = w + ch * k_vol;
+    float* yp = y + p * out_vol;
+    const __m512 bias = _mm512_set1_ps(in_regs && ep.row_bias != nullptr ? ep.row_bias[ch] : 0.0f);
+    const bool add_bias = in_regs && ep.row_bias != nullptr;
+    const float* zp = in_regs && ep.residual != nullptr ? ep.residual + p * out_vol : nullptr;
+    for (int64_t oh = 0; oh < g.h_out; ++oh) {
+      __m512 acc[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
-    const int64_t start = oh * g.sh - g.ph;
-    for (int64_t kh = 0; kh < g.kh; ++kh) {
-      const int64_t ih = start + kh * g.dh;
-      if (ih < 0 || ih >= g.h_in) continue;
-      const float* xr = x + ih * g.w_in;
-      for (int64_t kw = 0; kw < g.kw; ++kw) {
-        const __m512 wv = _mm512_set1_ps(w[kh * g.kw + kw]);
-        // Lane l of vector v reads input (16 v + l) * S + kw * dw - pw;
-        // masked-off lanes are never read.
-        const int64_t off = kw * g.dw - g.pw;
+      for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
+      const int64_t start = oh * g.sh - g.ph;
+      for (int64_t kh = 0; kh < g.kh; ++kh) {
+        const int64_t ih = start + kh * g.dh;
+        if (ih < 0 || ih >= g.h_in) continue;
+        const float* xr = xp + ih * g.w_in;
+        for (int64_t kw = 0; kw < g.kw; ++kw) {
+          const __m512 wv = _mm512_set1_ps(wp[kh * g.kw + kw]);
+          // Lane l of vector v reads input (16 v + l) * S + kw * dw - pw;
+          // masked-off lanes are never read.
+          const int64_t off = kw * g.dw - g.pw;
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) {
-          if (S == 1) {
-            if (mlo[kw][v] == 0) continue;
-            const __m512 xv = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 16 + off));
-            acc[v] = _mm512_fmadd_ps(wv, xv, acc[v]);
-          } else {
-            if ((mlo[kw][v] | mhi[kw][v]) == 0) continue;
-            const __m512 lo = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 32 + off));
-            const __m512 hi = _mm512_maskz_loadu_ps(mhi[kw][v], xr + (v * 32 + 16 + off));
-            acc[v] = _mm512_fmadd_ps(wv, _mm512_permutex2var_ps(lo, evens, hi), acc[v]);
+          for (int v = 0; v < NV; ++v) {
+            if (S == 1) {
+              if (mlo[kw][v] == 0) continue;
+              const __m512 xv = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 16 + off));
+              acc[v] = _mm512_fmadd_ps(wv, xv, acc[v]);
+            } else {
+              if ((mlo[kw][v] | mhi[kw][v]) == 0) continue;
+              const __m512 xlo = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 32 + off));
+              const __m512 xhi = _mm512_maskz_loadu_ps(mhi[kw][v], xr + (v * 32 + 16 + off));
+              acc[v] = _mm512_fmadd_ps(wv, _mm512_permutex2var_ps(xlo, evens, xhi), acc[v]);
+            }
           }
         }
       }
-    }
-    float* yr = y + oh * g.w_out;
+      float* yr = yp + oh * g.w_out;
+      const float* zr = zp != nullptr ? zp + oh * g.w_out : nullptr;
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(yr + v * 16, out_mask[v], acc[v]);
+      for (int v = 0; v < NV; ++v) {
+        // The order of the generic epilogue: + bias, + residual, clamp.
+        __m512 r = acc[v];
+        if (add_bias) r = _mm512_add_ps(r, bias);
+        if (zr != nullptr) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(out_mask[v], zr + v * 16));
+        if (in_regs && clamp) r = (__m512)Min(Max((VF)r, lo), hi);
+        _mm512_mask_storeu_ps(yr + v * 16, out_mask[v], r);
+      }
+    }
+    if (!in_regs && ep.has_post()) {
+      Epilogue e = ep;
+      if (e.residual != nullptr) e.residual += (p - ch) * out_vol;
+      ApplyEpilogueImpl(e, yp, out_vol, ch, 0, 1, out_vol);
+    }
   }
 }
 
 template <int S>
 void DepthwiseStride(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
-                     float* y) {
+                     float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
   switch ((g.w_out + 15) / 16) {
-    case 1: return DepthwiseRows<1, S>(g, x, w, y);
-    case 2: return DepthwiseRows<2, S>(g, x, w, y);
-    case 3: return DepthwiseRows<3, S>(g, x, w, y);
-    case 4: return DepthwiseRows<4, S>(g, x, w, y);
-    case 5: return DepthwiseRows<5, S>(g, x, w, y);
-    case 6: return DepthwiseRows<6, S>(g, x, w, y);
-    case 7: return DepthwiseRows<7, S>(g, x, w, y);
-    default: return DepthwiseRows<8, S>(g, x, w, y);
+    case 1: return DepthwiseRows<1, S>(g, x, w, y, c, p0, p1, ep);
+    case 2: return DepthwiseRows<2, S>(g, x, w, y, c, p0, p1, ep);
+    case 3: return DepthwiseRows<3, S>(g, x, w, y, c, p0, p1, ep);
+    case 4: return DepthwiseRows<4, S>(g, x, w, y, c, p0, p1, ep);
+    case 5: return DepthwiseRows<5, S>(g, x, w, y, c, p0, p1, ep);
+    case 6: return DepthwiseRows<6, S>(g, x, w, y, c, p0, p1, ep);
+    case 7: return DepthwiseRows<7, S>(g, x, w, y, c, p0, p1, ep);
+    default: return DepthwiseRows<8, S>(g, x, w, y, c, p0, p1, ep);
   }
 }
 
 void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
-               float* y) {
+               float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
   if (g.w_out >= 1 && g.w_out <= 128 && g.kw <= 8) {
-    if (g.sw == 1) return DepthwiseStride<1>(g, x, w, y);
-    if (g.sw == 2) return DepthwiseStride<2>(g, x, w, y);
+    if (g.sw == 1) return DepthwiseStride<1>(g, x, w, y, c, p0, p1, ep);
+    if (g.sw == 2) return DepthwiseStride<2>(g, x, w, y, c, p0, p1, ep);
   }
-  DepthwisePlaneImpl(g, x, w, y);
+  DepthwisePlanesImpl(g, x, w, y, c, p0, p1, ep);
 }
 
 }  // namespace

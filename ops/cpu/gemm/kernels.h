@@ -35,9 +35,12 @@ struct DepthwiseGeometry {
   const int64_t* inner_begin = nullptr;  // [kw]
   const int64_t* inner_end = nullptr;    // [kw]
 };
-// y[h_out x w_out] = conv(x, w) (overwrites y; no bias).
+// Planes [p0, p1) of a stack of N * c depthwise planes: plane p reads
+// x + p * h_in * w_in and filter w + (p % c) * kh * kw, overwrites
+// y + p * h_out * w_out, then gets the epilogue as row p % c of its image's
+// [c x h_out * w_out] output matrix (ld_residual = h_out * w_out).
 using DepthwiseFn = void (*)(const DepthwiseGeometry& g, const float* x, const float* w,
-                             float* y);
+                             float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep);
 // The post-GEMM epilogue on a block of C (see ApplyEpilogue in sgemm.h).
 using EpilogueFn = void (*)(const Epilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
                             int64_t rows, int64_t cols);

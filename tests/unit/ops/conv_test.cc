@@ -435,6 +435,12 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
     CheckConv({.x = {1, 3, 9, 100}, .w = {5, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
               seed++);
     CheckConv({.x = {1, 2, 5, 67}, .w = {3, 2, 1, 4}, .strides = {1, 2}}, seed++);
+    // Dilated, strided and unevenly padded runs (masked im2col tails).
+    CheckConv({.x = {1, 3, 11, 40}, .w = {5, 3, 3, 3}, .strides = {2, 2}, .dilations = {2, 2},
+               .pads = {2, 1, 1, 2}},
+              seed++);
+    CheckConv({.x = {1, 4, 9, 14}, .w = {6, 4, 3, 3}, .dilations = {1, 3}, .pads = {1, 3, 1, 0}},
+              seed++);
     // Depthwise: 1, 2 and 3+ vectors per row, stride 1 and 2, 3x3 and 5x5,
     // and a row wider than the vectorised kernel takes (w_out > 128).
     for (int64_t w : {9, 23, 40, 57, 140, 300}) {

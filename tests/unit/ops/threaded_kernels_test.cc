@@ -87,5 +87,30 @@ TEST(ThreadedKernelsTest, RowsAndPlanes) {
   ExpectSameOnTwoThreads("BatchNormalization", {&bn, &s40, &s40, &s40, &v40});
 }
 
+// Convolutions whose GEMM packs the activations once for both threads (few
+// output positions: transposed; 14x14: im2col panels shared), and depthwise
+// planes in chunks, two images.
+TEST(ThreadedKernelsTest, ConvolutionPaths) {
+  Attributes pad1;
+  pad1.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  const Tensor x7 = F32({1, 32, 7, 7}, Wave(32 * 7 * 7));
+  const Tensor w7 = F32({64, 32, 3, 3}, Wave(64 * 32 * 9));
+  const Tensor b64 = F32({64}, Wave(64));
+  ExpectSameOnTwoThreads("Conv", {&x7, &w7, &b64}, pad1);
+  const Tensor x14 = F32({1, 16, 14, 14}, Wave(16 * 14 * 14));
+  const Tensor w14 = F32({24, 16, 3, 3}, Wave(24 * 16 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x14, &w14}, pad1);
+  const Tensor xp = F32({1, 40, 9, 9}, Wave(40 * 9 * 9));
+  const Tensor wp = F32({96, 40, 1, 1}, Wave(96 * 40));
+  ExpectSameOnTwoThreads("Conv", {&xp, &wp});
+  Attributes dw = pad1;
+  dw.Set("group", int64_t{24});
+  dw.Set("strides", std::vector<int64_t>{2, 2});
+  const Tensor xd = F32({2, 24, 13, 17}, Wave(2 * 24 * 13 * 17));
+  const Tensor wd = F32({24, 1, 3, 3}, Wave(24 * 9));
+  const Tensor b24 = F32({24}, Wave(24));
+  ExpectSameOnTwoThreads("Conv", {&xd, &wd, &b24}, dw);
+}
+
 }  // namespace
 }  // namespace orrery::ops
