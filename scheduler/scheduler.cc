@@ -416,16 +416,7 @@ SchedulerStats FairScheduler::Stats() const {
     t.queued = v.queued;
     t.queued_ns = v.queued_ns;
     if (auto it = tenants_.find(v.tenant); it != tenants_.end()) {
-      const TenantState& st = it->second;
-      t.in_flight = st.in_flight;
-      t.admitted = st.admitted;
-      t.rejected_deadline = st.rejected_deadline;
-      t.rejected_in_flight = st.rejected_in_flight;
-      t.dropped = st.dropped;
-      t.completed = st.completed;
-      t.failed = st.failed;
-      t.service_ns = st.service_ns;
-      t.max_wait_ns = st.max_wait_ns;
+      static_cast<TenantCounters&>(t) = it->second;
     }
     s.tenants.push_back(std::move(t));
   }

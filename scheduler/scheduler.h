@@ -62,12 +62,9 @@ struct FairSchedulerOptions {
   double max_charge_factor = 2.0;
 };
 
-struct TenantSchedulerStats {
-  std::string tenant;
-  double weight = 1;
-  double virtual_finish = 0;
-  size_t queued = 0;
-  int64_t queued_ns = 0;     // predicted
+// What the scheduler counts per tenant; FairScheduler keeps one per tenant
+// and Stats() copies it whole.
+struct TenantCounters {
   int in_flight = 0;         // admitted, not finished (queued + running)
   uint64_t admitted = 0;
   uint64_t rejected_deadline = 0;   // at admission
@@ -77,6 +74,14 @@ struct TenantSchedulerStats {
   uint64_t failed = 0;       // of which ended with an error
   int64_t service_ns = 0;    // measured lane time
   int64_t max_wait_ns = 0;   // admission to first step
+};
+
+struct TenantSchedulerStats : TenantCounters {
+  std::string tenant;
+  double weight = 1;
+  double virtual_finish = 0;
+  size_t queued = 0;
+  int64_t queued_ns = 0;     // predicted
 };
 
 struct SchedulerStats {
@@ -127,12 +132,8 @@ class FairScheduler {
 
  private:
   struct Job;
-  struct TenantState {
+  struct TenantState : TenantCounters {
     TenantPolicy policy;
-    int in_flight = 0;
-    uint64_t admitted = 0, rejected_deadline = 0, rejected_in_flight = 0, dropped = 0, completed = 0, failed = 0;
-    int64_t service_ns = 0;
-    int64_t max_wait_ns = 0;
   };
   using Dropped = std::vector<std::unique_ptr<Job>>;
 
