@@ -80,6 +80,11 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
     o->set_error_max(m.error_max);
     o->set_last_predicted_ns(m.last_predicted_ns);
     o->set_last_measured_ns(m.last_measured_ns);
+    o->set_mean_predicted_ns(m.mean_predicted_ns);
+    o->set_mean_measured_ns(m.mean_measured_ns);
+    o->set_steps(m.steps);
+    for (const auto& [batch, ns] : m.estimate_ns) (*o->mutable_estimate_ns())[batch] = ns;
+    for (const auto& [batch, ns] : m.calibrated_ns) (*o->mutable_calibrated_ns())[batch] = ns;
   }
   return grpc::Status::OK;
 }

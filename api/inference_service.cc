@@ -10,6 +10,7 @@
 #include "api/auth.h"
 #include "api/billing.h"
 #include "api/grpc_status.h"
+#include "api/model_costs.h"
 #include "api/model_info.h"
 #include "api/oip_tensor.h"
 #include "api/version.h"
@@ -185,7 +186,8 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   std::promise<Result<std::vector<NamedTensor>>> done;
   std::future<Result<std::vector<NamedTensor>>> result = done.get_future();
   InferenceRequest scheduled{record->tenant_id(), std::move(model).value(), std::move(inputs).value()};
-  scheduled.model_id = record->tenant_id() + "/" + record->name() + "@" + std::to_string(record->version());
+  scheduled.model_id = ModelCostId(*record);
+  LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
   scheduled.deadline_ns = *deadline;
   scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
   RunReport run;

@@ -8,6 +8,7 @@
 
 #include "api/auth.h"
 #include "api/grpc_status.h"
+#include "api/model_costs.h"
 #include "api/model_info.h"
 #include "runtime/model.h"
 #include "tenancy/api_key.h"
@@ -132,7 +133,9 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
   Result<Catalog::PutResult> put = ctx_->catalog->PutModel(&record, bytes, limits);
   if (!put.ok()) return ToGrpcStatus(put.status());
   if (!put->replayed) {
-    ctx_->cache->Put(record, ModelCache::ModelPtr(std::move(compiled).value()));
+    ModelCache::ModelPtr model(std::move(compiled).value());
+    ctx_->cache->Put(record, model);
+    CalibrateAfterUpload(ctx_, record, std::move(model));
     spdlog::info("tenant {}: stored model '{}' v{} ({} bytes, sha256 {})", tenant->id(), name, record.version(),
                  bytes.size(), record.sha256());
   }

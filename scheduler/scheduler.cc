@@ -29,6 +29,7 @@ struct FairScheduler::Job {
   std::optional<Execution> exec;
   int64_t exec_ns = 0;  // measured lane time (steps only; parked time excluded)
   int64_t started_ns = 0;  // first step
+  std::vector<int64_t> step_times;  // calibration runs only
 
   int64_t latest_start() const { return LatestStartNs(deadline_ns, predicted_ns); }
   std::string What() const {
@@ -98,6 +99,19 @@ void FairScheduler::SetTenantPolicy(const std::string& tenant, const TenantPolic
 void FairScheduler::Calibrate(const std::string& model_id, int batch, int64_t ns) {
   std::lock_guard<std::mutex> lock(mu_);
   costs_.Calibrate(model_id, batch, ns);
+}
+
+void FairScheduler::LoadProfile(const CostProfile& profile) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const BatchProfile& b : profile.batches) {
+    costs_.Calibrate(profile.model_id, b.batch, b.total_ns);
+    if (!b.step_ns.empty()) costs_.SetSteps(profile.model_id, b.step_ns.size());
+  }
+}
+
+bool FairScheduler::KnowsModel(const std::string& model_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return costs_.Knows(model_id);
 }
 
 void FairScheduler::ForgetModel(const std::string& model_id) {
@@ -315,7 +329,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
         tenant.service_ns += done->exec_ns;
         // exec_ns is 0 only under a fake clock: no measurement, no correction.
         if (done->exec_ns > 0) queue_.Complete(done->dispatch, ChargedNs(done->predicted_ns, done->exec_ns));
-        if (outputs.ok()) {
+        if (outputs.ok() && !done->request.calibration) {
           costs_.Record(done->model_id, done->batch, done->predicted_ns, done->exec_ns);
           costs_.SetSteps(done->model_id, done->exec->num_steps());
         }
@@ -327,7 +341,9 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
         *r = RunReport{.admitted_ns = done->admitted_ns,
                        .started_ns = done->started_ns,
                        .ended_ns = clock_->NowNs(),
-                       .lane_ns = done->exec_ns};
+                       .lane_ns = done->exec_ns,
+                       .batch_lane_ns = done->exec_ns,
+                       .step_ns = std::move(done->step_times)};
       }
       done->done(std::move(outputs));
       continue;
@@ -338,6 +354,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     (void)job.exec->Step(group);  // an error ends the execution; TakeOutputs returns it
     const int64_t t1 = clock_->NowNs();
     job.exec_ns += t1 - t0;
+    if (job.request.calibration) job.step_times.push_back(t1 - t0);
     const size_t total = std::max<size_t>(job.exec->num_steps(), 1);
     const int64_t remaining = static_cast<int64_t>(
         static_cast<double>(job.predicted_ns) * static_cast<double>(total - job.exec->step_index()) /

@@ -41,8 +41,9 @@
 
 #include "base/status.h"
 #include "ops/parallel.h"
-#include "scheduler/admission.h"
 #include "base/clock.h"
+#include "scheduler/admission.h"
+#include "scheduler/calibration.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/fair_queue.h"
 #include "scheduler/request.h"
@@ -60,6 +61,9 @@ struct FairSchedulerOptions {
   // A tenant is charged its measured lane time, kept within this factor of
   // the prediction (when there is one); < 1: the measured time as it is.
   double max_charge_factor = 2.0;
+  // Largest batch a lane forms from queued requests of one tenant and model
+  // version (see README.md, batching); 1 = never batch.
+  int max_batch = 8;
 };
 
 // What the scheduler counts per tenant; FairScheduler keeps one per tenant
@@ -111,6 +115,11 @@ class FairScheduler {
   void SetTenantPolicy(const std::string& tenant, const TenantPolicy& policy);
   // Seeds the cost model with a calibration measurement.
   void Calibrate(const std::string& model_id, int batch, int64_t ns);
+  // Seeds the cost model with a calibration profile (each batch size's total
+  // and the step count); replaces earlier estimates of those batch sizes.
+  void LoadProfile(const CostProfile& profile);
+  // True once the cost model has anything for the model (a profile, a run).
+  bool KnowsModel(const std::string& model_id) const;
   // Forgets a model's costs (deleted, or its id reused).
   void ForgetModel(const std::string& model_id);
 
