@@ -53,6 +53,7 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
   response->set_virtual_time(st.virtual_time);
   response->set_queued(st.queued);
   response->set_preemptions(st.preemptions);
+  response->set_batches(st.batches);
   for (const TenantSchedulerStats& t : st.tenants) {
     v1::TenantSchedulerInfo* o = response->add_tenants();
     o->set_tenant_id(t.tenant);
@@ -69,6 +70,8 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
     o->set_failed(t.failed);
     o->set_service_ns(t.service_ns);
     o->set_max_wait_ns(t.max_wait_ns);
+    o->set_batched(t.batched);
+    o->set_calibration_runs(t.calibration_runs);
   }
   for (const ModelCostStats& m : st.models) {
     v1::ModelCostInfo* o = response->add_models();

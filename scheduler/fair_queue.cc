@@ -107,6 +107,20 @@ std::optional<FairQueue::Dispatch> FairQueue::Take(uint64_t id) {
   return Charge(tenant, std::move(*item));
 }
 
+std::vector<uint64_t> FairQueue::QueuedOf(const std::string& tenant, const std::string& model_id,
+                                          size_t max) const {
+  std::vector<uint64_t> out;
+  auto t = tenants_.find(tenant);
+  if (t == tenants_.end()) return out;
+  auto q = t->second.by_model.find(model_id);
+  if (q == t->second.by_model.end()) return out;
+  for (const Queued& e : q->second) {
+    if (out.size() >= max) break;
+    out.push_back(e.item.id);
+  }
+  return out;
+}
+
 std::optional<FairQueue::Dispatch> FairQueue::Remove(uint64_t id) {
   auto loc = locations_.find(id);
   if (loc == locations_.end()) return std::nullopt;

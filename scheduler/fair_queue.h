@@ -67,6 +67,9 @@ class FairQueue {
   // Dispatches a given queued item out of fair order (a deadline at risk);
   // its tenant is charged exactly as by Pop.
   std::optional<Dispatch> Take(uint64_t id);
+  // Ids of the tenant's queued items of `model_id`, oldest first, at most
+  // `max` (batching candidates). O(max).
+  std::vector<uint64_t> QueuedOf(const std::string& tenant, const std::string& model_id, size_t max) const;
   // Removes a queued item without charging anyone (dropped before running).
   std::optional<Dispatch> Remove(uint64_t id);
   // A dispatched item ended after `measured_ns` of lane time: corrects its

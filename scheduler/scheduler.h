@@ -78,6 +78,10 @@ struct TenantCounters {
   uint64_t failed = 0;       // of which ended with an error
   int64_t service_ns = 0;    // measured lane time
   int64_t max_wait_ns = 0;   // admission to first step
+  uint64_t batched = 0;      // completed as part of a batch of 2 or more
+  // Calibration runs (calibration.h) are counted here only, not in
+  // admitted / completed / failed; their lane time is in service_ns.
+  uint64_t calibration_runs = 0;
 };
 
 struct TenantSchedulerStats : TenantCounters {
@@ -93,6 +97,7 @@ struct SchedulerStats {
   double virtual_time = 0;
   size_t queued = 0;
   uint64_t preemptions = 0;  // Executions parked for an urgent request
+  uint64_t batches = 0;      // runs that carried 2 or more requests
   std::vector<TenantSchedulerStats> tenants;
   std::vector<ModelCostStats> models;  // predicted vs measured
 };
@@ -163,6 +168,13 @@ class FairScheduler {
   int64_t RunningRemainingLocked(int64_t deadline_ns) const;
   int64_t ChargedNs(int64_t predicted_ns, int64_t measured_ns) const;
 
+  // Adds same-model queued requests of the leader's tenant to it when a
+  // batch is predicted cheaper per request and keeps every deadline.
+  void FormBatchLocked(Job& leader, int64_t now);
+  // Accounting, RunReports and callbacks of a finished run (all its
+  // requests, when batched). Takes the lock.
+  void Finish(std::unique_ptr<Job> leader, Result<std::vector<NamedTensor>> outputs);
+
   void LaneLoop(int lane);
   void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group);
 
@@ -177,6 +189,7 @@ class FairScheduler {
   uint64_t next_id_ = 1;
   uint64_t completed_ = 0;
   uint64_t preemptions_ = 0;
+  uint64_t batches_ = 0;
   FairQueue queue_;
   CostModel costs_;
   std::map<std::string, TenantState> tenants_;

@@ -70,7 +70,10 @@ TEST(CalibrationTest, RunsEveryBatchSizeOnALaneAndSeedsTheCostModel) {
   // profile only through LoadProfile.
   SchedulerStats before = scheduler.Stats();
   ASSERT_EQ(before.tenants.size(), 1u);
-  EXPECT_EQ(before.tenants[0].completed, 8u);
+  EXPECT_EQ(before.tenants[0].calibration_runs, 8u);
+  EXPECT_EQ(before.tenants[0].completed, 0u);  // requests only
+  EXPECT_EQ(before.tenants[0].admitted, 0u);
+  EXPECT_GT(before.tenants[0].service_ns, 0);
   EXPECT_FALSE(scheduler.KnowsModel("t/relu@1"));
   scheduler.LoadProfile(profile);
   EXPECT_TRUE(scheduler.KnowsModel("t/relu@1"));
