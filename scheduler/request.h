@@ -43,6 +43,11 @@ struct InferenceRequest {
   // 0 = leave it as it is.
   double weight = 0;
   uint64_t request_id = 0;  // for messages; 0 = the scheduler assigns one
+  // Predicted demand on the resources other than lanes, for the dominant
+  // resource share the tenant is charged (fair_queue.h): device time and
+  // bytes to load over the link. 0 until the device / cache tiers fill them.
+  int64_t device_ns = 0;
+  int64_t load_bytes = 0;
   // A calibration run (synthetic inputs, see calibration.h): fair-queued and
   // charged to the tenant like any request, but never batched and not
   // recorded in the cost model (the calibration's result is, via

@@ -86,6 +86,9 @@ FairScheduler::FairScheduler(FairSchedulerOptions options)
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_lanes_ = options_.lanes > 0 ? options_.lanes : cores;
   paused_ = options_.start_paused;
+  queue_.SetCapacity(FairQueue::Capacity{.lanes = static_cast<double>(num_lanes_),
+                                         .devices = options_.devices,
+                                         .link_bytes_per_ns = options_.link_bytes_per_ns});
   workers_.reserve(num_lanes_);
   for (int i = 0; i < num_lanes_; ++i) workers_.emplace_back([this, i] { LaneLoop(i); });
 }
@@ -177,7 +180,8 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
       if (!job->request.calibration) ++tenant.admitted;
       ++tenant.in_flight;
       job->admitted_ns = now;
-      queue_.Push(job->request.tenant_id, FairQueue::Item{job->id, job->model_id, job->predicted_ns});
+      queue_.Push(job->request.tenant_id, FairQueue::Item{job->id, job->model_id, job->predicted_ns,
+                                                          job->request.device_ns, job->request.load_bytes});
       by_latest_start_.emplace(job->latest_start(), job->id);
       queued_.emplace(job->id, std::move(job));
       PublishUrgentLocked();

@@ -64,6 +64,10 @@ struct FairSchedulerOptions {
   // Largest batch a lane forms from queued requests of one tenant and model
   // version (see README.md, batching); 1 = never batch.
   int max_batch = 8;
+  // Capacities of the resources besides lanes, for dominant-share charges
+  // (fair_queue.h); 0 = not modelled. The lane capacity is the lane count.
+  double devices = 0;
+  double link_bytes_per_ns = 0;
 };
 
 // What the scheduler counts per tenant; FairScheduler keeps one per tenant
