@@ -2,6 +2,7 @@
 // billed, loaded again after a restart) and batching of concurrent
 // same-model requests (outputs equal to unbatched runs, billed by share).
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -95,6 +96,12 @@ TEST(SchedulingTest, UploadIsCalibratedStoredBilledAndLoadedAfterRestart) {
     EXPECT_GT(m->calibrated_ns().at(b), 0);
   }
   EXPECT_GT(m->steps(), 0u);  // known from the calibration's per-step times
+  std::printf("mlp calibration: %llu steps; lane us per run (per row) at batch", static_cast<unsigned long long>(m->steps()));
+  for (int b : {1, 2, 4, 8}) {
+    std::printf(" %d: %.1f (%.1f);", b, static_cast<double>(m->calibrated_ns().at(b)) / 1e3,
+                static_cast<double>(m->calibrated_ns().at(b)) / 1e3 / b);
+  }
+  std::printf("\n");
   EXPECT_EQ(m->samples(), 0u);  // calibration is not a prediction sample
   ASSERT_EQ(stats.tenants_size(), 1);
   EXPECT_EQ(stats.tenants(0).calibration_runs(), 8u);
@@ -156,29 +163,39 @@ TEST(SchedulingTest, ConcurrentRequestsAreBatchedAndMatchUnbatchedOutputs) {
   // The same inputs from 16 threads at once, a few rounds: requests queue
   // behind the one lane and go as batches (as long as calibration measured
   // a batch as cheaper per request, which a 16x32x8 MLP always is).
-  std::vector<std::vector<float>> got(kRequests);
-  std::vector<grpc::Status> status(kRequests);
-  std::vector<std::thread> threads;
-  for (int th = 0; th < 16; ++th) {
-    threads.emplace_back([&, th] {
-      for (int i = th; i < kRequests; i += 16) {
-        inference::ModelInferResponse resp;
-        status[i] = Call(stubs.infer.get(), &InferStub::ModelInfer, t.key, testing::InferRequest("mlp", "", Input(i)), &resp);
-        if (status[i].ok()) got[i] = Probs(resp);
-      }
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (int i = 0; i < kRequests; ++i) {
-    ASSERT_TRUE(status[i].ok()) << status[i].error_message();
-    ASSERT_EQ(got[i].size(), expected[i].size());
-    for (size_t k = 0; k < got[i].size(); ++k) EXPECT_NEAR(got[i][k], expected[i][k], 1e-5) << i << "," << k;
+  // Rounds until a batch formed: whether requests overlap on the lane is up
+  // to the OS (the handler's ledger fsync dominates a ~2 us run); in
+  // practice the first round always batched some.
+  int rounds = 0;
+  for (; rounds < 10 && Stats(&stubs, admin).batches() == 0; ++rounds) {
+    std::vector<std::vector<float>> got(kRequests);
+    std::vector<grpc::Status> status(kRequests);
+    std::vector<std::thread> threads;
+    for (int th = 0; th < 16; ++th) {
+      threads.emplace_back([&, th] {
+        for (int i = th; i < kRequests; i += 16) {
+          inference::ModelInferResponse resp;
+          status[i] =
+              Call(stubs.infer.get(), &InferStub::ModelInfer, t.key, testing::InferRequest("mlp", "", Input(i)), &resp);
+          if (status[i].ok()) got[i] = Probs(resp);
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    for (int i = 0; i < kRequests; ++i) {
+      ASSERT_TRUE(status[i].ok()) << status[i].error_message();
+      ASSERT_EQ(got[i].size(), expected[i].size());
+      for (size_t k = 0; k < got[i].size(); ++k) EXPECT_NEAR(got[i][k], expected[i][k], 1e-5) << i << "," << k;
+    }
   }
   v1::SchedulerStatsResponse stats = Stats(&stubs, admin);
   EXPECT_GT(stats.batches(), 0u) << "no batch formed from 16 concurrent clients on one lane";
+  std::printf("%d rounds of %d concurrent requests from 16 clients on 1 lane: %llu ran in %llu batches\n", rounds, kRequests,
+              static_cast<unsigned long long>(stats.tenants_size() ? stats.tenants(0).batched() : 0),
+              static_cast<unsigned long long>(stats.batches()));
   ASSERT_EQ(stats.tenants_size(), 1);
   EXPECT_GT(stats.tenants(0).batched(), 0u);
-  EXPECT_EQ(stats.tenants(0).completed(), 2u * kRequests);
+  EXPECT_EQ(stats.tenants(0).completed(), static_cast<uint64_t>((1 + rounds) * kRequests));
 
   // Billing: batched lines carry their batch size and share, and shares of
   // one batch add up (each line pays its share of the batch's lane time).
