@@ -53,6 +53,7 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
   response->set_virtual_time(st.virtual_time);
   response->set_queued(st.queued);
   response->set_preemptions(st.preemptions);
+  response->set_batches(st.batches);
   for (const TenantSchedulerStats& t : st.tenants) {
     v1::TenantSchedulerInfo* o = response->add_tenants();
     o->set_tenant_id(t.tenant);
@@ -69,6 +70,8 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
     o->set_failed(t.failed);
     o->set_service_ns(t.service_ns);
     o->set_max_wait_ns(t.max_wait_ns);
+    o->set_batched(t.batched);
+    o->set_calibration_runs(t.calibration_runs);
   }
   for (const ModelCostStats& m : st.models) {
     v1::ModelCostInfo* o = response->add_models();
@@ -80,6 +83,11 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
     o->set_error_max(m.error_max);
     o->set_last_predicted_ns(m.last_predicted_ns);
     o->set_last_measured_ns(m.last_measured_ns);
+    o->set_mean_predicted_ns(m.mean_predicted_ns);
+    o->set_mean_measured_ns(m.mean_measured_ns);
+    o->set_steps(m.steps);
+    for (const auto& [batch, ns] : m.estimate_ns) (*o->mutable_estimate_ns())[batch] = ns;
+    for (const auto& [batch, ns] : m.calibrated_ns) (*o->mutable_calibrated_ns())[batch] = ns;
   }
   return grpc::Status::OK;
 }

@@ -27,7 +27,9 @@ int64_t MulDivRound(int64_t a, int64_t b, __int128 d) {
 v1::BillingLine ToLine(const LedgerEntry& e) {
   v1::BillingLine l;
   l.set_tenant_id(e.tenant_id());
-  l.set_kind(e.kind() == LedgerEntry::STORAGE ? "storage" : "inference");
+  l.set_kind(e.kind() == LedgerEntry::STORAGE       ? "storage"
+             : e.kind() == LedgerEntry::CALIBRATION ? "calibration"
+                                                    : "inference");
   l.set_model(e.model_name());
   l.set_model_version(e.model_version());
   l.set_request_id(e.request_id());

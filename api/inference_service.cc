@@ -10,6 +10,7 @@
 #include "api/auth.h"
 #include "api/billing.h"
 #include "api/grpc_status.h"
+#include "api/model_costs.h"
 #include "api/model_info.h"
 #include "api/oip_tensor.h"
 #include "api/version.h"
@@ -196,7 +197,8 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   std::promise<Result<std::vector<NamedTensor>>> done;
   std::future<Result<std::vector<NamedTensor>>> result = done.get_future();
   InferenceRequest scheduled{record->tenant_id(), std::move(model).value(), std::move(inputs).value()};
-  scheduled.model_id = record->tenant_id() + "/" + record->name() + "@" + std::to_string(record->version());
+  scheduled.model_id = ModelCostId(*record);
+  LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
   scheduled.deadline_ns = *deadline;
   scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
   RunReport run;
@@ -222,11 +224,13 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   entry.set_end_unix_us(wall_us(run.ended_ns));
   entry.set_queue_us(((run.started_ns != 0 ? run.started_ns : run.ended_ns) - run.admitted_ns) / 1000);
   entry.set_status(std::string(StatusCodeName(outputs.ok() ? StatusCode::kOk : outputs.status().code())));
-  entry.set_batch_size(1);  // no batching yet
-  entry.set_batch_share(1.0);
+  // Batched: lane_ns is already this request's share (its rows / the
+  // batch's rows) of the batch's lane time, and is what it pays for.
+  entry.set_batch_size(static_cast<uint32_t>(std::max(run.batch_size, 1)));
+  entry.set_batch_share(run.batch_share);
   entry.set_lane_ns(run.lane_ns);
   entry.set_bytes_loaded(0);  // the cache tiers are not metered yet
-  entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, entry.batch_share(), entry.bytes_loaded()));
+  entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, 1.0, entry.bytes_loaded()));
   Result<bool> billed = ctx_->catalog->AppendLedger(&entry);
   if (!billed.ok()) {
     return ToGrpcStatus(billed.status().WithPrefix("request " + request_id + " ran but its ledger entry was not written"));

@@ -8,6 +8,7 @@
 
 #include "api/auth.h"
 #include "api/grpc_status.h"
+#include "api/model_costs.h"
 #include "api/model_info.h"
 #include "runtime/model.h"
 #include "tenancy/api_key.h"
@@ -163,7 +164,8 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
   }
   if (!put.ok()) return ToGrpcStatus(put.status());
   if (!put->replayed) {
-    ctx_->cache->Put(record, ModelCache::ModelPtr(std::move(compiled).value()));
+    ModelCache::ModelPtr model(std::move(compiled).value());
+    ctx_->cache->Put(record, model);
     if (ctx_->host != nullptr) {
       // Accounted in the host cache as resident: its "load" finds the model
       // just put (no I/O) and may evict others to make room.
@@ -175,8 +177,7 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
                      s.message());
       }
     }
-  }
-  if (!put->replayed) {
+    CalibrateAfterUpload(ctx_, record, std::move(model));
     spdlog::info("tenant {}: stored model '{}' v{} ({} bytes, sha256 {})", tenant->id(), name, record.version(),
                  bytes.size(), record.sha256());
   }

@@ -44,6 +44,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--lanes", options.lanes, "CPU execution lanes (0 = one per core)")->capture_default_str();
+  app.add_option("--max-batch", options.max_batch,
+                 "Largest batch formed from queued same-model requests (1 = no batching)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--calibrate-uploads", options.calibrate_uploads,
+                 "Calibrate each uploaded model on a lane (billed to its tenant)")
+      ->capture_default_str();
   app.add_option("--port-file", port_file, "Write the bound HOST:PORT to this file once serving");
   app.add_option("--metrics-listen", options.metrics_listen,
                  "Prometheus metrics HOST:PORT (GET /metrics); empty = off")

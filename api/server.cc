@@ -16,6 +16,7 @@
 #include "api/billing_service.h"
 #include "api/inference_service.h"
 #include "api/metrics_http.h"
+#include "api/model_costs.h"
 #include "api/periodic_task.h"
 #include "api/model_service.h"
 #include "api/service_context.h"
@@ -143,7 +144,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get()));
   impl->admission = std::make_unique<Admission>();
   int lanes = options.lanes > 0 ? options.lanes : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = lanes});
+  if (options.max_batch < 1) return Status::InvalidArgument("max batch must be at least 1");
+  impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = lanes, .max_batch = options.max_batch});
+  ORRERY_RETURN_IF_ERROR(LoadCostProfiles(*impl->catalog, impl->scheduler.get()));
 
   impl->ctx.catalog = impl->catalog.get();
   impl->ctx.tenants = impl->tenants.get();
@@ -154,6 +157,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->ctx.metrics = &impl->metrics;
   impl->ctx.max_model_bytes = options.max_model_bytes;
   impl->ctx.max_input_bytes = options.max_input_bytes;
+  impl->ctx.max_batch = options.max_batch;
+  impl->ctx.calibrate_uploads = options.calibrate_uploads;
   impl->admin = std::make_unique<AdminServiceImpl>(&impl->ctx);
   impl->models = std::make_unique<ModelServiceImpl>(&impl->ctx);
   impl->inference = std::make_unique<InferenceServiceImpl>(&impl->ctx);

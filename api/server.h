@@ -22,6 +22,10 @@ struct ServerOptions {
   // Exhausted") instead of the server growing a thread per queued request.
   int max_rpc_threads = 512;
   int lanes = 0;                          // 0 = one per core
+  // Largest batch the scheduler forms from queued requests (1 = no
+  // batching) and calibrates at upload.
+  int max_batch = 8;
+  bool calibrate_uploads = true;          // calibrate each upload on a lane
   // Prometheus text metrics over HTTP (GET /metrics); "" = none. Port 0
   // picks a free port (see metrics_address()).
   std::string metrics_listen = "127.0.0.1:8502";

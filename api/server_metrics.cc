@@ -101,9 +101,15 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
   auto& error = registry.Family("orrery_model_prediction_error",
                                 "|predicted - measured| / measured execution time per model, by quantile.",
                                 MetricType::kGauge, {"model", "quantile"});
+  auto& predicted = registry.Family("orrery_model_predicted_seconds",
+                                    "Predicted execution time per model and batch size (calibrated, then learned).",
+                                    MetricType::kGauge, {"model", "batch"});
   for (const ModelCostStats& m : s.models) {
     error.GaugeWith({m.model_id, "0.5"}).Set(m.error_p50);
     error.GaugeWith({m.model_id, "0.99"}).Set(m.error_p99);
+    for (const auto& [batch, ns] : m.estimate_ns) {
+      predicted.GaugeWith({m.model_id, std::to_string(batch)}).Set(static_cast<double>(ns) / 1e9);
+    }
   }
   return registry.Render();
 }

@@ -28,6 +28,10 @@ struct ServiceContext {
   std::string admin_token;
   uint64_t max_model_bytes = 0;
   uint64_t max_input_bytes = 0;  // decoded inputs of one inference; 0 = unlimited
+  // Calibrate every uploaded model on a lane (api/model_costs.h), at batch
+  // sizes up to max_batch.
+  bool calibrate_uploads = true;
+  int max_batch = 8;
   // False while draining: ServerReady reports it and new inferences are refused.
   std::atomic<bool> ready{false};
   // Inference handlers past the draining check (counted before it is read,

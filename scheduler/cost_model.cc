@@ -46,7 +46,9 @@ CostPrediction CostModel::Predict(const std::string& model_id, int batch) const 
 
 void CostModel::Calibrate(const std::string& model_id, int batch, int64_t measured_ns) {
   if (measured_ns <= 0) return;
-  models_[model_id].estimate_ns[batch] = static_cast<double>(measured_ns);
+  ModelEntry& e = models_[model_id];
+  e.estimate_ns[batch] = static_cast<double>(measured_ns);
+  e.calibrated_ns[batch] = measured_ns;
 }
 
 void CostModel::SetWorkPrior(const std::string& model_id, int batch, int64_t flops, int64_t bytes) {
@@ -65,6 +67,9 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
   if (predicted_ns > 0) {
     e.errors.push_back(std::abs(static_cast<double>(predicted_ns - measured_ns)) / static_cast<double>(measured_ns));
     while (e.errors.size() > options_.error_window) e.errors.pop_front();
+    e.sum_predicted += static_cast<double>(predicted_ns);
+    e.sum_measured += static_cast<double>(measured_ns);
+    ++e.predicted_samples;
   }
   auto [it, inserted] = e.estimate_ns.try_emplace(batch, static_cast<double>(measured_ns));
   if (!inserted) {
@@ -96,7 +101,13 @@ std::vector<ModelCostStats> CostModel::Stats() const {
     s.error_max = sorted.empty() ? 0 : sorted.back();
     s.last_predicted_ns = e.last_predicted_ns;
     s.last_measured_ns = e.last_measured_ns;
+    if (e.predicted_samples > 0) {
+      s.mean_predicted_ns = std::llround(e.sum_predicted / static_cast<double>(e.predicted_samples));
+      s.mean_measured_ns = std::llround(e.sum_measured / static_cast<double>(e.predicted_samples));
+    }
+    s.steps = e.steps;
     for (const auto& [batch, ns] : e.estimate_ns) s.estimate_ns[batch] = std::llround(ns);
+    s.calibrated_ns = e.calibrated_ns;
     out.push_back(std::move(s));
   }
   return out;

@@ -55,7 +55,13 @@ struct ModelCostStats {
   double error_max = 0;
   int64_t last_predicted_ns = 0;
   int64_t last_measured_ns = 0;
+  // Means over the samples that had a prediction: their ratio shows a bias
+  // the percentiles (of the absolute error) hide.
+  int64_t mean_predicted_ns = 0;
+  int64_t mean_measured_ns = 0;
+  size_t steps = 0;                    // layers per run, once known
   std::map<int, int64_t> estimate_ns;  // current estimate per measured batch size
+  std::map<int, int64_t> calibrated_ns;  // what calibration measured, per batch size
 };
 
 class CostModel {
@@ -79,6 +85,9 @@ class CostModel {
   // estimates (predicted / steps).
   void SetSteps(const std::string& model_id, size_t steps);
 
+  // True once the model has any estimate or prior (a calibration, a run).
+  bool Knows(const std::string& model_id) const { return models_.count(model_id) > 0; }
+
   // Forgets a model (deleted, or a new version compiled under the same id).
   void Erase(const std::string& model_id);
 
@@ -88,6 +97,9 @@ class CostModel {
   struct ModelEntry {
     std::map<int, double> estimate_ns;  // measured batch sizes
     std::map<int, double> prior_ns;     // from FLOPs/bytes
+    std::map<int, int64_t> calibrated_ns;
+    double sum_predicted = 0, sum_measured = 0;
+    uint64_t predicted_samples = 0;
     std::deque<double> errors;
     uint64_t samples = 0;
     size_t steps = 0;

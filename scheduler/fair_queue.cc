@@ -23,9 +23,20 @@ double FairQueue::weight(const std::string& tenant) const {
   return it == tenants_.end() ? default_weight_ : it->second.weight;
 }
 
+int64_t FairQueue::ChargeNs(const Item& item) const {
+  const double lanes = std::max(capacity_.lanes, 1e-9);
+  double share = static_cast<double>(item.cost_ns) / lanes;  // ns of the whole system
+  if (capacity_.devices > 0) share = std::max(share, static_cast<double>(item.device_ns) / capacity_.devices);
+  if (capacity_.link_bytes_per_ns > 0) {
+    share = std::max(share, static_cast<double>(item.link_bytes) / capacity_.link_bytes_per_ns);
+  }
+  return std::max<int64_t>(item.cost_ns, std::llround(share * lanes));
+}
+
 void FairQueue::Push(const std::string& tenant, Item item) {
   Tenant& t = GetTenant(tenant);
   t.queued_ns += item.cost_ns;
+  t.queued_charge += ChargeNs(item);
   ++t.queued;
   locations_[item.id] = tenant;
   std::string model = item.model_id;
@@ -66,8 +77,9 @@ std::optional<FairQueue::Dispatch> FairQueue::Peek() const {
 FairQueue::Dispatch FairQueue::Charge(const std::string& tenant, Item item) {
   Tenant& t = tenants_.at(tenant);
   double start = StartTag(t);
-  t.finish = start + static_cast<double>(item.cost_ns) / t.weight;
-  t.service_ns += item.cost_ns;
+  const int64_t charge = ChargeNs(item);
+  t.finish = start + static_cast<double>(charge) / t.weight;
+  t.service_ns += charge;
   virtual_time_ = std::max(virtual_time_, start);
   return Dispatch{tenant, std::move(item), t.weight, start};
 }
@@ -91,6 +103,7 @@ std::optional<FairQueue::Item> FairQueue::Extract(const std::string& tenant, uin
     q.erase(it);
     if (q.empty()) t.by_model.erase(model);
     t.queued_ns -= item.cost_ns;
+    t.queued_charge -= ChargeNs(item);
     --t.queued;
     locations_.erase(id);
     return item;
@@ -107,6 +120,20 @@ std::optional<FairQueue::Dispatch> FairQueue::Take(uint64_t id) {
   return Charge(tenant, std::move(*item));
 }
 
+std::vector<uint64_t> FairQueue::QueuedOf(const std::string& tenant, const std::string& model_id,
+                                          size_t max) const {
+  std::vector<uint64_t> out;
+  auto t = tenants_.find(tenant);
+  if (t == tenants_.end()) return out;
+  auto q = t->second.by_model.find(model_id);
+  if (q == t->second.by_model.end()) return out;
+  for (const Queued& e : q->second) {
+    if (out.size() >= max) break;
+    out.push_back(e.item.id);
+  }
+  return out;
+}
+
 std::optional<FairQueue::Dispatch> FairQueue::Remove(uint64_t id) {
   auto loc = locations_.find(id);
   if (loc == locations_.end()) return std::nullopt;
@@ -121,25 +148,28 @@ void FairQueue::Complete(const Dispatch& d, int64_t measured_ns) {
   auto it = tenants_.find(d.tenant);
   if (it == tenants_.end()) return;
   Tenant& t = it->second;
-  int64_t delta = measured_ns - d.item.cost_ns;
+  Item measured = d.item;
+  measured.cost_ns = measured_ns;
+  int64_t delta = ChargeNs(measured) - ChargeNs(d.item);
   t.finish += static_cast<double>(delta) / d.weight;
   t.service_ns += delta;
 }
 
 int64_t FairQueue::WorkAheadNs(const std::string& tenant) const {
   auto self = tenants_.find(tenant);
-  double own_queued = 0;
   double x = virtual_time_;  // the new request's virtual start
+  double ahead = 0;
   if (self != tenants_.end()) {
-    own_queued = static_cast<double>(self->second.queued_ns);
-    x = StartTag(self->second) + own_queued / self->second.weight;
+    ahead = static_cast<double>(self->second.queued_ns);
+    x = StartTag(self->second) + static_cast<double>(self->second.queued_charge) / self->second.weight;
   }
-  double ahead = own_queued;
+  // Virtual spans are in charges (dominant shares); the work ahead is the
+  // lane time of the part of each queue whose span lies before x.
   for (const auto& [name, t] : tenants_) {
-    if (name == tenant || t.queued == 0) continue;
-    double span = static_cast<double>(t.queued_ns) / t.weight;
-    double before = std::clamp(x - StartTag(t), 0.0, span);
-    ahead += before * t.weight;
+    if (name == tenant || t.queued == 0 || t.queued_charge <= 0) continue;
+    double span = static_cast<double>(t.queued_charge) / t.weight;
+    double before = std::clamp((x - StartTag(t)) / span, 0.0, 1.0);
+    ahead += before * static_cast<double>(t.queued_ns);
   }
   return std::llround(ahead);
 }

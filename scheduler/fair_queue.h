@@ -1,5 +1,5 @@
 // Weighted fair queuing across tenants, with virtual time (start-time fair
-// queuing, SFQ).
+// queuing, SFQ), charged by dominant resource share (DRF).
 //
 // Each tenant has a queue (FIFO per model inside it; the tenant's oldest
 // request goes first) and a virtual finish tag F. When a tenant's request is
@@ -13,6 +13,15 @@
 //   - no banked credit: a tenant returning from idle starts at max(V, F),
 //     i.e. at the current virtual time, not at its old, smaller F.
 // Weights can change at any time; they apply to the next charge.
+//
+// Multi-resource (dominant resource fairness): an item's demand is lane time
+// plus, optionally, device time and link/loader bytes. Its charge is its
+// dominant share -- the largest of demand / capacity over the resources --
+// expressed in lane-ns (times the lane capacity), so that with lane time
+// alone the charge is exactly the lane time. Two tenants that load different
+// resources are then served so that their dominant shares grow alike,
+// instead of the one light on lanes getting most of the dispatches. A
+// resource with capacity 0 is not modelled (its demand is ignored).
 //
 // Items are opaque ids with a predicted cost; the caller keeps the requests.
 // Not thread-safe (the scheduler calls it under its lock). Costs: Push O(log
@@ -34,8 +43,16 @@ class FairQueue {
  public:
   struct Item {
     uint64_t id = 0;
-    std::string model_id;
-    int64_t cost_ns = 0;  // predicted
+    std::string model_id = {};
+    int64_t cost_ns = 0;     // predicted lane time
+    int64_t device_ns = 0;   // predicted device time (0 = none)
+    int64_t link_bytes = 0;  // bytes to move over the link / loader (0 = none)
+  };
+  // Per resource, how much the system serves per ns.
+  struct Capacity {
+    double lanes = 1;               // lane-ns per ns
+    double devices = 0;             // device-ns per ns; 0 = not modelled
+    double link_bytes_per_ns = 0;   // 0 = not modelled
   };
   // A dispatched item and what its tenant was charged.
   struct Dispatch {
@@ -50,10 +67,15 @@ class FairQueue {
     double virtual_finish = 0;
     size_t queued = 0;
     int64_t queued_ns = 0;
-    int64_t service_ns = 0;  // charged so far (predicted, corrected by measured)
+    int64_t service_ns = 0;  // charged so far (dominant share in lane-ns, corrected by measured)
   };
 
   explicit FairQueue(double default_weight = 1.0) : default_weight_(default_weight) {}
+
+  // Applies to later charges and corrections.
+  void SetCapacity(const Capacity& capacity) { capacity_ = capacity; }
+  // The item's charge: its dominant share in lane-ns (see above).
+  int64_t ChargeNs(const Item& item) const;
 
   // weight > 0 (smaller values are clamped to a tiny positive weight).
   void SetWeight(const std::string& tenant, double weight);
@@ -67,10 +89,15 @@ class FairQueue {
   // Dispatches a given queued item out of fair order (a deadline at risk);
   // its tenant is charged exactly as by Pop.
   std::optional<Dispatch> Take(uint64_t id);
+  // Ids of the tenant's queued items of `model_id`, oldest first, at most
+  // `max` (batching candidates). O(max).
+  std::vector<uint64_t> QueuedOf(const std::string& tenant, const std::string& model_id, size_t max) const;
   // Removes a queued item without charging anyone (dropped before running).
   std::optional<Dispatch> Remove(uint64_t id);
   // A dispatched item ended after `measured_ns` of lane time: corrects its
-  // tenant's finish tag and service by the difference from the prediction.
+  // tenant's finish tag and service by the difference between the charge
+  // with the measured lane time (other resources as predicted) and the
+  // charge at dispatch.
   void Complete(const Dispatch& d, int64_t measured_ns);
 
   // Predicted lane time dispatched before a new request of `tenant` would
@@ -93,7 +120,8 @@ class FairQueue {
   struct Tenant {
     double weight = 1;
     double finish = 0;  // F
-    int64_t queued_ns = 0;
+    int64_t queued_ns = 0;      // lane time
+    int64_t queued_charge = 0;  // dominant-share charges (virtual span x weight)
     size_t queued = 0;
     int64_t service_ns = 0;
     std::map<std::string, std::deque<Queued>> by_model;
@@ -109,6 +137,7 @@ class FairQueue {
   Dispatch Charge(const std::string& tenant, Item item);
 
   double default_weight_;
+  Capacity capacity_;
   double virtual_time_ = 0;
   uint64_t next_seq_ = 0;
   std::map<std::string, Tenant> tenants_;

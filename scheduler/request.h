@@ -20,6 +20,14 @@ struct RunReport {
   int64_t started_ns = 0;   // first lane step; 0 = never ran (dropped, or failed to start)
   int64_t ended_ns = 0;     // outcome known
   int64_t lane_ns = 0;      // measured lane time (steps only; parked time excluded)
+  // Requests that ran together as one batch (1 = alone), this request's
+  // share of the batch (its rows / all rows) and of its lane time; lane_ns
+  // above is already that share. Billing charges lane_ns.
+  int batch_size = 1;
+  double batch_share = 1.0;
+  int64_t batch_lane_ns = 0;  // the whole batch's measured lane time
+  // Measured time of every step, in order; filled for calibration runs only.
+  std::vector<int64_t> step_ns = {};
 };
 
 struct InferenceRequest {
@@ -35,6 +43,16 @@ struct InferenceRequest {
   // 0 = leave it as it is.
   double weight = 0;
   uint64_t request_id = 0;  // for messages; 0 = the scheduler assigns one
+  // Predicted demand on the resources other than lanes, for the dominant
+  // resource share the tenant is charged (fair_queue.h): device time and
+  // bytes to load over the link. 0 until the device / cache tiers fill them.
+  int64_t device_ns = 0;
+  int64_t load_bytes = 0;
+  // A calibration run (synthetic inputs, see calibration.h): fair-queued and
+  // charged to the tenant like any request, but never batched and not
+  // recorded in the cost model (the calibration's result is, via
+  // FairScheduler::LoadProfile); its RunReport gets per-step times.
+  bool calibration = false;
   // Optional; filled before `done` is called, so it must outlive that call
   // (for metering: the API layer bills the measured lane time).
   RunReport* report = nullptr;

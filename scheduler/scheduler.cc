@@ -1,11 +1,13 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 
 #include "runtime/execution.h"
 #include "runtime/lane_group.h"
+#include "scheduler/batching.h"
 
 namespace orrery {
 
@@ -15,7 +17,8 @@ struct FairScheduler::Job {
   InferenceCallback done;
   std::string model_id;
   int batch = 1;
-  int64_t predicted_ns = 0;
+  int64_t rows = 0;  // common dim 0 of the inputs; 0 = cannot batch
+  int64_t predicted_ns = 0;  // of this request alone
   size_t predicted_steps = 0;  // 0 = unknown
   int64_t deadline_ns = kNoDeadline;
   int64_t admitted_ns = 0;
@@ -29,6 +32,15 @@ struct FairScheduler::Job {
   std::optional<Execution> exec;
   int64_t exec_ns = 0;  // measured lane time (steps only; parked time excluded)
   int64_t started_ns = 0;  // first step
+  std::vector<int64_t> step_times;  // calibration runs only
+  // Batching: a leader runs its members with it as one Execution over
+  // batch_inputs (every request's rows, leader first) predicted to take
+  // batch_predicted_ns. Members are out of the queue and not in running_.
+  std::vector<std::unique_ptr<Job>> members;
+  std::vector<NamedTensor> batch_inputs;
+  int64_t batch_predicted_ns = 0;
+
+  int64_t run_predicted_ns() const { return members.empty() ? predicted_ns : batch_predicted_ns; }
 
   int64_t latest_start() const { return LatestStartNs(deadline_ns, predicted_ns); }
   std::string What() const {
@@ -74,6 +86,9 @@ FairScheduler::FairScheduler(FairSchedulerOptions options)
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_lanes_ = options_.lanes > 0 ? options_.lanes : cores;
   paused_ = options_.start_paused;
+  queue_.SetCapacity(FairQueue::Capacity{.lanes = static_cast<double>(num_lanes_),
+                                         .devices = options_.devices,
+                                         .link_bytes_per_ns = options_.link_bytes_per_ns});
   workers_.reserve(num_lanes_);
   for (int i = 0; i < num_lanes_; ++i) workers_.emplace_back([this, i] { LaneLoop(i); });
 }
@@ -100,6 +115,19 @@ void FairScheduler::Calibrate(const std::string& model_id, int batch, int64_t ns
   costs_.Calibrate(model_id, batch, ns);
 }
 
+void FairScheduler::LoadProfile(const CostProfile& profile) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const BatchProfile& b : profile.batches) {
+    costs_.Calibrate(profile.model_id, b.batch, b.total_ns);
+    if (!b.step_ns.empty()) costs_.SetSteps(profile.model_id, b.step_ns.size());
+  }
+}
+
+bool FairScheduler::KnowsModel(const std::string& model_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return costs_.Knows(model_id);
+}
+
 void FairScheduler::ForgetModel(const std::string& model_id) {
   std::lock_guard<std::mutex> lock(mu_);
   costs_.Erase(model_id);
@@ -109,6 +137,7 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
   auto job = std::make_unique<Job>();
   job->model_id = request.model_id.empty() ? AddressId(request.model.get()) : request.model_id;
   job->batch = BatchOf(request.inputs);
+  job->rows = BatchRows(request.inputs);
   job->request = std::move(request);
   job->done = std::move(done);
   Dropped dropped;
@@ -148,10 +177,11 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
     } else if (status.code() == StatusCode::kResourceExhausted) {
       ++tenant.rejected_in_flight;
     } else {
-      ++tenant.admitted;
+      if (!job->request.calibration) ++tenant.admitted;
       ++tenant.in_flight;
       job->admitted_ns = now;
-      queue_.Push(job->request.tenant_id, FairQueue::Item{job->id, job->model_id, job->predicted_ns});
+      queue_.Push(job->request.tenant_id, FairQueue::Item{job->id, job->model_id, job->predicted_ns,
+                                                          job->request.device_ns, job->request.load_bytes});
       by_latest_start_.emplace(job->latest_start(), job->id);
       queued_.emplace(job->id, std::move(job));
       PublishUrgentLocked();
@@ -273,6 +303,7 @@ void FairScheduler::LaneLoop(int lane) {
       const int64_t now = clock_->NowNs();
       DropInfeasibleLocked(now, &dropped);
       job = PickLocked(now);
+      if (job) FormBatchLocked(*job, now);
     }
     FinishDropped(std::move(dropped));
     if (job) RunOnLane(std::move(job), &group);
@@ -289,10 +320,23 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     Result<std::vector<NamedTensor>> outputs = Status::Internal("not run");
     bool finished = false;
     if (!job.exec) {
-      Result<Execution> ex = Execution::Start(*job.request.model, job.request.inputs);
+      Result<Execution> ex = Status::Internal("not started");
+      if (job.members.empty()) {
+        ex = Execution::Start(*job.request.model, job.request.inputs);
+      } else {
+        std::vector<const std::vector<NamedTensor>*> parts{&job.request.inputs};
+        for (const std::unique_ptr<Job>& m : job.members) parts.push_back(&m->request.inputs);
+        Result<std::vector<NamedTensor>> batched = ConcatRows(parts);
+        if (batched.ok()) {
+          job.batch_inputs = std::move(batched).value();
+          ex = Execution::Start(*job.request.model, job.batch_inputs);
+        } else {
+          ex = batched.status();
+        }
+      }
       if (ex.ok()) {
         job.exec.emplace(std::move(ex).value());
-        job.step_ns.store(job.predicted_ns / static_cast<int64_t>(std::max<size_t>(job.exec->num_steps(), 1)),
+        job.step_ns.store(job.run_predicted_ns() / static_cast<int64_t>(std::max<size_t>(job.exec->num_steps(), 1)),
                           std::memory_order_relaxed);
       } else {
         outputs = ex.status();
@@ -305,31 +349,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     if (finished) {
       std::unique_ptr<Job> done = std::move(stack.back());
       stack.pop_back();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        running_.erase(done.get());
-        TenantState& tenant = TenantLocked(done->request.tenant_id);
-        --tenant.in_flight;
-        ++tenant.completed;
-        if (!outputs.ok()) ++tenant.failed;
-        tenant.service_ns += done->exec_ns;
-        // exec_ns is 0 only under a fake clock: no measurement, no correction.
-        if (done->exec_ns > 0) queue_.Complete(done->dispatch, ChargedNs(done->predicted_ns, done->exec_ns));
-        if (outputs.ok()) {
-          costs_.Record(done->model_id, done->batch, done->predicted_ns, done->exec_ns);
-          costs_.SetSteps(done->model_id, done->exec->num_steps());
-        }
-        ++completed_;
-      }
-      // The Execution gives its arena back before the caller sees the outputs.
-      done->exec.reset();
-      if (RunReport* r = done->request.report) {
-        *r = RunReport{.admitted_ns = done->admitted_ns,
-                       .started_ns = done->started_ns,
-                       .ended_ns = clock_->NowNs(),
-                       .lane_ns = done->exec_ns};
-      }
-      done->done(std::move(outputs));
+      Finish(std::move(done), std::move(outputs));
       continue;
     }
 
@@ -338,9 +358,10 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     (void)job.exec->Step(group);  // an error ends the execution; TakeOutputs returns it
     const int64_t t1 = clock_->NowNs();
     job.exec_ns += t1 - t0;
+    if (job.request.calibration) job.step_times.push_back(t1 - t0);
     const size_t total = std::max<size_t>(job.exec->num_steps(), 1);
     const int64_t remaining = static_cast<int64_t>(
-        static_cast<double>(job.predicted_ns) * static_cast<double>(total - job.exec->step_index()) /
+        static_cast<double>(job.run_predicted_ns()) * static_cast<double>(total - job.exec->step_index()) /
         static_cast<double>(total));
     job.remaining_ns.store(remaining, std::memory_order_relaxed);
     if (job.exec->done() || static_cast<int>(stack.size()) > options_.max_parked) continue;
@@ -363,6 +384,146 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     }
     FinishDropped(std::move(dropped));
     if (next) stack.push_back(std::move(next));
+  }
+}
+
+void FairScheduler::FormBatchLocked(Job& leader, int64_t now) {
+  const int64_t max_rows = options_.max_batch;
+  if (max_rows <= 1 || leader.request.calibration || leader.rows <= 0 || leader.rows >= max_rows) return;
+  if (!BatchDimIsDynamic(leader.request.model->signature())) return;
+  const CostPrediction alone = costs_.Predict(leader.model_id, static_cast<int>(leader.rows));
+  if (!alone.known || alone.ns <= 0) return;  // nothing to compare a batch with
+  // Candidates join in queue order, each only if the batch with it still
+  // meets every deadline (the leader's too); then the prefix with the
+  // lowest predicted cost per row wins, if that is below running alone.
+  // (Costs per batch size need not be convex: 1 -> 2 may not pay off while
+  // 1 -> 4 does.)
+  const double alone_per_row = static_cast<double>(alone.ns) / static_cast<double>(leader.rows);
+  double best_per_row = alone_per_row;
+  size_t best_len = 0;
+  int64_t best_ns = alone.ns, best_deadline = leader.deadline_ns;
+  int64_t rows = leader.rows;
+  int64_t deadline = leader.deadline_ns;
+  std::vector<uint64_t> accepted;
+  for (uint64_t id : queue_.QueuedOf(leader.request.tenant_id, leader.model_id, static_cast<size_t>(max_rows))) {
+    const Job& c = *queued_.at(id);
+    if (c.request.calibration || c.rows <= 0 || rows + c.rows > max_rows || c.request.model != leader.request.model ||
+        !SameShapeBesidesRows(leader.request.inputs, c.request.inputs)) {
+      continue;
+    }
+    const CostPrediction p = costs_.Predict(leader.model_id, static_cast<int>(rows + c.rows));
+    if (!p.known) break;
+    const int64_t d = std::min(deadline, c.deadline_ns);
+    if (now + p.ns > d) continue;
+    rows += c.rows;
+    deadline = d;
+    accepted.push_back(id);
+    const double per_row = static_cast<double>(p.ns) / static_cast<double>(rows);
+    if (per_row < alone_per_row && per_row <= best_per_row) {  // ties: the larger batch
+      best_per_row = per_row;
+      best_len = accepted.size();
+      best_ns = p.ns;
+      best_deadline = d;
+    }
+  }
+  accepted.resize(best_len);
+  const std::vector<uint64_t>& chosen = accepted;
+  const int64_t batch_ns = best_ns;
+  if (chosen.empty()) return;
+  TenantState& tenant = TenantLocked(leader.request.tenant_id);
+  for (uint64_t id : chosen) {
+    auto it = queued_.find(id);
+    std::unique_ptr<Job> m = std::move(it->second);
+    queued_.erase(it);
+    by_latest_start_.erase({m->latest_start(), id});
+    // Charged like a fair-order dispatch now; the end corrects each member
+    // to its share of the batch's measured time.
+    m->dispatch = *queue_.Take(id);
+    tenant.max_wait_ns = std::max(tenant.max_wait_ns, now - m->admitted_ns);
+    leader.members.push_back(std::move(m));
+  }
+  leader.batch_predicted_ns = batch_ns;
+  leader.deadline_ns = best_deadline;  // the batch is as urgent as its most urgent member
+  leader.remaining_ns.store(batch_ns, std::memory_order_relaxed);
+  leader.step_ns.store(batch_ns / static_cast<int64_t>(std::max<size_t>(leader.predicted_steps, 1)),
+                       std::memory_order_relaxed);
+  PublishUrgentLocked();
+}
+
+void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<NamedTensor>> outputs) {
+  // The leader first, then its members: one entry per request.
+  std::vector<std::unique_ptr<Job>> jobs;
+  jobs.push_back(std::move(leader));
+  for (std::unique_ptr<Job>& m : jobs[0]->members) jobs.push_back(std::move(m));
+  const Job& run = *jobs[0];
+  const bool batched = jobs.size() > 1;
+  std::vector<int64_t> rows;
+  int64_t total_rows = 0;
+  for (const auto& j : jobs) {
+    rows.push_back(batched ? j->rows : 1);
+    total_rows += rows.back();
+  }
+  const bool ran_ok = outputs.ok();
+  std::vector<Result<std::vector<NamedTensor>>> results;
+  if (!batched) {
+    results.push_back(std::move(outputs));
+  } else {
+    Result<std::vector<std::vector<NamedTensor>>> parts =
+        outputs.ok() ? SplitRows(*outputs, rows) : Result<std::vector<std::vector<NamedTensor>>>(outputs.status());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (parts.ok()) {
+        results.push_back(std::move((*parts)[i]));
+      } else {
+        results.push_back(parts.status());
+      }
+    }
+  }
+  auto share_of = [&](size_t i) { return static_cast<double>(rows[i]) / static_cast<double>(total_rows); };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.erase(jobs[0].get());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Job& j = *jobs[i];
+      const double share = share_of(i);
+      const int64_t measured = std::llround(static_cast<double>(run.exec_ns) * share);
+      const int64_t predicted = batched ? std::llround(static_cast<double>(run.batch_predicted_ns) * share) : j.predicted_ns;
+      TenantState& tenant = TenantLocked(j.request.tenant_id);
+      --tenant.in_flight;
+      if (j.request.calibration) {
+        ++tenant.calibration_runs;
+      } else {
+        ++tenant.completed;
+        if (!results[i].ok()) ++tenant.failed;
+      }
+      if (batched) ++tenant.batched;
+      tenant.service_ns += measured;
+      // exec_ns is 0 only under a fake clock: no measurement, no correction.
+      if (run.exec_ns > 0) queue_.Complete(j.dispatch, ChargedNs(predicted, measured));
+    }
+    if (ran_ok && !run.request.calibration) {
+      costs_.Record(run.model_id, batched ? static_cast<int>(total_rows) : run.batch, run.run_predicted_ns(), run.exec_ns);
+      costs_.SetSteps(run.model_id, run.exec->num_steps());
+    }
+    completed_ += jobs.size();
+    if (batched) ++batches_;
+  }
+  // The Execution gives its arena back before the callers see the outputs.
+  jobs[0]->exec.reset();
+  jobs[0]->batch_inputs.clear();
+  const int64_t ended = clock_->NowNs();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Job& j = *jobs[i];
+    if (RunReport* r = j.request.report) {
+      *r = RunReport{.admitted_ns = j.admitted_ns,
+                     .started_ns = run.started_ns,
+                     .ended_ns = ended,
+                     .lane_ns = std::llround(static_cast<double>(run.exec_ns) * share_of(i)),
+                     .batch_size = static_cast<int>(jobs.size()),
+                     .batch_share = share_of(i),
+                     .batch_lane_ns = run.exec_ns,
+                     .step_ns = i == 0 ? std::move(jobs[0]->step_times) : std::vector<int64_t>{}};
+    }
+    j.done(std::move(results[i]));
   }
 }
 
@@ -408,6 +569,7 @@ SchedulerStats FairScheduler::Stats() const {
   s.virtual_time = queue_.virtual_time();
   s.queued = queue_.size();
   s.preemptions = preemptions_;
+  s.batches = batches_;
   for (const FairQueue::TenantView& v : queue_.Tenants()) {
     TenantSchedulerStats t;
     t.tenant = v.tenant;
@@ -416,16 +578,7 @@ SchedulerStats FairScheduler::Stats() const {
     t.queued = v.queued;
     t.queued_ns = v.queued_ns;
     if (auto it = tenants_.find(v.tenant); it != tenants_.end()) {
-      const TenantState& st = it->second;
-      t.in_flight = st.in_flight;
-      t.admitted = st.admitted;
-      t.rejected_deadline = st.rejected_deadline;
-      t.rejected_in_flight = st.rejected_in_flight;
-      t.dropped = st.dropped;
-      t.completed = st.completed;
-      t.failed = st.failed;
-      t.service_ns = st.service_ns;
-      t.max_wait_ns = st.max_wait_ns;
+      static_cast<TenantCounters&>(t) = it->second;
     }
     s.tenants.push_back(std::move(t));
   }

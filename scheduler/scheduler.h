@@ -41,8 +41,9 @@
 
 #include "base/status.h"
 #include "ops/parallel.h"
-#include "scheduler/admission.h"
 #include "base/clock.h"
+#include "scheduler/admission.h"
+#include "scheduler/calibration.h"
 #include "scheduler/cost_model.h"
 #include "scheduler/fair_queue.h"
 #include "scheduler/request.h"
@@ -60,14 +61,18 @@ struct FairSchedulerOptions {
   // A tenant is charged its measured lane time, kept within this factor of
   // the prediction (when there is one); < 1: the measured time as it is.
   double max_charge_factor = 2.0;
+  // Largest batch a lane forms from queued requests of one tenant and model
+  // version (see README.md, batching); 1 = never batch.
+  int max_batch = 8;
+  // Capacities of the resources besides lanes, for dominant-share charges
+  // (fair_queue.h); 0 = not modelled. The lane capacity is the lane count.
+  double devices = 0;
+  double link_bytes_per_ns = 0;
 };
 
-struct TenantSchedulerStats {
-  std::string tenant;
-  double weight = 1;
-  double virtual_finish = 0;
-  size_t queued = 0;
-  int64_t queued_ns = 0;     // predicted
+// What the scheduler counts per tenant; FairScheduler keeps one per tenant
+// and Stats() copies it whole.
+struct TenantCounters {
   int in_flight = 0;         // admitted, not finished (queued + running)
   uint64_t admitted = 0;
   uint64_t rejected_deadline = 0;   // at admission
@@ -77,6 +82,18 @@ struct TenantSchedulerStats {
   uint64_t failed = 0;       // of which ended with an error
   int64_t service_ns = 0;    // measured lane time
   int64_t max_wait_ns = 0;   // admission to first step
+  uint64_t batched = 0;      // completed as part of a batch of 2 or more
+  // Calibration runs (calibration.h) are counted here only, not in
+  // admitted / completed / failed; their lane time is in service_ns.
+  uint64_t calibration_runs = 0;
+};
+
+struct TenantSchedulerStats : TenantCounters {
+  std::string tenant;
+  double weight = 1;
+  double virtual_finish = 0;
+  size_t queued = 0;
+  int64_t queued_ns = 0;     // predicted
 };
 
 struct SchedulerStats {
@@ -84,6 +101,7 @@ struct SchedulerStats {
   double virtual_time = 0;
   size_t queued = 0;
   uint64_t preemptions = 0;  // Executions parked for an urgent request
+  uint64_t batches = 0;      // runs that carried 2 or more requests
   std::vector<TenantSchedulerStats> tenants;
   std::vector<ModelCostStats> models;  // predicted vs measured
 };
@@ -106,6 +124,11 @@ class FairScheduler {
   void SetTenantPolicy(const std::string& tenant, const TenantPolicy& policy);
   // Seeds the cost model with a calibration measurement.
   void Calibrate(const std::string& model_id, int batch, int64_t ns);
+  // Seeds the cost model with a calibration profile (each batch size's total
+  // and the step count); replaces earlier estimates of those batch sizes.
+  void LoadProfile(const CostProfile& profile);
+  // True once the cost model has anything for the model (a profile, a run).
+  bool KnowsModel(const std::string& model_id) const;
   // Forgets a model's costs (deleted, or its id reused).
   void ForgetModel(const std::string& model_id);
 
@@ -127,12 +150,8 @@ class FairScheduler {
 
  private:
   struct Job;
-  struct TenantState {
+  struct TenantState : TenantCounters {
     TenantPolicy policy;
-    int in_flight = 0;
-    uint64_t admitted = 0, rejected_deadline = 0, rejected_in_flight = 0, dropped = 0, completed = 0, failed = 0;
-    int64_t service_ns = 0;
-    int64_t max_wait_ns = 0;
   };
   using Dropped = std::vector<std::unique_ptr<Job>>;
 
@@ -153,6 +172,13 @@ class FairScheduler {
   int64_t RunningRemainingLocked(int64_t deadline_ns) const;
   int64_t ChargedNs(int64_t predicted_ns, int64_t measured_ns) const;
 
+  // Adds same-model queued requests of the leader's tenant to it when a
+  // batch is predicted cheaper per request and keeps every deadline.
+  void FormBatchLocked(Job& leader, int64_t now);
+  // Accounting, RunReports and callbacks of a finished run (all its
+  // requests, when batched). Takes the lock.
+  void Finish(std::unique_ptr<Job> leader, Result<std::vector<NamedTensor>> outputs);
+
   void LaneLoop(int lane);
   void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group);
 
@@ -167,6 +193,7 @@ class FairScheduler {
   uint64_t next_id_ = 1;
   uint64_t completed_ = 0;
   uint64_t preemptions_ = 0;
+  uint64_t batches_ = 0;
   FairQueue queue_;
   CostModel costs_;
   std::map<std::string, TenantState> tenants_;

@@ -2,8 +2,8 @@
 // key digests, model records and the ONNX bytes of every model version.
 //
 // Column families: meta (schema version), tenants, keys, models, blobs,
-// uploads (idempotent upload ids), cost_profiles (reserved for the cost work;
-// nothing writes it yet) and ledger (billing entries). README.md has the key
+// uploads (idempotent upload ids), cost_profiles (calibration of each model
+// version, written after upload) and ledger (billing entries). README.md has the key
 // layout.
 // Every change that touches several keys is one WriteBatch; writes that are
 // acknowledged to clients use sync=true (WAL fsync) so they survive kill -9.
@@ -23,6 +23,7 @@
 namespace orrery {
 
 using storage::ApiKeyRecord;
+using storage::CostProfileRecord;
 using storage::LedgerEntry;
 using storage::LedgerTotals;
 using storage::ModelRecord;
@@ -127,6 +128,18 @@ class Catalog {
   Status DeleteModel(std::string_view tenant_id, std::string_view name, uint64_t version = 0) {
     return DeleteModelVersions(tenant_id, name, version).status();
   }
+
+  // ---- cost profiles (calibration; key = the model version's key)
+  // Stores the profile of (tenant_id, name, version) from the record's
+  // fields, replacing an earlier one. NOT_FOUND when that model version is
+  // not stored (checked under the model write lock, so a profile never
+  // outlives its model's deletion).
+  Status PutCostProfile(const CostProfileRecord& profile);
+  // NOT_FOUND if the version has none (not calibrated yet, or deleted).
+  Result<CostProfileRecord> GetCostProfile(std::string_view tenant_id, std::string_view name, uint64_t version) const;
+  // Every stored profile, for loading the cost model at start-up. Cost: one
+  // scan of the CF.
+  Result<std::vector<CostProfileRecord>> ListCostProfiles() const;
 
   // ---- ledger (billing); README.md has the key layout
   // Appends `entry` for entry->tenant_id() with a fresh seq and key time

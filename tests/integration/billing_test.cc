@@ -131,7 +131,9 @@ TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
   // 1e9 micros per lane-second: one micro per lane-nanosecond, so every
   // line's cost must equal its measured lane time.
   PriceFile prices(R"({"currency": "EUR", "lane_second_micros": 1000000000})");
-  OrrerydProcess server({"--price-table", prices.path(), "--storage-sample-seconds", "0", "--lanes", "2"});
+  // These tests count inference entries exactly; the calibration entry an
+  // upload adds is covered by scheduling_test.cc.
+  OrrerydProcess server({"--price-table", prices.path(), "--storage-sample-seconds", "0", "--lanes", "2", "--calibrate-uploads", "false"});
   ASSERT_TRUE(server.Start()) << "orreryd did not start";
   Stubs stubs(server.channel());
   const std::string admin = server.admin_token();
@@ -266,7 +268,7 @@ TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
 }
 
 TEST(BillingTest, AfterKillNineTheLedgerMatchesWhatClientsReceived) {
-  OrrerydProcess server({"--storage-sample-seconds", "0", "--lanes", "2"});
+  OrrerydProcess server({"--storage-sample-seconds", "0", "--lanes", "2", "--calibrate-uploads", "false"});
   ASSERT_TRUE(server.Start()) << "orreryd did not start";
   std::string admin = server.admin_token();
   std::vector<Tenant> tenants;
@@ -380,7 +382,7 @@ TEST(BillingTest, AfterKillNineTheLedgerMatchesWhatClientsReceived) {
 TEST(BillingTest, StoredBytesAreSampledAndBilled) {
   // A price high enough that a few KB for a second cost whole micros.
   PriceFile prices(R"({"gb_month_stored_micros": 2592000000000})");
-  OrrerydProcess server({"--price-table", prices.path(), "--storage-sample-seconds", "1"});
+  OrrerydProcess server({"--price-table", prices.path(), "--storage-sample-seconds", "1", "--calibrate-uploads", "false"});
   ASSERT_TRUE(server.Start()) << "orreryd did not start";
   Stubs stubs(server.channel());
   const Tenant t = MakeTenant(&stubs, server.admin_token(), "store");
@@ -409,7 +411,7 @@ TEST(BillingTest, StoredBytesAreSampledAndBilled) {
 }
 
 TEST(BillingTest, AdminSchedulerStatsDrainResumeAndServerInfo) {
-  OrrerydProcess server({"--storage-sample-seconds", "0", "--lanes", "1"});
+  OrrerydProcess server({"--storage-sample-seconds", "0", "--lanes", "1", "--calibrate-uploads", "false"});
   ASSERT_TRUE(server.Start()) << "orreryd did not start";
   Stubs stubs(server.channel());
   const std::string admin = server.admin_token();
@@ -480,7 +482,7 @@ namespace {
 // its ledger entry's fsync. Run with --gtest_also_run_disabled_tests
 // --gtest_filter='*MeasureInferLatency*'.
 TEST(BillingTest, DISABLED_MeasureInferLatency) {
-  OrrerydProcess server({"--storage-sample-seconds", "0", "--lanes", "2"});
+  OrrerydProcess server({"--storage-sample-seconds", "0", "--lanes", "2", "--calibrate-uploads", "false"});
   ASSERT_TRUE(server.Start());
   Stubs stubs(server.channel());
   const Tenant t = MakeTenant(&stubs, server.admin_token(), "bench");

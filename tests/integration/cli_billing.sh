@@ -20,7 +20,7 @@ ln -s "$src/tests" "$work/tests"
 
 echo '{"currency": "EUR", "lane_second_micros": 50000, "gb_month_stored_micros": 10000}' > "$work/prices.json"
 "$build/orreryd" --data-dir "$work/orrery-data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-  --port-file "$work/port" --price-table "$work/prices.json" --log-level warn &
+  --port-file "$work/port" --price-table "$work/prices.json" --log-level warn --calibrate-uploads false &
 server_pid=$!
 for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { echo "FAIL: orreryd did not start"; exit 1; }

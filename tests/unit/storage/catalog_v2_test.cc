@@ -237,5 +237,55 @@ TEST(CatalogV2Test, OpenRepairsOrphans) {
   EXPECT_EQ(c->ListKeys("t_a")->size(), 1u);
 }
 
+// ---- cost profiles
+
+CostProfileRecord Profile(const std::string& tenant, const std::string& name, uint64_t version, int64_t ns) {
+  CostProfileRecord p;
+  p.set_tenant_id(tenant);
+  p.set_name(name);
+  p.set_version(version);
+  storage::BatchCostRecord* b = p.add_batches();
+  b->set_batch(1);
+  b->set_total_ns(ns);
+  b->add_step_ns(ns / 2);
+  b->add_step_ns(ns / 2);
+  p.set_runs(2);
+  return p;
+}
+
+TEST(CatalogCostProfileTest, StoredPerModelVersionListedAndDeletedWithTheVersion) {
+  TempDir tmp;
+  {
+    auto c = MustOpen(tmp.db());
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(AddTenant(c.get(), "t_1", "acme", 1).ok());
+    ASSERT_TRUE(Put(c.get(), "t_1", "m", "v1").ok());
+    ASSERT_TRUE(Put(c.get(), "t_1", "m", "v2").ok());
+    EXPECT_EQ(c->GetCostProfile("t_1", "m", 1).status().code(), StatusCode::kNotFound);
+    ASSERT_TRUE(c->PutCostProfile(Profile("t_1", "m", 1, 1000)).ok());
+    ASSERT_TRUE(c->PutCostProfile(Profile("t_1", "m", 2, 2000)).ok());
+    ASSERT_TRUE(c->PutCostProfile(Profile("t_1", "m", 2, 3000)).ok());  // replaces
+    // No profile for a version that is not stored.
+    EXPECT_EQ(c->PutCostProfile(Profile("t_1", "m", 3, 1)).code(), StatusCode::kNotFound);
+    EXPECT_EQ(c->PutCostProfile(Profile("t_1", "", 1, 1)).code(), StatusCode::kInvalidArgument);
+  }
+  auto c = MustOpen(tmp.db());  // durable
+  ASSERT_NE(c, nullptr);
+  Result<CostProfileRecord> p2 = c->GetCostProfile("t_1", "m", 2);
+  ASSERT_TRUE(p2.ok()) << p2.status().ToString();
+  ASSERT_EQ(p2->batches_size(), 1);
+  EXPECT_EQ(p2->batches(0).total_ns(), 3000);
+  EXPECT_EQ(p2->batches(0).step_ns_size(), 2);
+  Result<std::vector<CostProfileRecord>> all = c->ListCostProfiles();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 2u);
+
+  ASSERT_TRUE(c->DeleteModel("t_1", "m", 1).ok());
+  EXPECT_EQ(c->GetCostProfile("t_1", "m", 1).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(c->GetCostProfile("t_1", "m", 2).ok());
+  ASSERT_TRUE(c->DeleteTenant("t_1").ok());
+  EXPECT_EQ(c->ListCostProfiles()->size(), 0u);
+}
+
 }  // namespace
 }  // namespace orrery
