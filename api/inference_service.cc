@@ -225,7 +225,9 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   entry.set_batch_size(1);  // no batching yet
   entry.set_batch_share(1.0);
   entry.set_lane_ns(run.lane_ns);
-  entry.set_bytes_loaded(0);  // the cache tiers are not metered yet
+  // The request that started the host-cache load pays for its bytes; one
+  // that hit or joined a load in flight pays nothing for loading.
+  entry.set_bytes_loaded(static_cast<uint64_t>(pin.bytes_loaded()));
   entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, entry.batch_share(), entry.bytes_loaded()));
   Result<bool> billed = ctx_->catalog->AppendLedger(&entry);
   if (!billed.ok()) {
