@@ -48,8 +48,8 @@ class OperatorActionsTest : public ::testing::Test {
 };
 
 TEST_F(OperatorActionsTest, ListShowsEveryEntryWithStatePinsAndLastUse) {
+  const int64_t used_at = clock_.NowNs();  // the request's arrival, not the load's end
   Use(K("a"));
-  const int64_t used_at = clock_.NowNs();
   clock_.AdvanceNs(50);
   Result<Acquisition> b = cache_->OperatorPin(K("b"));
   ASSERT_TRUE(b.ok());
