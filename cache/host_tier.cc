@@ -167,7 +167,11 @@ Status HostTier::OperatorLoad(const ModelRecord& record, bool pin) {
   ORRERY_RETURN_IF_ERROR(acq.status());
   std::shared_future<Status> wait = StartOrJoin(*acq, key, record);
   Status loaded = wait.valid() ? wait.get() : Status::Ok();
-  if (loaded.ok()) loaded = cache_->Get(record).status();  // dropped meanwhile (a delete)
+  // A pinned version's compiled model must be there (it may have been
+  // dropped meanwhile by a delete). Not for a prefetch: unpinned, it may be
+  // evicted again already, and Get would then hold a model the tier does
+  // not account for.
+  if (loaded.ok() && pin) loaded = cache_->Get(record).status();
   if (!loaded.ok() && pin) {
     if (Status s = host_->OperatorUnpin(key); !s.ok()) {
       spdlog::warn("host tier: undoing the pin of {}: {}", key.ToString(), s.message());
