@@ -47,9 +47,30 @@ class AdminServiceImpl final : public orrery::v1::AdminService::Service {
   grpc::Status ServerInfo(grpc::ServerContext* context, const v1::ServerInfoRequest* request,
                           v1::ServerInfoResponse* response) override;
 
+  // admin_cache_service.cc: the cache tiers. List costs O(registered
+  // versions) plus one tenant scan; Pin and Prefetch block the handler until
+  // the version is resident (a segment read on a loader thread).
+  grpc::Status CacheList(grpc::ServerContext* context, const v1::CacheListRequest* request,
+                         v1::CacheListResponse* response) override;
+  grpc::Status CacheEvict(grpc::ServerContext* context, const v1::CacheModelRequest* request,
+                          v1::CacheModelResponse* response) override;
+  grpc::Status CachePin(grpc::ServerContext* context, const v1::CacheModelRequest* request,
+                        v1::CacheModelResponse* response) override;
+  grpc::Status CacheUnpin(grpc::ServerContext* context, const v1::CacheModelRequest* request,
+                          v1::CacheModelResponse* response) override;
+  grpc::Status CachePrefetch(grpc::ServerContext* context, const v1::CacheModelRequest* request,
+                             v1::CacheModelResponse* response) override;
+
  private:
   // Authorises the admin and resolves request->tenant (name or id).
   Result<TenantRecord> AdminAndTenant(const grpc::ServerContext& context, const std::string& tenant) const;
+  // Authorises the admin, checks the tier and resolves the model version
+  // (NOT_FOUND naming what is unknown); the tenant's name in *tenant_name.
+  Result<ModelRecord> CacheTarget(const grpc::ServerContext& context, const v1::CacheModelRequest& request,
+                                  std::string* tenant_name) const;
+  // The host tier's entry for `record` after an action, into *response.
+  grpc::Status CacheReply(const ModelRecord& record, const std::string& tenant_name,
+                          v1::CacheModelResponse* response) const;
 
   ServiceContext* ctx_;
 };

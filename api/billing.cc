@@ -52,6 +52,7 @@ v1::BillingLine ToLine(const LedgerEntry& e) {
 void Add(v1::BillingAggregate* a, const LedgerEntry& e) {
   a->set_entries(a->entries() + 1);
   a->set_lane_ns(a->lane_ns() + e.lane_ns());
+  a->set_bytes_loaded(a->bytes_loaded() + e.bytes_loaded());
   a->set_cost_micros(a->cost_micros() + e.cost_micros());
 }
 

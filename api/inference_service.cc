@@ -229,7 +229,10 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   entry.set_batch_size(static_cast<uint32_t>(std::max(run.batch_size, 1)));
   entry.set_batch_share(run.batch_share);
   entry.set_lane_ns(run.lane_ns);
-  entry.set_bytes_loaded(0);  // the cache tiers are not metered yet
+  // The request that started the host-cache load pays for its bytes; one
+  // that hit or joined a load in flight pays nothing for loading. lane_ns is
+  // already this request's share of a batch (share 1.0 here).
+  entry.set_bytes_loaded(static_cast<uint64_t>(pin.bytes_loaded()));
   entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, 1.0, entry.bytes_loaded()));
   Result<bool> billed = ctx_->catalog->AppendLedger(&entry);
   if (!billed.ok()) {

@@ -168,9 +168,10 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
     ctx_->cache->Put(record, model);
     if (ctx_->host != nullptr) {
       // Accounted in the host cache as resident: its "load" finds the model
-      // just put (no I/O) and may evict others to make room.
+      // just put (no I/O) and may evict others to make room. A prefetch, not
+      // a request: no miss counted, nobody billed for it.
       Status s = ctx_->host->Register(record);
-      if (s.ok()) s = ctx_->host->Acquire(record, /*wait_for_room=*/false).status();
+      if (s.ok()) s = ctx_->host->Prefetch(record);
       if (!s.ok()) {
         ctx_->cache->EraseVersion(record.tenant_id(), name, record.version());
         spdlog::warn("tenant {}: model '{}' v{} not kept in memory: {}", tenant->id(), name, record.version(),

@@ -51,6 +51,29 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
     events.CounterWith({"load"}).Mirror(static_cast<double>(host->moves_started));
     events.CounterWith({"load_failed"}).Mirror(static_cast<double>(host->moves_failed));
     events.CounterWith({"eviction"}).Mirror(static_cast<double>(host->evictions));
+    registry.Family("orrery_host_cache_pinned_bytes", "Host cache bytes resident and pinned (requests, operator pins).",
+                    MetricType::kGauge)
+        .GaugeWith({})
+        .Set(static_cast<double>(host->pinned_bytes));
+    registry.Family("orrery_host_cache_models", "Model versions registered with the host cache.", MetricType::kGauge)
+        .GaugeWith({})
+        .Set(static_cast<double>(host->entries));
+    registry.Family("orrery_host_cache_loaded_bytes_total", "Bytes loaded into the host cache by successful loads.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(host->bytes_moved));
+    registry.Family("orrery_host_cache_load_seconds_total",
+                    "Summed measured durations of successful host cache loads (loaded bytes / this = per-load "
+                    "throughput).",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(host->move_ns) / 1e9);
+    registry.Family("orrery_host_cache_loader_bytes_per_second",
+                    "Loader throughput the host cache predicts with: EWMA of measured loads' bandwidth, latency excluded "
+                    "(the 1e9 prior until the first load).",
+                    MetricType::kGauge)
+        .GaugeWith({})
+        .Set(host->bytes_per_sec);
   }
   if (loader != nullptr) {
     registry.Family("orrery_segment_loads_total", "Model loads that imported packed weights from a verified segment.",

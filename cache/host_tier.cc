@@ -116,26 +116,79 @@ Result<HostTier::Pin> HostTier::Acquire(const ModelRecord& record, bool wait_for
   Pin pin;
   pin.tier_ = this;
   pin.key_ = key;
-  for (const ModelKey& k : acq->evicted) cache_->EraseVersion(k.tenant, k.model, k.version);
-
-  std::shared_future<Status> wait;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (acq->action.has_value()) {
-      std::promise<Status>& promise = promises_[acq->action->id];
-      wait = promise.get_future().share();
-      loads_[key] = Load{acq->action->id, wait};
-      jobs_.push(Job{*acq->action, record});
-      work_cv_.notify_one();
-    } else if (auto it = loads_.find(key); it != loads_.end()) {
-      wait = it->second.done;  // joins a load in flight
-    }
-  }
+  std::shared_future<Status> wait = StartOrJoin(*acq, key, record);
   if (wait.valid()) ORRERY_RETURN_IF_ERROR(wait.get());
+  if (acq->action.has_value()) pin.bytes_loaded_ = acq->action->bytes;
   // Resident: the compiled model is in ModelCache (Get only loads here if it
   // was dropped meanwhile, e.g. by a delete of the model).
   ORRERY_ASSIGN_OR_RETURN(pin.model_, cache_->Get(record));
   return pin;
+}
+
+std::shared_future<Status> HostTier::StartOrJoin(const Acquisition& acq, const ModelKey& key,
+                                                 const ModelRecord& record) {
+  for (const ModelKey& k : acq.evicted) cache_->EraseVersion(k.tenant, k.model, k.version);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (acq.action.has_value()) {
+    std::promise<Status>& promise = promises_[acq.action->id];
+    std::shared_future<Status> wait = promise.get_future().share();
+    loads_[key] = Load{acq.action->id, wait};
+    jobs_.push(Job{*acq.action, record});
+    work_cv_.notify_one();
+    return wait;
+  }
+  if (auto it = loads_.find(key); it != loads_.end()) return it->second.done;  // joins a load in flight
+  return {};
+}
+
+Result<TierEntryInfo> HostTier::Info(const ModelKey& key) const {
+  std::optional<TierEntryInfo> info = host_->Info(key);
+  if (!info.has_value()) {
+    return Status::NotFound("model " + key.ToString() + " is not registered with the host cache");
+  }
+  return *info;
+}
+
+Status HostTier::Evict(const ModelKey& key) {
+  ORRERY_RETURN_IF_ERROR(host_->Evict(key));
+  // Requests already running keep their compiled model through its shared_ptr.
+  cache_->EraseVersion(key.tenant, key.model, key.version);
+  release_cv_.notify_all();  // room for acquirers waiting on a full cache
+  return Status::Ok();
+}
+
+Status HostTier::OperatorLoad(const ModelRecord& record, bool pin) {
+  const ModelKey key = KeyOf(record);
+  Result<Acquisition> acq = pin ? host_->OperatorPin(key) : host_->Load(key);
+  if (acq.status().code() == StatusCode::kNotFound) {
+    ORRERY_RETURN_IF_ERROR(Register(record));
+    acq = pin ? host_->OperatorPin(key) : host_->Load(key);
+  }
+  ORRERY_RETURN_IF_ERROR(acq.status());
+  std::shared_future<Status> wait = StartOrJoin(*acq, key, record);
+  Status loaded = wait.valid() ? wait.get() : Status::Ok();
+  // A pinned version's compiled model must be there (it may have been
+  // dropped meanwhile by a delete). Not for a prefetch: unpinned, it may be
+  // evicted again already, and Get would then hold a model the tier does
+  // not account for.
+  if (loaded.ok() && pin) loaded = cache_->Get(record).status();
+  if (!loaded.ok() && pin) {
+    if (Status s = host_->OperatorUnpin(key); !s.ok()) {
+      spdlog::warn("host tier: undoing the pin of {}: {}", key.ToString(), s.message());
+    }
+    release_cv_.notify_all();
+  }
+  return loaded;
+}
+
+Status HostTier::OperatorPin(const ModelRecord& record) { return OperatorLoad(record, /*pin=*/true); }
+
+Status HostTier::Prefetch(const ModelRecord& record) { return OperatorLoad(record, /*pin=*/false); }
+
+Status HostTier::OperatorUnpin(const ModelKey& key) {
+  ORRERY_RETURN_IF_ERROR(host_->OperatorUnpin(key));
+  release_cv_.notify_all();
+  return Status::Ok();
 }
 
 void HostTier::Release(const ModelKey& key) {
@@ -146,7 +199,10 @@ void HostTier::Release(const ModelKey& key) {
 }
 
 HostTier::Pin::Pin(Pin&& other) noexcept
-    : tier_(std::exchange(other.tier_, nullptr)), key_(std::move(other.key_)), model_(std::move(other.model_)) {}
+    : tier_(std::exchange(other.tier_, nullptr)),
+      key_(std::move(other.key_)),
+      model_(std::move(other.model_)),
+      bytes_loaded_(std::exchange(other.bytes_loaded_, 0)) {}
 
 HostTier::Pin& HostTier::Pin::operator=(Pin&& other) noexcept {
   if (this != &other) {
@@ -154,6 +210,7 @@ HostTier::Pin& HostTier::Pin::operator=(Pin&& other) noexcept {
     tier_ = std::exchange(other.tier_, nullptr);
     key_ = std::move(other.key_);
     model_ = std::move(other.model_);
+    bytes_loaded_ = std::exchange(other.bytes_loaded_, 0);
   }
   return *this;
 }

@@ -68,12 +68,17 @@ class HostTier {
     Pin& operator=(Pin&& other) noexcept;
     ~Pin();
     const ModelCache::ModelPtr& model() const { return model_; }
+    // Bytes this acquisition loaded into the tier: the model's size when it
+    // started the load (a miss), 0 when it hit or joined a load in flight.
+    // What metering bills the request for.
+    int64_t bytes_loaded() const { return bytes_loaded_; }
 
    private:
     friend class HostTier;
     HostTier* tier_ = nullptr;
     ModelKey key_;
     ModelCache::ModelPtr model_;
+    int64_t bytes_loaded_ = 0;
   };
   // Blocks for the load on a miss. Errors: the load's (NOT_FOUND if the
   // version is gone, ...), RESOURCE_EXHAUSTED for a model that never fits,
@@ -82,6 +87,29 @@ class HostTier {
   Result<Pin> Acquire(const ModelRecord& record, bool wait_for_room = true);
 
   TierStats stats() const { return host_->Stats(); }
+
+  // ---- Operator actions (AdminService). None of them is a request: no
+  // arrival, hit or miss is recorded, and nobody is billed for their loads.
+
+  // Every registered version, in key order. O(entries).
+  std::vector<TierEntryInfo> List() const { return host_->List(); }
+  // NOT_FOUND if `key` is not registered.
+  Result<TierEntryInfo> Info(const ModelKey& key) const;
+  // Drops a resident version (and its compiled model). No-op when absent;
+  // FAILED_PRECONDITION while pinned or loading; NOT_FOUND if unknown.
+  Status Evict(const ModelKey& key);
+  // Pins `record` until OperatorUnpin (never evicted meanwhile), loading it
+  // first if absent; blocks until it is resident. UNAVAILABLE at once (no
+  // wait) when pinned or loading models hold the room; a failed load undoes
+  // the pin and returns the load's error.
+  Status OperatorPin(const ModelRecord& record);
+  // FAILED_PRECONDITION if there is no operator pin; NOT_FOUND if unknown.
+  Status OperatorUnpin(const ModelKey& key);
+  // Loads `record` if absent (evicting as a miss would) without pinning it;
+  // blocks until resident. UNAVAILABLE at once when there is no room.
+  Status Prefetch(const ModelRecord& record);
+  // The clock the tier's times (TierEntryInfo::last_use_ns) are on.
+  const Clock& clock() const { return *clock_; }
 
   HostTier(const HostTier&) = delete;
   HostTier& operator=(const HostTier&) = delete;
@@ -99,6 +127,13 @@ class HostTier {
   HostTier(const Options& options, std::unique_ptr<HostCache> host, ModelCache* cache, const Clock* clock);
   void LoaderLoop();
   void Release(const ModelKey& key);
+  // Drops evicted models' compiled forms and queues `acq`'s load, if any.
+  // Returns what to wait on for `key` to be resident: the new load, a load
+  // in flight, or nothing (invalid) when it already is.
+  std::shared_future<Status> StartOrJoin(const Acquisition& acq, const ModelKey& key, const ModelRecord& record);
+  // OperatorPin (pin) or Prefetch: the host cache's OperatorPin / Load, with
+  // registration on demand, then waits for residency.
+  Status OperatorLoad(const ModelRecord& record, bool pin);
 
   const Options options_;
   std::unique_ptr<HostCache> host_;

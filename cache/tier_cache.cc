@@ -104,6 +104,13 @@ Status TierCache::Unregister(const ModelKey& key) {
   Tick(clock_->NowNs());
   auto it = entries_.find(key);
   if (it == entries_.end()) return Status::Ok();
+  // A deleted model's operator pins go with it (nobody could unpin it by
+  // name any more).
+  if (Entry& e = it->second; e.operator_pins > 0) {
+    e.pins -= e.operator_pins;
+    e.operator_pins = 0;
+    if (e.pins == 0 && e.state == Residency::kResident) pinned_resident_ -= e.charged;
+  }
   if (it->second.pins > 0 || it->second.state == Residency::kMoving) {
     return Status::FailedPrecondition("model " + key.ToString() + " is in use in the " + options_.name +
                                       " cache (pinned or moving); retry once released");
@@ -276,7 +283,13 @@ TierAction TierCache::StartMove(Entries::iterator it, int64_t now_ns, bool prewa
   return action;
 }
 
-Result<Acquisition> TierCache::Acquire(const ModelKey& key) {
+Result<Acquisition> TierCache::Acquire(const ModelKey& key) { return AcquireFor(key, Purpose::kRequest); }
+
+Result<Acquisition> TierCache::OperatorPin(const ModelKey& key) { return AcquireFor(key, Purpose::kOperatorPin); }
+
+Result<Acquisition> TierCache::Load(const ModelKey& key) { return AcquireFor(key, Purpose::kLoad); }
+
+Result<Acquisition> TierCache::AcquireFor(const ModelKey& key, Purpose purpose) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t now = clock_->NowNs();
   Tick(now);
@@ -299,24 +312,27 @@ Result<Acquisition> TierCache::Acquire(const ModelKey& key) {
     }
     victims = std::move(*plan);
   }
-  if (e.seen) e.idle.Add(now - e.last_use_ns);
-  e.rate.Arrive(now);
-  e.last_use_ns = now;
-  e.seen = true;
+  const bool request = purpose == Purpose::kRequest;
+  if (request) {
+    if (e.seen) e.idle.Add(now - e.last_use_ns);
+    e.rate.Arrive(now);
+    e.last_use_ns = now;
+    e.seen = true;
+  }
 
   switch (e.state) {
     case Residency::kResident:
-      ++stats_.hits;
+      if (request) ++stats_.hits;
       acq.ready_ns = now;
       break;
     case Residency::kMoving: {
-      ++stats_.joins;
+      if (request) ++stats_.joins;
       std::optional<Interval> iv = timeline_->Get(e.action_id);
       acq.ready_ns = iv.has_value() ? iv->end_ns : now;
       break;
     }
     case Residency::kAbsent:
-      ++stats_.misses;
+      if (request) ++stats_.misses;
       for (Entries::iterator v : victims) {
         acq.evicted.push_back(v->first);
         Drop(v, /*expired=*/false);
@@ -325,16 +341,36 @@ Result<Acquisition> TierCache::Acquire(const ModelKey& key) {
       acq.ready_ns = acq.action->predicted.end_ns;
       break;
   }
+  if (purpose == Purpose::kLoad) return acq;
+  if (purpose == Purpose::kOperatorPin) ++e.operator_pins;
   if (e.pins++ == 0 && e.state == Residency::kResident) pinned_resident_ += e.charged;
   return acq;
+}
+
+Status TierCache::OperatorUnpin(const ModelKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Tick(clock_->NowNs());
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    return Status::NotFound("model " + key.ToString() + " is not registered with the " + options_.name +
+                            " cache");
+  }
+  Entry& e = it->second;
+  if (e.operator_pins == 0) {
+    return Status::FailedPrecondition("model " + key.ToString() + " is not pinned by an operator in the " +
+                                      options_.name + " cache");
+  }
+  --e.operator_pins;
+  if (--e.pins == 0 && e.state == Residency::kResident) pinned_resident_ -= e.charged;
+  return Status::Ok();
 }
 
 Status TierCache::Release(const ModelKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
   Tick(clock_->NowNs());
   auto it = entries_.find(key);
-  if (it == entries_.end() || it->second.pins == 0) {
-    return Status::FailedPrecondition("model " + key.ToString() + " is not pinned in the " +
+  if (it == entries_.end() || it->second.pins - it->second.operator_pins == 0) {
+    return Status::FailedPrecondition("model " + key.ToString() + " is not pinned by a request in the " +
                                       options_.name + " cache");
   }
   Entry& e = it->second;
@@ -362,6 +398,7 @@ Status TierCache::FinishMove(uint64_t action_id, int64_t started_ns, const Statu
     resident_ += e.charged;
     if (e.pins > 0) pinned_resident_ += e.charged;
     stats_.bytes_moved += e.bytes;
+    stats_.move_ns += std::max<int64_t>(now - started_ns, 0);
   } else {
     ++stats_.moves_failed;
     OnFree(it->first);
@@ -442,22 +479,35 @@ Residency TierCache::state(const ModelKey& key) const {
   return it == entries_.end() ? Residency::kAbsent : it->second.state;
 }
 
-std::optional<TierEntryInfo> TierCache::Info(const ModelKey& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return std::nullopt;
-  const Entry& e = it->second;
-  const int64_t now = clock_->NowNs();
+TierEntryInfo TierCache::InfoLocked(const ModelKey& key, const Entry& e, int64_t now_ns) const {
   TierEntryInfo info;
   info.key = key;
   info.bytes = e.bytes;
   info.charged_bytes = e.charged;
   info.state = e.state;
   info.pins = e.pins;
+  info.operator_pins = e.operator_pins;
+  info.used = e.seen;
   info.last_use_ns = e.last_use_ns;
-  info.rate_per_sec = e.rate.PerSec(now);
+  info.rate_per_sec = e.rate.PerSec(now_ns);
   info.windows = e.idle.Windows(options_.keepalive_options);
   return info;
+}
+
+std::optional<TierEntryInfo> TierCache::Info(const ModelKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  return InfoLocked(key, it->second, clock_->NowNs());
+}
+
+std::vector<TierEntryInfo> TierCache::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_->NowNs();
+  std::vector<TierEntryInfo> out;
+  out.reserve(entries_.size());
+  for (const auto& [key, e] : entries_) out.push_back(InfoLocked(key, e, now));
+  return out;
 }
 
 Result<int64_t> TierCache::PredictReadyNs(const ModelKey& key) const {

@@ -93,7 +93,9 @@ struct TierEntryInfo {
   int64_t bytes = 0;
   int64_t charged_bytes = 0;
   Residency state = Residency::kAbsent;
-  int pins = 0;
+  int pins = 0;           // requests using it + operator pins
+  int operator_pins = 0;  // of which OperatorPin
+  bool used = false;      // has had a request (last_use_ns is meaningful)
   int64_t last_use_ns = 0;
   double rate_per_sec = 0;
   KeepAliveWindows windows;
@@ -116,6 +118,7 @@ struct TierStats {
   uint64_t evictions = 0;
   uint64_t expirations = 0;    // unloaded by the keep-alive policy
   int64_t bytes_moved = 0;
+  int64_t move_ns = 0;         // summed measured durations of successful moves
   // Integral of resident-but-unpinned bytes over time (byte-ns): memory held
   // for models nobody is using.
   double idle_byte_ns = 0;
@@ -137,7 +140,8 @@ class TierCache {
   // taken only while absent (FAILED_PRECONDITION otherwise). INVALID_ARGUMENT
   // for bytes <= 0; RESOURCE_EXHAUSTED as CheckFits.
   Status Register(const ModelKey& key, int64_t bytes);
-  // Forgets it (model deleted). FAILED_PRECONDITION while pinned or moving.
+  // Forgets it (model deleted); drops its operator pins first.
+  // FAILED_PRECONDITION while a request pins it or it is moving.
   Status Unregister(const ModelKey& key);
   // A tenant's weight for the fair share of this tier (default 1).
   Status SetTenantWeight(const std::string& tenant, double weight);
@@ -173,9 +177,22 @@ class TierCache {
   std::vector<ModelKey> ExpireIdle();
   // Operator eviction. FAILED_PRECONDITION while pinned or moving.
   Status Evict(const ModelKey& key);
+  // Operator pin: pins `key` like a request (never evicted while pinned) and
+  // starts its move if absent (evicting as a miss would), but is not a
+  // request: no arrival, hit or miss is recorded. Undone by OperatorUnpin
+  // only. Errors as Acquire.
+  Result<Acquisition> OperatorPin(const ModelKey& key);
+  // FAILED_PRECONDITION if `key` has no operator pin; NOT_FOUND if unknown.
+  Status OperatorUnpin(const ModelKey& key);
+  // Operator prefetch: starts `key`'s move if absent, evicting as a miss
+  // would, without pinning it and without recording a request. No action
+  // when already resident or moving. Errors as Acquire.
+  Result<Acquisition> Load(const ModelKey& key);
 
   Residency state(const ModelKey& key) const;  // kAbsent for unknown keys
   std::optional<TierEntryInfo> Info(const ModelKey& key) const;
+  // Every registered entry, in key order. O(entries).
+  std::vector<TierEntryInfo> List() const;
   // Predicted time `key` would be resident if acquired now: now when resident,
   // the move's predicted end when moving, else now's prediction of a new move
   // on the timeline (evictions assumed possible). NOT_FOUND if unknown.
@@ -205,6 +222,7 @@ class TierCache {
     int64_t charged = 0;
     Residency state = Residency::kAbsent;
     int pins = 0;
+    int operator_pins = 0;    // included in pins
     bool seen = false;        // has had a request
     int64_t last_use_ns = 0;  // last request arrival
     RateEstimator rate;
@@ -226,6 +244,9 @@ class TierCache {
                                                              int64_t now_ns);
   void Drop(Entries::iterator it, bool expired);
   TierAction StartMove(Entries::iterator it, int64_t now_ns, bool prewarm);
+  enum class Purpose { kRequest, kOperatorPin, kLoad };
+  Result<Acquisition> AcquireFor(const ModelKey& key, Purpose purpose);
+  TierEntryInfo InfoLocked(const ModelKey& key, const Entry& e, int64_t now_ns) const;
   double Weight(const std::string& tenant) const;
 
   TierOptions options_;

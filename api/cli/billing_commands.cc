@@ -48,12 +48,12 @@ void PrintCsv(const v1::BillingReportResponse& r) {
               << ",1," << l.cost_micros() << "\n";
   }
   for (const v1::BillingAggregate& a : r.by_model()) {
-    std::cout << "by_model," << a.tenant_id() << ",," << a.model() << ",,,,,,,,,," << a.lane_ns() << ",,,,"
-              << a.entries() << "," << a.cost_micros() << "\n";
+    std::cout << "by_model," << a.tenant_id() << ",," << a.model() << ",,,,,,,,,," << a.lane_ns() << ","
+              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << "\n";
   }
   for (const v1::BillingAggregate& a : r.by_day()) {
-    std::cout << "by_day," << a.tenant_id() << "," << a.day() << ",,,,,,,,,,," << a.lane_ns() << ",,,,"
-              << a.entries() << "," << a.cost_micros() << "\n";
+    std::cout << "by_day," << a.tenant_id() << "," << a.day() << ",,,,,,,,,,," << a.lane_ns() << ","
+              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << "\n";
   }
   std::cout << "total,,,,,,,,,,,,,,,,," << r.total_entries() << "," << r.total_cost_micros() << "\n";
 }
@@ -65,7 +65,7 @@ void PrintTable(const v1::BillingReportResponse& r, bool show_tenant) {
     if (show_tenant) std::cout << std::setw(20) << "TENANT";
     std::cout << std::setw(26) << "END (UTC)" << std::setw(10) << "KIND" << std::setw(20) << "MODEL"
               << std::setw(36) << "REQUEST ID" << std::setw(20) << "STATUS" << std::setw(12) << "QUEUE us"
-              << std::setw(14) << "LANE us" << "COST " << cur << "\n";
+              << std::setw(14) << "LANE us" << std::setw(12) << "LOADED B" << "COST " << cur << "\n";
     for (const v1::BillingLine& l : r.lines()) {
       if (show_tenant) std::cout << std::setw(20) << l.tenant_id();
       const std::string model =
@@ -73,7 +73,7 @@ void PrintTable(const v1::BillingReportResponse& r, bool show_tenant) {
       std::cout << std::setw(26) << Utc(l.end_unix_us() != 0 ? l.end_unix_us() : l.unix_ms() * 1000)
                 << std::setw(10) << l.kind() << std::setw(20) << model << std::setw(36) << l.request_id()
                 << std::setw(20) << l.status() << std::setw(12) << l.queue_us() << std::setw(14)
-                << l.lane_ns() / 1000 << Money(l.cost_micros()) << "\n";
+                << l.lane_ns() / 1000 << std::setw(12) << l.bytes_loaded() << Money(l.cost_micros()) << "\n";
     }
     std::cout << "\n";
   }

@@ -73,4 +73,12 @@ int AdminServerDrain(const GlobalOptions& g, int64_t timeout_ms);
 int AdminServerResume(const GlobalOptions& g);
 int AdminServerInfo(const GlobalOptions& g);
 
+// cache_commands.cc: `orrery admin cache list|evict|pin|unpin|prefetch`.
+// tier "" = every tier (list) / the host tier (actions); tenant "" = every
+// tenant (list); version 0 = the latest.
+int AdminCacheList(const GlobalOptions& g, const std::string& tier, const std::string& tenant);
+// action: "evict", "pin", "unpin" or "prefetch".
+int AdminCacheAction(const GlobalOptions& g, const std::string& action, const std::string& tier,
+                     const std::string& tenant, const std::string& model, uint64_t version);
+
 }  // namespace orrery::cli

@@ -4,6 +4,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "base/status.h"
+
 namespace orrery::cli {
 
 std::shared_ptr<grpc::Channel> Connect(const GlobalOptions& g) {
@@ -23,18 +25,8 @@ int Fail(const std::string& message) {
 }
 
 int Fail(const grpc::Status& s, const GlobalOptions& g) {
-  std::string code;
-  switch (s.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE: code = "UNAVAILABLE"; break;
-    case grpc::StatusCode::INVALID_ARGUMENT: code = "INVALID_ARGUMENT"; break;
-    case grpc::StatusCode::NOT_FOUND: code = "NOT_FOUND"; break;
-    case grpc::StatusCode::ALREADY_EXISTS: code = "ALREADY_EXISTS"; break;
-    case grpc::StatusCode::PERMISSION_DENIED: code = "PERMISSION_DENIED"; break;
-    case grpc::StatusCode::UNAUTHENTICATED: code = "UNAUTHENTICATED"; break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: code = "RESOURCE_EXHAUSTED"; break;
-    case grpc::StatusCode::DEADLINE_EXCEEDED: code = "DEADLINE_EXCEEDED"; break;
-    default: code = "code " + std::to_string(static_cast<int>(s.error_code())); break;
-  }
+  // Every gRPC code by its name (codes share numbering with StatusCode).
+  const std::string code(StatusCodeName(static_cast<StatusCode>(s.error_code())));
   std::string hint;
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE) hint = " (is orreryd running at " + g.server + "?)";
   return Fail(code + ": " + s.error_message() + hint);

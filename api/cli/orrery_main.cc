@@ -2,6 +2,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -123,6 +126,27 @@ int main(int argc, char** argv) {
   adrain->callback([&] { rc = AdminServerDrain(g, drain_timeout_ms); });
   aserver->add_subcommand("resume", "Admit inferences again")->callback([&] { rc = AdminServerResume(g); });
   aserver->add_subcommand("info", "Version, build and state")->callback([&] { rc = AdminServerInfo(g); });
+  auto* acache = admin->add_subcommand("cache", "Model residency in the cache tiers")->require_subcommand(1);
+  std::string cache_tier, cache_tenant, cache_model;
+  uint64_t cache_version = 0;
+  auto* clist = acache->add_subcommand("list", "Every model version on each tier: state, size, pins, last use");
+  clist->add_option("--tier", cache_tier, "Only this tier (host, device)");
+  clist->add_option("--tenant", cache_tenant, "Only this tenant's models (name or id)");
+  clist->callback([&] { rc = AdminCacheList(g, cache_tier, cache_tenant); });
+  for (const auto& [action, help] : std::vector<std::pair<std::string, std::string>>{
+           {"evict", "Drop a resident model version (refused while pinned or loading)"},
+           {"pin", "Load a model version if needed and keep it resident until unpinned"},
+           {"unpin", "Undo one operator pin"},
+           {"prefetch", "Load a model version now, without pinning it"}}) {
+    auto* cmd = acache->add_subcommand(action, help);
+    cmd->add_option("TENANT", cache_tenant, "Tenant name or id")->required();
+    cmd->add_option("MODEL", cache_model, "Model name")->required();
+    cmd->add_option("--version", cache_version, "Version (default: latest)");
+    cmd->add_option("--tier", cache_tier, "Tier (default: host)");
+    cmd->callback([&, action] {
+      rc = AdminCacheAction(g, action, cache_tier, cache_tenant, cache_model, cache_version);
+    });
+  }
 
   auto* billing = app.add_subcommand("billing", "Your bill (API key)")->require_subcommand(1);
   auto* report = billing->add_subcommand("report", "Per-request lines, per-model and per-day aggregates");
@@ -162,7 +186,10 @@ int main(int argc, char** argv) {
   app.add_subcommand("status", "Server liveness, readiness and version")->callback([&] { rc = Status(g); });
 
   // Global options may follow the subcommands too.
-  for (CLI::App* sub : {admin, tenant, key, model, infer, abilling, asched, aserver, billing}) sub->fallthrough();
+  for (CLI::App* sub : {admin, tenant, key, model, infer, abilling, asched, aserver, acache, billing}) {
+    sub->fallthrough();
+  }
+  for (CLI::App* sub : acache->get_subcommands({})) sub->fallthrough();
   for (CLI::App* sub : {areport, report}) sub->fallthrough();
   for (CLI::App* sub : asched->get_subcommands({})) sub->fallthrough();
   for (CLI::App* sub : aserver->get_subcommands({})) sub->fallthrough();

@@ -92,15 +92,23 @@ v1::BillingReportResponse AdminReport(Stubs* stubs, const std::string& admin, co
 void ExpectReconciles(const v1::BillingReportResponse& r, bool unfiltered = true) {
   int64_t lines = 0, by_model = 0, by_day = 0;
   uint64_t model_entries = 0, day_entries = 0;
-  for (const auto& l : r.lines()) lines += l.cost_micros();
+  uint64_t line_bytes = 0, model_bytes = 0, day_bytes = 0;
+  for (const auto& l : r.lines()) {
+    lines += l.cost_micros();
+    line_bytes += l.bytes_loaded();
+  }
   for (const auto& a : r.by_model()) {
     by_model += a.cost_micros();
     model_entries += a.entries();
+    model_bytes += a.bytes_loaded();
   }
   for (const auto& a : r.by_day()) {
     by_day += a.cost_micros();
     day_entries += a.entries();
+    day_bytes += a.bytes_loaded();
   }
+  EXPECT_EQ(model_bytes, line_bytes);
+  EXPECT_EQ(day_bytes, line_bytes);
   EXPECT_EQ(static_cast<uint64_t>(r.lines_size()), r.total_entries());
   EXPECT_EQ(model_entries, r.total_entries());
   EXPECT_EQ(day_entries, r.total_entries());
@@ -128,12 +136,16 @@ Tenant MakeTenant(Stubs* stubs, const std::string& admin, const std::string& nam
 }
 
 TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
-  // 1e9 micros per lane-second: one micro per lane-nanosecond, so every
-  // line's cost must equal its measured lane time.
-  PriceFile prices(R"({"currency": "EUR", "lane_second_micros": 1000000000})");
+  // 1e9 micros per lane-second and per GB loaded: one micro per
+  // lane-nanosecond and per byte loaded, so every line's cost must equal its
+  // measured lane time plus its bytes loaded. The host cache holds one of
+  // the two tenants' models (16 KiB segments), so their requests keep
+  // evicting each other's: many lines are misses that pay for their load.
   // These tests count inference entries exactly; the calibration entry an
   // upload adds is covered by scheduling_test.cc.
-  OrrerydProcess server({"--price-table", prices.path(), "--storage-sample-seconds", "0", "--lanes", "2", "--calibrate-uploads", "false"});
+  PriceFile prices(R"({"currency": "EUR", "lane_second_micros": 1000000000, "gb_loaded_micros": 1000000000})");
+  OrrerydProcess server({"--price-table", prices.path(), "--storage-sample-seconds", "0", "--lanes", "2",
+                         "--host-cache-bytes", "20000", "--calibrate-uploads", "false"});
   ASSERT_TRUE(server.Start()) << "orreryd did not start";
   Stubs stubs(server.channel());
   const std::string admin = server.admin_token();
@@ -185,6 +197,7 @@ TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
   // The same request id in another tenant is another request.
   if (Infer(stubs.infer.get(), b.key, "a-1", &resp).ok()) b_billable.insert("a-1");
 
+  int loaded_lines = 0;
   auto check_tenant = [&](const Tenant& t, const std::set<std::string>& billable) {
     const v1::BillingReportResponse r = TenantReport(server.channel(), t.key);
     std::set<std::string> ids;
@@ -197,7 +210,10 @@ TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
       EXPECT_EQ(l.batch_size(), 1u);
       EXPECT_EQ(l.batch_share(), 1.0);
       EXPECT_GT(l.lane_ns(), 0);
-      EXPECT_EQ(l.cost_micros(), l.lane_ns()) << "price: 1 micro per lane-ns";
+      EXPECT_EQ(l.cost_micros(), l.lane_ns() + static_cast<int64_t>(l.bytes_loaded()))
+          << "price: 1 micro per lane-ns and per byte loaded";
+      EXPECT_TRUE(l.bytes_loaded() == 0 || l.bytes_loaded() == 16384) << l.bytes_loaded();
+      loaded_lines += l.bytes_loaded() > 0 ? 1 : 0;
       EXPECT_GE(l.start_unix_us(), l.arrival_unix_us());
       EXPECT_GE(l.end_unix_us(), l.start_unix_us());
       EXPECT_TRUE(ids.insert(l.request_id()).second) << "billed twice: " << l.request_id();
@@ -211,6 +227,9 @@ TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
   };
   const v1::BillingReportResponse ra = check_tenant(a, a_billable);
   const v1::BillingReportResponse rb = check_tenant(b, b_billable);
+  // acme's first request missed (bravo's upload had evicted its model), and
+  // so did bravo's first after acme's run.
+  EXPECT_EQ(loaded_lines, 2);
   for (const v1::BillingReportResponse* r : {&ra, &rb}) {
     for (const auto& l : r->lines()) EXPECT_EQ(not_billable.count(l.request_id()), 0u) << l.request_id();
   }
