@@ -106,7 +106,7 @@ int Main(int argc, char** argv) {
   if (!store.ok()) return Fail("segment store", store.status());
   const std::string name = SegmentStore::NewName();
   const auto w0 = Clock::now();
-  auto info = (*store)->Write(name, kPackedWeightsVersion, 1, *blob);
+  auto info = (*store)->Write(name, kPackedWeightsSegmentLayoutVersion, 1, *blob);
   const auto w1 = Clock::now();
   if (!info.ok()) return Fail("write segment", info.status());
   const std::string seg_path = (*store)->dir() + "/" + name;
@@ -150,7 +150,7 @@ int Main(int argc, char** argv) {
     Evict(seg_path);
     const auto b0 = Clock::now();
     AlignedBuffer buffer;
-    auto payload = (*store)->Read(name, {.layout_version = kPackedWeightsVersion, .content_id = 1}, &buffer);
+    auto payload = (*store)->Read(name, {.layout_version = kPackedWeightsSegmentLayoutVersion, .content_id = 1}, &buffer);
     if (!payload.ok()) return Fail("read segment", payload.status());
     const auto b1 = Clock::now();
     Status import_status;
@@ -168,15 +168,16 @@ int Main(int argc, char** argv) {
     // Segment load: what ModelLoader does for a layout-2 segment.
     Evict(image_path);
     const auto c0 = Clock::now();
-    AlignedBuffer image_buffer;
+    auto image_buffer = std::make_shared<AlignedBuffer>();
     auto header = (*store)->ReadVerified(image_name, {.layout_version = kModelSegmentLayoutVersion, .content_id = 1},
-                                         &image_buffer);
+                                         image_buffer.get());
     if (!header.ok()) return Fail("read image segment", header.status());
     const auto c1 = Clock::now();
-    auto img = SegmentStore::Section(*header, image_buffer, kModelImageSection);
-    auto pw = SegmentStore::Section(*header, image_buffer, kPackedWeightsSection);
+    auto img = SegmentStore::Section(*header, *image_buffer, kModelImageSection);
+    auto pw = SegmentStore::Section(*header, *image_buffer, kPackedWeightsSection);
     if (!img.ok() || !pw.ok()) return Fail("sections", img.ok() ? pw.status() : img.status());
-    auto from_image = CompiledModel::Load({.image = *img, .packed_weights = *pw});
+    // Borrowing the read buffer, as ModelLoader does.
+    auto from_image = CompiledModel::Load({.image = *img, .packed_weights = *pw, .owner = image_buffer});
     if (!from_image.ok()) return Fail("load from segment", from_image.status());
     if (auto e = ExportPackedWeights(**from_image); !e.ok()) return Fail("specialise", e.status());
     const auto c2 = Clock::now();

@@ -40,14 +40,19 @@ std::string Describe(const ModelRecord& r) {
 
 Result<std::unique_ptr<CompiledModel>> ModelLoader::LoadImage(const ModelRecord& record,
                                                               const SegmentHeader& header,
-                                                              const AlignedBuffer& buffer) {
+                                                              std::shared_ptr<const AlignedBuffer> buffer) {
   ORRERY_ASSIGN_OR_RETURN(std::span<const std::byte> image,
-                          SegmentStore::Section(header, buffer, kModelImageSection));
+                          SegmentStore::Section(header, *buffer, kModelImageSection));
   ORRERY_ASSIGN_OR_RETURN(std::span<const std::byte> packed,
-                          SegmentStore::Section(header, buffer, kPackedWeightsSection));
+                          SegmentStore::Section(header, *buffer, kPackedWeightsSection));
   size_t imported = 0;
+  // The model borrows the read buffer (constants and packed matrices point
+  // into it), so it lives as long as the model.
   ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model,
-                          CompiledModel::Load({.image = image, .packed_weights = packed, .imported = &imported}));
+                          CompiledModel::Load({.image = image,
+                                               .packed_weights = packed,
+                                               .owner = std::move(buffer),
+                                               .imported = &imported}));
   spdlog::debug("{}: loaded from segment {} without the ONNX ({} packed weight entries)",
                 Describe(record), record.segment_file(), imported);
   return model;
@@ -59,11 +64,12 @@ Result<std::unique_ptr<CompiledModel>> ModelLoader::Load(const ModelRecord& reco
   bool rebuild = false;
   std::string onnx;
   if (has_segment) {
-    AlignedBuffer buffer;
+    auto shared_buffer = std::make_shared<AlignedBuffer>();
+    AlignedBuffer& buffer = *shared_buffer;
     Result<SegmentHeader> header = segments_->ReadVerified(record.segment_file(), ExpectationOf(record), &buffer);
     if (header.ok() && header->layout_version == kModelSegmentLayoutVersion) {
       // The compiled model itself: no catalog read, no ONNX.
-      Result<std::unique_ptr<CompiledModel>> model = LoadImage(record, *header, buffer);
+      Result<std::unique_ptr<CompiledModel>> model = LoadImage(record, *header, std::move(shared_buffer));
       if (model.ok()) {
         segment_loads_.fetch_add(1, std::memory_order_relaxed);
         image_loads_.fetch_add(1, std::memory_order_relaxed);
@@ -72,7 +78,7 @@ Result<std::unique_ptr<CompiledModel>> ModelLoader::Load(const ModelRecord& reco
       spdlog::warn("{}: segment {} not loadable, rebuilding it from the ONNX: {}", Describe(record),
                    record.segment_file(), model.status().message());
       rebuild = true;
-    } else if (header.ok() && header->layout_version == kPackedWeightsVersion) {
+    } else if (header.ok() && header->layout_version == kPackedWeightsSegmentLayoutVersion) {
       // A segment from before model images (packed weights only): compile
       // the ONNX with them. Kept as it is: rewriting it in the new layout
       // would no longer match the header CRC the record holds.
@@ -160,7 +166,7 @@ Status ModelLoader::WriteSegment(const CompiledModel& model, std::string_view na
     // A plan the image cannot hold (string constants): packed weights only,
     // loads compile the ONNX with them.
     spdlog::debug("model '{}': no model image in its segment: {}", record->name(), image.status().message());
-    ORRERY_ASSIGN_OR_RETURN(info, segments_->Write(name, kPackedWeightsVersion, SegmentContentId(*record), packed));
+    ORRERY_ASSIGN_OR_RETURN(info, segments_->Write(name, kPackedWeightsSegmentLayoutVersion, SegmentContentId(*record), packed));
   }
   record->set_segment_file(info.name);
   record->set_segment_bytes(info.bytes);

@@ -4,7 +4,7 @@
 // sections (`model_image`: runtime/model_image.h, `packed_weights`:
 // runtime/packed_weights.h) with CompiledModel::Load: no catalog read, no
 // ONNX parsing, folding or packing. A segment of the older layout
-// (kPackedWeightsVersion: packed weights only) compiles the ONNX from the
+// (kPackedWeightsSegmentLayoutVersion: packed weights only) compiles the ONNX from the
 // catalog with its packed weights. A segment that is missing, corrupt or not the one the
 // record expects is never served: the load logs a warning, counts it,
 // compiles from the ONNX (packing) and rewrites the segment under the same
@@ -37,7 +37,8 @@ struct ModelLoaderStats {
 
 // Segment layout (header field "payload layout version") of a model
 // segment holding both a model image and packed weights. Layout
-// kPackedWeightsVersion (1) segments hold packed weights only.
+// kPackedWeightsSegmentLayoutVersion segments hold packed weights only.
+inline constexpr uint32_t kPackedWeightsSegmentLayoutVersion = 1;
 inline constexpr uint32_t kModelSegmentLayoutVersion = 2;
 
 class ModelLoader {
@@ -64,7 +65,7 @@ class ModelLoader {
 
  private:
   Result<std::unique_ptr<CompiledModel>> LoadImage(const ModelRecord& record, const SegmentHeader& header,
-                                                   const AlignedBuffer& buffer);
+                                                   std::shared_ptr<const AlignedBuffer> buffer);
   // WriteSegment under the record's own name, logging failures.
   void RewriteSegment(const CompiledModel& model, const ModelRecord& record);
 

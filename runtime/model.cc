@@ -125,12 +125,12 @@ Result<std::unique_ptr<CompiledModel>> CompiledModel::Compile(std::string_view o
 }
 
 Result<std::unique_ptr<CompiledModel>> CompiledModel::Load(const LoadOptions& options) {
-  ORRERY_ASSIGN_OR_RETURN(runtime::DecodedImage decoded, runtime::DecodeModelImage(options.image));
+  ORRERY_ASSIGN_OR_RETURN(runtime::DecodedImage decoded, runtime::DecodeModelImage(options.image, options.owner));
   auto impl = std::make_unique<Impl>();
   impl->signature = std::move(decoded.signature);
   impl->plan = std::make_shared<const runtime::Plan>(std::move(decoded.plan));
   if (!options.packed_weights.empty()) {
-    Result<size_t> imported = runtime::ImportPackedWeights(*impl->plan, options.packed_weights);
+    Result<size_t> imported = runtime::ImportPackedWeights(*impl->plan, options.packed_weights, options.owner);
     if (!imported.ok()) {
       // The packed weights came with the image: a blob this build cannot
       // read means the segment is stale, so the caller rebuilds it.

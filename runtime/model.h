@@ -82,11 +82,17 @@ class CompiledModel {
   // bit-identically to the compiled model. Errors: DATA_LOSS for malformed
   // bytes (naming the field), FAILED_PRECONDITION for another image or
   // packed-weights version; callers then compile from the ONNX. Cost: one
-  // pass over the image, a copy of its constants and of the packed weights,
-  // and (for static inputs) specialising the one plan, as Compile does.
+  // pass over the image, a copy of its constants and of the packed weights
+  // (none with `owner`, see below), and (for static inputs) specialising the
+  // one plan, as Compile does.
   struct LoadOptions {
     std::span<const std::byte> image = {};
     std::span<const std::byte> packed_weights = {};
+    // When set, it keeps `image` and `packed_weights` alive and unchanged
+    // (e.g. the segment's page-aligned read buffer): constants and packed
+    // matrices borrow those bytes instead of copying them, and the model
+    // shares ownership of `owner` for as long as it (or a plan) lives.
+    std::shared_ptr<const void> owner = nullptr;
     size_t* imported = nullptr;  // packed entries taken, if non-null
   };
   static Result<std::unique_ptr<CompiledModel>> Load(const LoadOptions& options);

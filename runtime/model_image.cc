@@ -16,6 +16,7 @@ constexpr size_t kHeaderBytes = 16;
 // Fused steps keep their original steps one level down; nothing nests
 // deeper, so a deeper image is malformed (and recursion stays bounded).
 constexpr int kMaxStepDepth = 2;
+constexpr size_t kConstantAlign = kTensorAlignment;
 
 enum class AttrKind : uint8_t { kInt, kFloat, kString, kTensor, kInts, kFloats, kStrings };
 
@@ -39,6 +40,14 @@ class Writer {
     const auto* p = reinterpret_cast<const std::byte*>(b.data());
     out_.insert(out_.end(), p, p + b.size());
   }
+  // Length, zero padding to a multiple of kConstantAlign from the image's
+  // start, the bytes: constants can then be borrowed from an aligned buffer.
+  void AlignedBytes(std::string_view b) {
+    U64(b.size());
+    out_.resize(out_.size() + (kConstantAlign - out_.size() % kConstantAlign) % kConstantAlign, std::byte{0});
+    const auto* p = reinterpret_cast<const std::byte*>(b.data());
+    out_.insert(out_.end(), p, p + b.size());
+  }
   void Ints(const std::vector<int64_t>& v) {
     U64(v.size());
     for (int64_t x : v) I64(x);
@@ -53,13 +62,18 @@ class Writer {
   std::vector<std::byte> out_;
 };
 
-Status PutTensor(Writer& w, const Tensor& t) {
+Status PutTensor(Writer& w, const Tensor& t, bool aligned = false) {
   if (t.dtype() == DType::kString && t.num_elements() > 0) {
     return Status::Unimplemented("model image: string constants are not stored");
   }
   w.U32(static_cast<uint32_t>(t.dtype()));
   w.Ints(t.shape());
-  w.Bytes(t.empty() ? std::string_view() : t.bytes());
+  const std::string_view bytes = t.empty() ? std::string_view() : t.bytes();
+  if (aligned) {
+    w.AlignedBytes(bytes);
+  } else {
+    w.Bytes(bytes);
+  }
   return Status::Ok();
 }
 
@@ -160,6 +174,15 @@ class Reader {
     pos_ += n;
     return v;
   }
+  Result<std::span<const std::byte>> AlignedBytes(std::string_view what) {
+    ORRERY_ASSIGN_OR_RETURN(uint64_t n, U64(what));
+    const size_t pad = (kConstantAlign - pos_ % kConstantAlign) % kConstantAlign;
+    if (pad > left() || n > left() - pad) return Fail(what);
+    pos_ += pad;
+    std::span<const std::byte> v = b_.subspan(pos_, n);
+    pos_ += n;
+    return v;
+  }
   Result<std::string> String(std::string_view what) {
     ORRERY_ASSIGN_OR_RETURN(std::string_view v, Bytes(what));
     return std::string(v);
@@ -201,19 +224,39 @@ Result<DType> GetDType(Reader& r, std::string_view what) {
   return static_cast<DType>(d);
 }
 
-Result<Tensor> GetTensor(Reader& r, std::string_view what) {
+// `owner` set: an aligned constant (PutTensor aligned), borrowed from the
+// image's bytes when they are aligned in memory too.
+Result<Tensor> GetTensor(Reader& r, std::string_view what, const std::shared_ptr<const void>* owner = nullptr) {
   ORRERY_ASSIGN_OR_RETURN(DType dtype, GetDType(r, what));
   ORRERY_ASSIGN_OR_RETURN(Shape shape, r.Ints(what));
-  ORRERY_ASSIGN_OR_RETURN(std::string_view bytes, r.Bytes(what));
+  std::string_view bytes;
+  std::span<const std::byte> span;
+  if (owner != nullptr) {
+    ORRERY_ASSIGN_OR_RETURN(span, r.AlignedBytes(what));
+    bytes = std::string_view(reinterpret_cast<const char*>(span.data()), span.size());
+  } else {
+    ORRERY_ASSIGN_OR_RETURN(bytes, r.Bytes(what));
+  }
   if (dtype == DType::kUndefined) {
     if (!shape.empty() || !bytes.empty()) return r.Fail(what);
     return Tensor();
   }
-  // Checks dims and size before FromBytes allocates; FromBytes then checks
-  // that the byte count matches.
+  // Checks dims and the byte count before FromBytes allocates.
   Result<int64_t> n = CheckedNumElements(shape, dtype);
   if (!n.ok()) return Status::DataLoss("model image: " + std::string(what) + ": " + n.status().message());
   if (dtype == DType::kString && *n > 0) return r.Fail(what);
+  // Before anything is allocated: a flipped dim must not cost gigabytes.
+  if (static_cast<uint64_t>(*n) * DTypeSize(dtype) != bytes.size()) {
+    return Status::DataLoss("model image: " + std::string(what) + " of dims " + std::to_string(*n) +
+                            " elements does not match its " + std::to_string(bytes.size()) + " bytes");
+  }
+  if (owner != nullptr && *owner != nullptr && DTypeSize(dtype) > 0 &&
+      static_cast<size_t>(*n) * DTypeSize(dtype) == span.size() &&
+      reinterpret_cast<uintptr_t>(span.data()) % kTensorAlignment == 0) {
+    Result<Tensor> t = Tensor::Borrow(*owner, span, dtype, std::move(shape));
+    if (!t.ok()) return Status::DataLoss("model image: " + std::string(what) + ": " + t.status().message());
+    return t;
+  }
   Result<Tensor> t = Tensor::FromBytes(dtype, std::move(shape), bytes);
   if (!t.ok()) return Status::DataLoss("model image: " + std::string(what) + ": " + t.status().message());
   return t;
@@ -421,7 +464,7 @@ Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model) {
   w.U64(plan.constants.size());
   for (const auto& [slot, t] : plan.constants) {
     w.U32(static_cast<uint32_t>(slot));
-    ORRERY_RETURN_IF_ERROR(PutTensor(w, t));
+    ORRERY_RETURN_IF_ERROR(PutTensor(w, t, /*aligned=*/true));
   }
   w.Slots(plan.input_slots);
   w.Slots(plan.output_slots);
@@ -438,7 +481,8 @@ Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model) {
 
 namespace runtime {
 
-Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image) {
+Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
+                                      std::shared_ptr<const void> owner) {
   if (image.size() < kHeaderBytes || std::memcmp(image.data(), kMagic, 4) != 0) {
     return Status::DataLoss("model image: missing ORCG header");
   }
@@ -479,7 +523,7 @@ Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image) {
   for (size_t i = 0; i < constants; ++i) {
     ORRERY_ASSIGN_OR_RETURN(uint32_t slot, r.U32("constant slot"));
     if (slot >= plan.num_slots) return r.Fail("constant slot");
-    ORRERY_ASSIGN_OR_RETURN(Tensor t, GetTensor(r, "constant"));
+    ORRERY_ASSIGN_OR_RETURN(Tensor t, GetTensor(r, "constant", &owner));
     plan.constants.emplace_back(static_cast<int>(slot), std::move(t));
   }
   ORRERY_ASSIGN_OR_RETURN(plan.input_slots, r.Slots("input slots", plan.num_slots));

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -43,12 +44,16 @@ namespace runtime {
 // (truncated, bad magic, out-of-range slot or count, unknown op type, a step
 // reading a value nothing produced before it); FAILED_PRECONDITION for
 // another kModelImageVersion or ops::kCachedStateVersion. Used by
-// CompiledModel::Load. Cost: one pass, a copy of the constants.
+// CompiledModel::Load. Cost: one pass and a copy of the constants, or, with
+// an `owner` keeping `image` alive and unchanged, none: constants (stored
+// 64-byte aligned in the image) borrow its bytes when they are aligned in
+// memory (an image read into a page-aligned buffer).
 struct DecodedImage {
   Plan plan;
   ModelSignature signature;
 };
-Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image);
+Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
+                                      std::shared_ptr<const void> owner = nullptr);
 }  // namespace runtime
 
 }  // namespace orrery

@@ -138,7 +138,7 @@ TEST_F(ModelLoaderTest, OldLayoutSegmentsStillCompileWithTheirPackedWeights) {
   r.set_tenant_id("t_1");
   r.set_name("mlp");
   r.set_sha256("0123abcd");
-  auto info = segments_->Write(SegmentStore::NewName(), kPackedWeightsVersion, SegmentContentId(r), *packed);
+  auto info = segments_->Write(SegmentStore::NewName(), kPackedWeightsSegmentLayoutVersion, SegmentContentId(r), *packed);
   ASSERT_TRUE(info.ok());
   r.set_segment_file(info->name);
   r.set_segment_header_crc32c(info->header_crc32c);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -154,6 +155,37 @@ TEST(ModelImageTest, LoadedModelRunsBitIdenticallyToTheCompiledOne) {
   }
 }
 
+// Image and packed weights in one 4096-aligned buffer, as a segment read
+// leaves them: the model borrows the bytes and keeps the buffer alive.
+TEST(ModelImageTest, BorrowedBuffersOutliveTheCallerAndRunBitIdentically) {
+  for (Case& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    Exported e = Export(c.builder.Bytes());
+    ASSERT_NE(e.compiled, nullptr);
+    const size_t packed_at = (e.image.size() + 4095) / 4096 * 4096;
+    const size_t total = packed_at + e.packed.size();
+    std::shared_ptr<std::byte> buffer(static_cast<std::byte*>(std::aligned_alloc(4096, (total + 4095) / 4096 * 4096)),
+                                      [](std::byte* p) { std::free(p); });
+    ASSERT_NE(buffer, nullptr);
+    std::memcpy(buffer.get(), e.image.data(), e.image.size());
+    std::memcpy(buffer.get() + packed_at, e.packed.data(), e.packed.size());
+    const std::span<const std::byte> image(buffer.get(), e.image.size());
+    const std::span<const std::byte> packed(buffer.get() + packed_at, e.packed.size());
+    size_t imported = 0;
+    auto loaded = CompiledModel::Load({.image = image, .packed_weights = packed, .owner = buffer, .imported = &imported});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    EXPECT_GT(imported, 0u);
+    // Constants and packed matrices hold the buffer.
+    EXPECT_GT(buffer.use_count(), 1);
+    std::weak_ptr<std::byte> weak = buffer;
+    buffer.reset();
+    EXPECT_FALSE(weak.expired());
+    EXPECT_EQ(RunBytes(**loaded, c.inputs), RunBytes(*e.compiled, c.inputs));
+    loaded->reset();
+    EXPECT_TRUE(weak.expired());
+  }
+}
+
 TEST(ModelImageTest, LoadsWithoutPackedWeightsByPacking) {
   Case c = std::move(Cases()[1]);
   Exported e = Export(c.builder.Bytes());
@@ -259,22 +291,33 @@ TEST(ModelImageTest, UnknownOpTypeIsNamed) {
 // whatever loads still runs or reports an error.
 TEST(ModelImageTest, HostileBytesNeverCrash) {
   constexpr size_t kHeader = 16;  // magic and versions: flips there are covered above
+  constexpr int kMutations = 300;
   std::mt19937_64 rng(7);
   for (Case& c : Cases()) {
     Exported e = Export(c.builder.Bytes());
     ASSERT_FALSE(e.image.empty());
     size_t loaded = 0;
-    for (int iter = 0; iter < 400; ++iter) {
+    for (int iter = 0; iter < kMutations; ++iter) {
       std::vector<std::byte> b = e.image;
       const int flips = 1 + static_cast<int>(rng() % 4);
       for (int f = 0; f < flips; ++f) {
         const size_t at = kHeader + rng() % (b.size() - kHeader);
         b[at] = static_cast<std::byte>(rng() & 0xff);
       }
+      const auto t0 = std::chrono::steady_clock::now();
       auto r = CompiledModel::Load({.image = b, .packed_weights = e.packed});
+      const auto t1 = std::chrono::steady_clock::now();
       if (r.ok()) {
         ++loaded;
         (void)(*r)->Run(c.inputs);  // may fail, must not crash
+      }
+      const auto t2 = std::chrono::steady_clock::now();
+      // Hostile dims are rejected before anything is allocated (this caught
+      // 14 GB allocations once): no case may take long.
+      EXPECT_LT(t2 - t0, std::chrono::seconds(20));
+      if (t2 - t0 > std::chrono::milliseconds(200)) {
+        std::cout << "SLOW " << c.name << " iter " << iter << " load " << (t1 - t0).count() / 1000000
+                  << " ms run " << (t2 - t1).count() / 1000000 << " ms: " << (r.ok() ? "ok" : r.status().ToString()) << "\n";
       }
     }
     for (int iter = 0; iter < 100; ++iter) {
@@ -284,7 +327,7 @@ TEST(ModelImageTest, HostileBytesNeverCrash) {
       auto r = CompiledModel::Load({.image = b});
       EXPECT_FALSE(r.ok());
     }
-    std::cout << c.name << ": " << loaded << " of 400 mutated images loaded\n";
+    std::cout << c.name << ": " << loaded << " of " << kMutations << " mutated images loaded\n";
   }
 }
 
