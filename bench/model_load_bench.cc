@@ -179,7 +179,9 @@ int Main(int argc, char** argv) {
     // Borrowing the read buffer, as ModelLoader does.
     auto from_image = CompiledModel::Load({.image = *img, .packed_weights = *pw, .owner = image_buffer});
     if (!from_image.ok()) return Fail("load from segment", from_image.status());
-    if (auto e = ExportPackedWeights(**from_image); !e.ok()) return Fail("specialise", e.status());
+    // No export here: it would copy every packed matrix out again. Load
+    // specialises a static model's one plan itself; a dynamic model's first
+    // run below pays for it instead.
     const auto c2 = Clock::now();
     auto y = (*from_image)->Run(inputs);
     const auto c3 = Clock::now();
