@@ -1,15 +1,19 @@
-// Turning a model record into a compiled model: the ONNX from the catalog,
-// plus, when the record names a segment (storage/segment_store.h), its packed
-// weights read with io_uring and imported (runtime/packed_weights.h), so the
-// load skips packing. A segment that is missing, corrupt or not the one the
+// Turning a model record into a compiled model. When the record names a
+// segment (storage/segment_store.h) of layout kModelSegmentLayoutVersion, the
+// load reads it with io_uring and rebuilds the compiled model from its
+// sections (`model_image`: runtime/model_image.h, `packed_weights`:
+// runtime/packed_weights.h) with CompiledModel::Load: no catalog read, no
+// ONNX parsing, folding or packing. A segment of the older layout
+// (kPackedWeightsSegmentLayoutVersion: packed weights only) compiles the ONNX from the
+// catalog with its packed weights. A segment that is missing, corrupt or not the one the
 // record expects is never served: the load logs a warning, counts it,
 // compiles from the ONNX (packing) and rewrites the segment under the same
 // name. Writing a new version's segment at upload is here too, so that one
 // place decides what a segment holds.
 //
-// Costs: Load blocks for one catalog blob read, one segment read (io_uring)
-// and CompiledModel::Compile; on a rebuild also packing and a segment write
-// (two syncs). Thread-safe.
+// Costs: Load blocks for one segment read (io_uring) and CompiledModel::Load;
+// on the old layout also a catalog blob read and CompiledModel::Compile; on a
+// rebuild those, packing and a segment write (two syncs). Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -28,7 +32,14 @@ struct ModelLoaderStats {
   uint64_t segment_loads = 0;     // loads that imported a verified segment
   uint64_t segment_rebuilds = 0;  // missing / corrupt / mismatched segments rebuilt
   uint64_t compiles = 0;          // loads that packed from the ONNX (rebuilds included)
+  uint64_t image_loads = 0;       // segment loads that skipped the ONNX (model image)
 };
+
+// Segment layout (header field "payload layout version") of a model
+// segment holding both a model image and packed weights. Layout
+// kPackedWeightsSegmentLayoutVersion segments hold packed weights only.
+inline constexpr uint32_t kPackedWeightsSegmentLayoutVersion = 1;
+inline constexpr uint32_t kModelSegmentLayoutVersion = 2;
 
 class ModelLoader {
  public:
@@ -38,8 +49,8 @@ class ModelLoader {
 
   Result<std::unique_ptr<CompiledModel>> Load(const ModelRecord& record);
 
-  // Exports `model`'s packed weights (specialising it if needed) and writes
-  // them as segment `name` for `record` (its sha256 must be set); fills the
+  // Exports `model`'s image and packed weights (specialising it if needed)
+  // and writes them as segment `name` for `record` (its sha256 must be set); fills the
   // record's segment fields. Call before committing the record.
   // FAILED_PRECONDITION when there is no segment store; export and write
   // errors otherwise (the caller decides whether an upload fails).
@@ -53,9 +64,14 @@ class ModelLoader {
   SegmentStore* segments() const { return segments_; }
 
  private:
+  Result<std::unique_ptr<CompiledModel>> LoadImage(const ModelRecord& record, const SegmentHeader& header,
+                                                   std::shared_ptr<const AlignedBuffer> buffer);
+  // WriteSegment under the record's own name, logging failures.
+  void RewriteSegment(const CompiledModel& model, const ModelRecord& record);
+
   const Catalog* catalog_;
   SegmentStore* segments_;
-  std::atomic<uint64_t> segment_loads_{0}, segment_rebuilds_{0}, compiles_{0};
+  std::atomic<uint64_t> segment_loads_{0}, segment_rebuilds_{0}, compiles_{0}, image_loads_{0};
 };
 
 // The content id a segment of `record` carries: derived from the ONNX's

@@ -212,6 +212,25 @@ Result<Tensor> Tensor::ViewOf(const Tensor& block, size_t offset, DType dtype, S
   return t;
 }
 
+Result<Tensor> Tensor::Borrow(std::shared_ptr<const void> owner, std::span<const std::byte> bytes,
+                             DType dtype, Shape shape) {
+  if (DTypeSize(dtype) == 0) {
+    return Status::InvalidArgument("cannot borrow a tensor of dtype " + std::string(DTypeName(dtype)));
+  }
+  ORRERY_ASSIGN_OR_RETURN(int64_t n, CheckedNumElements(shape, dtype));
+  if (owner == nullptr || static_cast<size_t>(n) * DTypeSize(dtype) != bytes.size() ||
+      reinterpret_cast<uintptr_t>(bytes.data()) % kAlignment != 0) {
+    return Status::InvalidArgument("cannot borrow " + std::to_string(bytes.size()) +
+                                   " bytes (unaligned, no owner or wrong size)");
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.data_ = std::shared_ptr<uint8_t[]>(std::const_pointer_cast<void>(owner),
+                                       reinterpret_cast<uint8_t*>(const_cast<std::byte*>(bytes.data())));
+  return t;
+}
+
 Tensor Tensor::Unbound(DType dtype, Shape shape) {
   Tensor t;
   t.dtype_ = dtype;

@@ -100,6 +100,12 @@ class Tensor {
   // the block outlives the view; the bytes are not zeroed. INVALID_ARGUMENT
   // unless `offset` is a multiple of kTensorAlignment and the range fits.
   static Result<Tensor> ViewOf(const Tensor& block, size_t offset, DType dtype, Shape shape);
+  // A tensor over `bytes`, which `owner` keeps alive (e.g. a segment read
+  // buffer): no copy. INVALID_ARGUMENT unless the size matches dtype and
+  // shape and the bytes are kTensorAlignment-aligned. The bytes must not
+  // change while the tensor lives; it is for constants.
+  static Result<Tensor> Borrow(std::shared_ptr<const void> owner, std::span<const std::byte> bytes,
+                               DType dtype, Shape shape);
   // A tensor with a dtype and shape but no buffer (raw_data() is nullptr)
   // until ShareBuffer gives it one.
   static Tensor Unbound(DType dtype, Shape shape);

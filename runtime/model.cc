@@ -6,6 +6,7 @@
 #include "runtime/execution.h"
 #include "runtime/graph.h"
 #include "runtime/model_impl.h"
+#include "runtime/model_image.h"
 #include "runtime/packed_weights.h"
 #include "runtime/plan.h"
 #include "runtime/plan_cache.h"
@@ -120,6 +121,28 @@ Result<std::unique_ptr<CompiledModel>> CompiledModel::Compile(std::string_view o
   }
   impl->cache = std::make_unique<runtime::PlanCache>(impl->plan);
   WarmPlanCache(sig, impl->cache.get());
+  return std::unique_ptr<CompiledModel>(new CompiledModel(std::move(impl)));
+}
+
+Result<std::unique_ptr<CompiledModel>> CompiledModel::Load(const LoadOptions& options) {
+  ORRERY_ASSIGN_OR_RETURN(runtime::DecodedImage decoded, runtime::DecodeModelImage(options.image, options.owner));
+  auto impl = std::make_unique<Impl>();
+  impl->signature = std::move(decoded.signature);
+  impl->plan = std::make_shared<const runtime::Plan>(std::move(decoded.plan));
+  if (!options.packed_weights.empty()) {
+    Result<size_t> imported = runtime::ImportPackedWeights(*impl->plan, options.packed_weights, options.owner);
+    if (!imported.ok()) {
+      // The packed weights came with the image: a blob this build cannot
+      // read means the segment is stale, so the caller rebuilds it.
+      const StatusCode code = imported.status().message().find("version") != std::string::npos
+                                  ? StatusCode::kFailedPrecondition
+                                  : StatusCode::kDataLoss;
+      return Status(code, imported.status().message());
+    }
+    if (options.imported != nullptr) *options.imported = *imported;
+  }
+  impl->cache = std::make_unique<runtime::PlanCache>(impl->plan);
+  WarmPlanCache(impl->signature, impl->cache.get());
   return std::unique_ptr<CompiledModel>(new CompiledModel(std::move(impl)));
 }
 

@@ -74,6 +74,29 @@ class CompiledModel {
   static Result<std::unique_ptr<CompiledModel>> Compile(std::string_view onnx_bytes,
                                                         const CompileOptions& options);
 
+  // Rebuilds a model from what an earlier compile exported, without the
+  // ONNX: `image` from ExportModelImage (runtime/model_image.h) and, when
+  // non-empty, `packed_weights` from ExportPackedWeights of the same model.
+  // No protobuf parsing, import, folding or fusion; packed matrices are
+  // seeded into the NodeCaches so nothing is packed. The result runs
+  // bit-identically to the compiled model. Errors: DATA_LOSS for malformed
+  // bytes (naming the field), FAILED_PRECONDITION for another image or
+  // packed-weights version; callers then compile from the ONNX. Cost: one
+  // pass over the image, a copy of its constants and of the packed weights
+  // (none with `owner`, see below), and (for static inputs) specialising the
+  // one plan, as Compile does.
+  struct LoadOptions {
+    std::span<const std::byte> image = {};
+    std::span<const std::byte> packed_weights = {};
+    // When set, it keeps `image` and `packed_weights` alive and unchanged
+    // (e.g. the segment's page-aligned read buffer): constants and packed
+    // matrices borrow those bytes instead of copying them, and the model
+    // shares ownership of `owner` for as long as it (or a plan) lives.
+    std::shared_ptr<const void> owner = nullptr;
+    size_t* imported = nullptr;  // packed entries taken, if non-null
+  };
+  static Result<std::unique_ptr<CompiledModel>> Load(const LoadOptions& options);
+
   const ModelSignature& signature() const;
 
   // Runs one inference. Inputs are matched by name; every graph input must be
@@ -93,6 +116,7 @@ class CompiledModel {
  private:
   friend class Execution;
   friend Result<std::vector<std::byte>> ExportPackedWeights(const CompiledModel& model);
+  friend Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model);
   struct Impl;
   explicit CompiledModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

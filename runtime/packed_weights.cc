@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "ops/cpu/packed_state.h"
 #include "ops/registry.h"
 #include "runtime/model_impl.h"
 #include "runtime/plan.h"
@@ -15,6 +16,14 @@ namespace {
 constexpr char kMagic[4] = {'O', 'R', 'P', 'W'};
 constexpr size_t kHeaderBytes = 16;
 constexpr size_t kEntryHeaderBytes = 20;
+// Version 2 pads each entry's bytes to this offset in the blob, so that a
+// blob read into an aligned buffer can be borrowed (ImportPackedWeights
+// with an owner).
+constexpr size_t kEntryAlign = 64;
+
+size_t PadTo(size_t pos, uint32_t version) {
+  return version >= 2 ? (kEntryAlign - pos % kEntryAlign) % kEntryAlign : 0;
+}
 
 void PutU32(std::vector<std::byte>* out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out->push_back(static_cast<std::byte>((v >> (8 * i)) & 0xff));
@@ -78,6 +87,7 @@ Result<std::vector<std::byte>> ExportPackedWeights(const CompiledModel& model) {
       PutU64(&out, bytes.size());
       const auto* op = reinterpret_cast<const std::byte*>(step.op_type.data());
       out.insert(out.end(), op, op + step.op_type.size());
+      out.resize(out.size() + PadTo(out.size(), kPackedWeightsVersion), std::byte{0});
       out.insert(out.end(), bytes.begin(), bytes.end());
       ++count;
     }
@@ -88,13 +98,15 @@ Result<std::vector<std::byte>> ExportPackedWeights(const CompiledModel& model) {
 
 namespace runtime {
 
-Result<size_t> ImportPackedWeights(const Plan& plan, std::span<const std::byte> blob) {
+Result<size_t> ImportPackedWeights(const Plan& plan, std::span<const std::byte> blob,
+                                   std::shared_ptr<const void> owner) {
   if (blob.size() < kHeaderBytes || std::memcmp(blob.data(), kMagic, 4) != 0) {
     return Status::InvalidArgument("packed weights: missing ORPW header");
   }
   const uint32_t version = GetU32(blob.data() + 4);
   const uint32_t state_version = GetU32(blob.data() + 8);
-  if (version != kPackedWeightsVersion || state_version != ops::kCachedStateVersion) {
+  if (version < kPackedWeightsMinVersion || version > kPackedWeightsVersion ||
+      state_version != ops::kCachedStateVersion) {
     return Status::InvalidArgument("packed weights: version " + std::to_string(version) + "/" +
                                    std::to_string(state_version) + ", this build reads " +
                                    std::to_string(kPackedWeightsVersion) + "/" +
@@ -119,12 +131,18 @@ Result<size_t> ImportPackedWeights(const Plan& plan, std::span<const std::byte> 
     const uint64_t op_len = GetU32(blob.data() + pos + 8);
     const uint64_t n = GetU64(blob.data() + pos + 12);
     pos += kEntryHeaderBytes;
-    if (op_len > blob.size() - pos || n > blob.size() - pos - op_len) {
+    if (op_len > blob.size() - pos) {
       return Status::InvalidArgument("packed weights: entry " + std::to_string(e) + " truncated");
     }
     entry.op_type = std::string_view(reinterpret_cast<const char*>(blob.data() + pos), op_len);
-    entry.bytes = blob.subspan(pos + op_len, n);
-    pos += op_len + n;
+    pos += op_len;
+    const size_t pad = PadTo(pos, version);
+    if (pad > blob.size() - pos || n > blob.size() - pos - pad) {
+      return Status::InvalidArgument("packed weights: entry " + std::to_string(e) + " truncated");
+    }
+    pos += pad;
+    entry.bytes = blob.subspan(pos, n);
+    pos += n;
     entries.push_back(entry);
   }
   if (pos != blob.size()) return Status::InvalidArgument("packed weights: trailing bytes");
@@ -136,7 +154,10 @@ Result<size_t> ImportPackedWeights(const Plan& plan, std::span<const std::byte> 
     if (step.op_type != e.op_type) continue;
     const ops::KernelDef* def = SerializableKernel(step);
     if (def == nullptr) continue;
-    Result<std::shared_ptr<const ops::PreparedKernel>> value = def->deserialize_cached(e.key, e.bytes);
+    const ops::cpu::DeserializeBorrowedFn borrow =
+        owner != nullptr ? ops::cpu::BorrowingDeserializer(def->deserialize_cached) : nullptr;
+    Result<std::shared_ptr<const ops::PreparedKernel>> value =
+        borrow != nullptr ? borrow(e.key, e.bytes, owner) : def->deserialize_cached(e.key, e.bytes);
     if (!value.ok()) continue;
     step.node_cache->Insert(e.key, std::move(value).value());
     ++taken;

@@ -14,11 +14,14 @@
 //
 // Blob layout (little-endian): "ORPW", u32 version (kPackedWeightsVersion),
 // u32 ops::kCachedStateVersion, u32 entry count, then per entry u32 step,
-// u32 cache key, u32 op type length, u64 byte count, the op type, the bytes.
+// u32 cache key, u32 op type length, u64 byte count, the op type, zero
+// padding to the next multiple of 64 bytes from the blob's start (version 2
+// on; version 1 had none and is still read), the bytes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -27,7 +30,8 @@
 
 namespace orrery {
 
-inline constexpr uint32_t kPackedWeightsVersion = 1;
+inline constexpr uint32_t kPackedWeightsVersion = 2;     // written
+inline constexpr uint32_t kPackedWeightsMinVersion = 1;  // oldest read
 
 // Cost: specialising the plan for one set of shapes if not yet cached (packs
 // every constant operand once) and a copy of the packed weights. Errors:
@@ -39,8 +43,12 @@ struct Plan;
 // Seeds the plan's NodeCaches from an exported blob; returns how many
 // entries were taken. INVALID_ARGUMENT for a malformed blob (nothing taken);
 // entries that do not match the plan are skipped. Cost: one copy of the
-// packed weights. Called by CompiledModel::Compile.
-Result<size_t> ImportPackedWeights(const Plan& plan, std::span<const std::byte> blob);
+// packed weights, or none when `owner` is non-null: the packed matrices then
+// borrow the blob's bytes and share ownership of `owner`, which must keep
+// them alive and unchanged (ops/cpu/packed_state.h). Called by
+// CompiledModel::Compile and CompiledModel::Load.
+Result<size_t> ImportPackedWeights(const Plan& plan, std::span<const std::byte> blob,
+                                   std::shared_ptr<const void> owner = nullptr);
 }  // namespace runtime
 
 }  // namespace orrery

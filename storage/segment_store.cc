@@ -54,6 +54,12 @@ uint32_t SegmentStore::HeaderCrc(const SegmentHeader& header) {
 Result<SegmentFileInfo> SegmentStore::Write(std::string_view name, uint32_t layout_version,
                                             uint64_t content_id, std::span<const std::byte> payload) {
   const SegmentSectionData section{kPackedWeightsSection, payload};
+  return WriteSections(name, layout_version, content_id, {&section, 1});
+}
+
+Result<SegmentFileInfo> SegmentStore::WriteSections(std::string_view name, uint32_t layout_version,
+                                                    uint64_t content_id,
+                                                    std::span<const SegmentSectionData> sections) {
   // The key is the file name without its suffix: a segment renamed to
   // another record's name fails the read.
   const std::string_view key = name.substr(0, name.size() - std::min(name.size(), kSegmentSuffix.size()));
@@ -62,7 +68,7 @@ Result<SegmentFileInfo> SegmentStore::Write(std::string_view name, uint32_t layo
                                        SegmentContents{.layout_version = layout_version,
                                                        .content_id = content_id,
                                                        .key = key,
-                                                       .sections = {&section, 1}}));
+                                                       .sections = sections}));
   return SegmentFileInfo{.name = std::string(name),
                          .bytes = header.file_size(),
                          .header_crc32c = HeaderCrc(header),
@@ -86,9 +92,9 @@ void SegmentStore::ReleaseReader(std::unique_ptr<SegmentReader> reader) {
   idle_readers_.push_back(std::move(reader));
 }
 
-Result<std::span<const std::byte>> SegmentStore::Read(std::string_view name,
-                                                      const SegmentExpectation& expected,
-                                                      AlignedBuffer* buffer) {
+Result<SegmentHeader> SegmentStore::ReadVerified(std::string_view name,
+                                                 const SegmentExpectation& expected,
+                                                 AlignedBuffer* buffer) {
   if (!IsValidSegmentName(name)) {
     return Status::InvalidArgument("bad segment file name '" + std::string(name) + "'");
   }
@@ -98,19 +104,33 @@ Result<std::span<const std::byte>> SegmentStore::Read(std::string_view name,
   ReleaseReader(std::move(reader));
   if (!header.ok()) return header.status();
   const std::string_view key = name.substr(0, name.size() - kSegmentSuffix.size());
-  if (header->key != key || header->layout_version != expected.layout_version ||
+  if (header->key != key ||
+      (expected.layout_version != 0 && header->layout_version != expected.layout_version) ||
       header->content_id != expected.content_id ||
       (expected.header_crc32c != 0 && HeaderCrc(*header) != expected.header_crc32c)) {
     return Status::DataLoss("segment " + path + " is not the one its model record expects (key '" +
                             header->key + "', layout " + std::to_string(header->layout_version) +
                             ", content id " + std::to_string(header->content_id) + ")");
   }
-  const SegmentSectionInfo* section = header->Find(kPackedWeightsSection);
+  return header;
+}
+
+Result<std::span<const std::byte>> SegmentStore::Section(const SegmentHeader& header,
+                                                         const AlignedBuffer& buffer,
+                                                         std::string_view section_name) {
+  const SegmentSectionInfo* section = header.Find(section_name);
   if (section == nullptr) {
-    return Status::DataLoss("segment " + path + " has no '" + std::string(kPackedWeightsSection) +
+    return Status::DataLoss("segment '" + header.key + "' has no '" + std::string(section_name) +
                             "' section");
   }
-  return SectionBytes(*buffer, *section);
+  return SectionBytes(buffer, *section);
+}
+
+Result<std::span<const std::byte>> SegmentStore::Read(std::string_view name,
+                                                      const SegmentExpectation& expected,
+                                                      AlignedBuffer* buffer) {
+  ORRERY_ASSIGN_OR_RETURN(SegmentHeader header, ReadVerified(name, expected, buffer));
+  return Section(header, *buffer, kPackedWeightsSection);
 }
 
 Status SegmentStore::Remove(std::string_view name) {

@@ -31,11 +31,15 @@
 #include "storage/aligned_buffer.h"
 #include "storage/segment_format.h"
 #include "storage/segment_reader.h"
+#include "storage/segment_writer.h"
 
 namespace orrery {
 
-// The one section a model segment holds.
+// The sections of a model segment: its packed weights and (layout 2 on,
+// cache/model_loader.h) the compiled model image that makes the ONNX
+// unnecessary on a load.
 inline constexpr std::string_view kPackedWeightsSection = "packed_weights";
+inline constexpr std::string_view kModelImageSection = "model_image";
 
 struct SegmentFileInfo {
   std::string name;
@@ -47,7 +51,7 @@ struct SegmentFileInfo {
 // What a read must match: the header fields the writer chose and, when the
 // catalog recorded one (non-zero), the header page's CRC32C.
 struct SegmentExpectation {
-  uint32_t layout_version = 0;
+  uint32_t layout_version = 0;  // 0: any (ReadVerified only; the caller checks)
   uint64_t content_id = 0;
   uint32_t header_crc32c = 0;  // 0: not checked
 };
@@ -68,6 +72,22 @@ class SegmentStore {
   // what the catalog records. Cost: one pass over the payload, two syncs.
   Result<SegmentFileInfo> Write(std::string_view name, uint32_t layout_version, uint64_t content_id,
                                 std::span<const std::byte> payload);
+
+  // WriteSections: the same with any sections (names unique, at most
+  // kSegmentMaxSections), each CRC32C'd and page-aligned in the file.
+  Result<SegmentFileInfo> WriteSections(std::string_view name, uint32_t layout_version,
+                                        uint64_t content_id,
+                                        std::span<const SegmentSectionData> sections);
+
+  // Reads and verifies `name` into *buffer (every section's CRC32C, the
+  // header against `expected`) and returns its header; Section then gives a
+  // section's bytes, a view into *buffer starting on a 4096-byte boundary.
+  // Errors as for Read; Section: DATA_LOSS when there is no such section.
+  Result<SegmentHeader> ReadVerified(std::string_view name, const SegmentExpectation& expected,
+                                     AlignedBuffer* buffer);
+  static Result<std::span<const std::byte>> Section(const SegmentHeader& header,
+                                                    const AlignedBuffer& buffer,
+                                                    std::string_view section_name);
 
   // Reads and verifies `name` into *buffer; returns the payload's bytes (a
   // view into *buffer). NOT_FOUND (no file), DATA_LOSS (corrupt, truncated,

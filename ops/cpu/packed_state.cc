@@ -27,8 +27,13 @@ Result<std::vector<std::byte>> SerializePackedOperand(const PreparedKernel& cach
 }
 
 Result<std::shared_ptr<const PreparedKernel>> DeserializePackedOperand(
-    uint32_t, std::span<const std::byte> bytes) {
-  ORRERY_ASSIGN_OR_RETURN(PackedMatrix m, PackedMatrix::Deserialize(bytes));
+    uint32_t key, std::span<const std::byte> bytes) {
+  return DeserializePackedOperandBorrowed(key, bytes, nullptr);
+}
+
+Result<std::shared_ptr<const PreparedKernel>> DeserializePackedOperandBorrowed(
+    uint32_t, std::span<const std::byte> bytes, std::shared_ptr<const void> owner) {
+  ORRERY_ASSIGN_OR_RETURN(PackedMatrix m, PackedMatrix::Deserialize(bytes, std::move(owner)));
   return std::shared_ptr<const PreparedKernel>(std::make_shared<PackedOperand>(std::move(m)));
 }
 
@@ -48,7 +53,18 @@ Result<std::vector<std::byte>> SerializePackedGroups(const PreparedKernel& cache
 }
 
 Result<std::shared_ptr<const PreparedKernel>> DeserializePackedGroups(
-    uint32_t, std::span<const std::byte> bytes) {
+    uint32_t key, std::span<const std::byte> bytes) {
+  return DeserializePackedGroupsBorrowed(key, bytes, nullptr);
+}
+
+DeserializeBorrowedFn BorrowingDeserializer(DeserializeCachedFn fn) {
+  if (fn == &DeserializePackedOperand) return &DeserializePackedOperandBorrowed;
+  if (fn == &DeserializePackedGroups) return &DeserializePackedGroupsBorrowed;
+  return nullptr;
+}
+
+Result<std::shared_ptr<const PreparedKernel>> DeserializePackedGroupsBorrowed(
+    uint32_t, std::span<const std::byte> bytes, std::shared_ptr<const void> owner) {
   if (bytes.size() < 8) return Status::InvalidArgument("packed groups: truncated");
   const uint64_t count = GetU64(bytes.data());
   size_t pos = 8;
@@ -64,7 +80,7 @@ Result<std::shared_ptr<const PreparedKernel>> DeserializePackedGroups(
     const uint64_t n = GetU64(bytes.data() + pos);
     pos += 8;
     if (n > bytes.size() - pos) return Status::InvalidArgument("packed groups: truncated group");
-    ORRERY_ASSIGN_OR_RETURN(PackedMatrix m, PackedMatrix::Deserialize(bytes.subspan(pos, n)));
+    ORRERY_ASSIGN_OR_RETURN(PackedMatrix m, PackedMatrix::Deserialize(bytes.subspan(pos, n), owner));
     pg->groups.push_back(std::move(m));
     pos += n;
   }

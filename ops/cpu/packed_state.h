@@ -47,4 +47,16 @@ Result<std::vector<std::byte>> SerializePackedGroups(const PreparedKernel& cache
 Result<std::shared_ptr<const PreparedKernel>> DeserializePackedGroups(
     uint32_t key, std::span<const std::byte> bytes);
 
+// The same deserializers, borrowing the packed floats from `bytes` (kept
+// alive by `owner`) instead of copying them (PackedMatrix::Deserialize with
+// an owner). BorrowingDeserializer maps a KernelDef's deserialize_cached to
+// its borrowing twin, or nullptr when it has none (the caller then copies).
+using DeserializeBorrowedFn = Result<std::shared_ptr<const PreparedKernel>> (*)(
+    uint32_t key, std::span<const std::byte> bytes, std::shared_ptr<const void> owner);
+Result<std::shared_ptr<const PreparedKernel>> DeserializePackedOperandBorrowed(
+    uint32_t key, std::span<const std::byte> bytes, std::shared_ptr<const void> owner);
+Result<std::shared_ptr<const PreparedKernel>> DeserializePackedGroupsBorrowed(
+    uint32_t key, std::span<const std::byte> bytes, std::shared_ptr<const void> owner);
+DeserializeBorrowedFn BorrowingDeserializer(DeserializeCachedFn fn);
+
 }  // namespace orrery::ops::cpu

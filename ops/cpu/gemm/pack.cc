@@ -86,7 +86,7 @@ PackedMatrix PackedMatrix::Allocate(Side side, int64_t rows, int64_t cols) {
   const size_t align = bytes >= (size_t{1} << 20) ? kPageBytes : 64;
   const size_t rounded = (bytes + align - 1) / align * align;
   if (rounded > 0) {
-    pm.data_.reset(static_cast<float*>(std::aligned_alloc(align, rounded)));
+    pm.data_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(align, rounded)), Free{});
     if (pm.data_ == nullptr) std::abort();  // like operator new: out of memory is fatal
     std::memset(pm.data_.get(), 0, rounded);
   }
@@ -131,6 +131,11 @@ std::vector<std::byte> PackedMatrix::Serialize() const {
 }
 
 Result<PackedMatrix> PackedMatrix::Deserialize(std::span<const std::byte> bytes) {
+  return Deserialize(bytes, nullptr);
+}
+
+Result<PackedMatrix> PackedMatrix::Deserialize(std::span<const std::byte> bytes,
+                                               std::shared_ptr<const void> owner) {
   if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 4) != 0) {
     return Status::InvalidArgument("packed matrix: missing ORPK header");
   }
@@ -159,8 +164,21 @@ Result<PackedMatrix> PackedMatrix::Deserialize(std::span<const std::byte> bytes)
                                    " bytes do not match a " + std::to_string(rows) + "x" +
                                    std::to_string(cols) + " layout");
   }
+  const std::byte* src = bytes.data() + kHeaderBytes;
+  if (owner != nullptr && floats > 0 && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0) {
+    PackedMatrix pm;
+    pm.side_ = s;
+    pm.rows_ = static_cast<int64_t>(rows);
+    pm.cols_ = static_cast<int64_t>(cols);
+    pm.num_floats_ = static_cast<int64_t>(floats);
+    // Aliasing constructor: shares `owner`, points at the floats. The
+    // matrix never writes through it.
+    pm.data_ = std::shared_ptr<float>(std::const_pointer_cast<void>(owner),
+                                      reinterpret_cast<float*>(const_cast<std::byte*>(src)));
+    return pm;
+  }
   PackedMatrix pm = Allocate(s, static_cast<int64_t>(rows), static_cast<int64_t>(cols));
-  if (floats > 0) std::memcpy(pm.data_.get(), bytes.data() + kHeaderBytes, floats * sizeof(float));
+  if (floats > 0) std::memcpy(pm.data_.get(), src, floats * sizeof(float));
   return pm;
 }
 

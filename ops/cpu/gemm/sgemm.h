@@ -105,6 +105,12 @@ class PackedMatrix {
   std::vector<std::byte> Serialize() const;
   // INVALID_ARGUMENT for bytes that are not a packed matrix of this version.
   static Result<PackedMatrix> Deserialize(std::span<const std::byte> bytes);
+  // The same, but when `owner` is non-null and the floats in `bytes` are
+  // 4-byte aligned, the matrix borrows them instead of copying: it shares
+  // ownership of `owner`, which must keep `bytes` alive and unchanged (e.g. a
+  // segment read buffer). Cost: no copy, no allocation beyond a control block.
+  static Result<PackedMatrix> Deserialize(std::span<const std::byte> bytes,
+                                          std::shared_ptr<const void> owner);
 
  private:
   struct Free {
@@ -114,7 +120,9 @@ class PackedMatrix {
 
   Side side_ = Side::kLeft;
   int64_t rows_ = 0, cols_ = 0, num_floats_ = 0;
-  std::unique_ptr<float[], Free> data_;
+  // Owned (Allocate) or borrowed (Deserialize with an owner); immutable
+  // once built either way.
+  std::shared_ptr<float> data_;
 };
 
 

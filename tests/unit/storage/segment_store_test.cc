@@ -1,5 +1,7 @@
 #include "storage/segment_store.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -129,6 +131,40 @@ TEST_F(SegmentStoreTest, RecoverRemovesOrphansAndTempFilesAndKeepsLiveOnes) {
   EXPECT_TRUE(store_->Remove(live).ok());
   EXPECT_FALSE(fs::exists(PathOf(live)));
   EXPECT_TRUE(store_->Remove(live).ok());
+}
+
+TEST_F(SegmentStoreTest, SectionsWriteAndReadVerifiedByName) {
+  const std::string name = SegmentStore::NewName();
+  const std::vector<std::byte> a(5000, std::byte{1}), b(3, std::byte{2});
+  const SegmentSectionData sections[] = {{"model_image", a}, {"packed_weights", b}};
+  auto info = store_->WriteSections(name, 2, 42, sections);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  AlignedBuffer buffer;
+  // Layout 0 accepts any layout; the caller reads it from the header.
+  auto header = store_->ReadVerified(name, {.layout_version = 0, .content_id = 42,
+                                            .header_crc32c = info->header_crc32c}, &buffer);
+  ASSERT_TRUE(header.ok()) << header.status().ToString();
+  EXPECT_EQ(header->layout_version, 2u);
+  auto sa = SegmentStore::Section(*header, buffer, "model_image");
+  auto sb = SegmentStore::Section(*header, buffer, "packed_weights");
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  EXPECT_TRUE(std::equal(sa->begin(), sa->end(), a.begin(), a.end()));
+  EXPECT_TRUE(std::equal(sb->begin(), sb->end(), b.begin(), b.end()));
+  // Sections start page-aligned in the buffer (packed data can be borrowed).
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(sb->data()) % 4096, 0u);
+  auto missing = SegmentStore::Section(*header, buffer, "nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(missing.status().message().find("nope"), std::string::npos);
+  // A named layout must match; so must the content id.
+  EXPECT_EQ(store_->ReadVerified(name, {.layout_version = 1, .content_id = 42}, &buffer).status().code(),
+            StatusCode::kDataLoss);
+  EXPECT_EQ(store_->ReadVerified(name, {.layout_version = 0, .content_id = 41}, &buffer).status().code(),
+            StatusCode::kDataLoss);
+  // Read (one packed_weights section) still works on a sectioned file.
+  auto payload = store_->Read(name, {.layout_version = 2, .content_id = 42}, &buffer);
+  ASSERT_TRUE(payload.ok());
+  EXPECT_EQ(payload->size(), 3u);
 }
 
 }  // namespace
