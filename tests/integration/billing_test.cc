@@ -139,13 +139,13 @@ TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
   // 1e9 micros per lane-second and per GB loaded: one micro per
   // lane-nanosecond and per byte loaded, so every line's cost must equal its
   // measured lane time plus its bytes loaded. The host cache holds one of
-  // the two tenants' models (16 KiB segments), so their requests keep
+  // the two tenants' models (24 KiB segments), so their requests keep
   // evicting each other's: many lines are misses that pay for their load.
   // These tests count inference entries exactly; the calibration entry an
   // upload adds is covered by scheduling_test.cc.
   PriceFile prices(R"({"currency": "EUR", "lane_second_micros": 1000000000, "gb_loaded_micros": 1000000000})");
   OrrerydProcess server({"--price-table", prices.path(), "--storage-sample-seconds", "0", "--lanes", "2",
-                         "--host-cache-bytes", "20000", "--calibrate-uploads", "false"});
+                         "--host-cache-bytes", "30000", "--calibrate-uploads", "false"});
   ASSERT_TRUE(server.Start()) << "orreryd did not start";
   Stubs stubs(server.channel());
   const std::string admin = server.admin_token();
@@ -212,7 +212,7 @@ TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
       EXPECT_GT(l.lane_ns(), 0);
       EXPECT_EQ(l.cost_micros(), l.lane_ns() + static_cast<int64_t>(l.bytes_loaded()))
           << "price: 1 micro per lane-ns and per byte loaded";
-      EXPECT_TRUE(l.bytes_loaded() == 0 || l.bytes_loaded() == 16384) << l.bytes_loaded();
+      EXPECT_TRUE(l.bytes_loaded() == 0 || l.bytes_loaded() == 24576) << l.bytes_loaded();
       loaded_lines += l.bytes_loaded() > 0 ? 1 : 0;
       EXPECT_GE(l.start_unix_us(), l.arrival_unix_us());
       EXPECT_GE(l.end_unix_us(), l.start_unix_us());

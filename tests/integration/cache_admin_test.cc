@@ -1,5 +1,5 @@
 // The admin cache endpoints and the metering of cold loads against the real
-// orreryd (--host-cache-bytes 40000: room for two 16 KiB mlp segments, not
+// orreryd (--host-cache-bytes 60000: room for two 24 KiB mlp segments, not
 // three): CacheList shows each version's state, size, pins and last use;
 // after CacheEvict the next request is a miss billed for the bytes it loaded
 // at gb_loaded_micros while hits are billed 0; an operator pin survives the
@@ -29,7 +29,7 @@ using orrery::testing::Stubs;
 using AdminStub = v1::AdminService::Stub;
 using InferStub = inference::GRPCInferenceService::Stub;
 
-constexpr uint64_t kSegmentBytes = 16384;  // the mlp's segment: what a miss loads
+constexpr uint64_t kSegmentBytes = 24576;  // the mlp's segment: what a miss loads
 // 3 micros per byte loaded (3e9 per GB) and free lane time: a line's cost is
 // exactly 3 x its bytes_loaded.
 constexpr const char* kPrices = R"({"lane_second_micros": 0, "gb_loaded_micros": 3000000000})";
@@ -49,7 +49,7 @@ class CacheAdminTest : public ::testing::Test {
     prices_dir_ = dir;
     std::ofstream(dir + "/prices.json") << kPrices;
     server_ = std::make_unique<OrrerydProcess>(std::vector<std::string>{
-        "--lanes", "1", "--host-cache-bytes", "40000", "--price-table", dir + "/prices.json",
+        "--lanes", "1", "--host-cache-bytes", "60000", "--calibrate-uploads", "false", "--price-table", dir + "/prices.json",
         "--storage-sample-seconds", "0"});
     ASSERT_TRUE(server_->Start());
     stubs_ = std::make_unique<Stubs>(server_->channel());
@@ -142,7 +142,7 @@ TEST_F(CacheAdminTest, ListShowsStatesAndAnEvictedModelsNextRequestIsABilledMiss
   v1::CacheListResponse list = List();
   ASSERT_EQ(list.tiers_size(), 1);
   EXPECT_EQ(list.tiers(0).tier(), "host");
-  EXPECT_EQ(list.tiers(0).capacity_bytes(), 40000u);
+  EXPECT_EQ(list.tiers(0).capacity_bytes(), 60000u);
   EXPECT_EQ(list.tiers(0).models(), 2u);
   ASSERT_EQ(list.entries_size(), 2);
   for (const v1::CacheEntry& e : list.entries()) {

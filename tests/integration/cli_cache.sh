@@ -23,7 +23,7 @@ ln -s "$src/tests" "$work/tests"
 # 2 micros per byte loaded, lane time free: a line costs 2 x bytes_loaded.
 echo '{"lane_second_micros": 0, "gb_loaded_micros": 2000000000}' > "$work/prices.json"
 "$build/orreryd" --data-dir "$work/orrery-data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-  --port-file "$work/port" --price-table "$work/prices.json" --host-cache-bytes 40000 --log-level warn &
+  --port-file "$work/port" --price-table "$work/prices.json" --host-cache-bytes 60000 --log-level warn &
 server_pid=$!
 for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { echo "FAIL: orreryd did not start"; exit 1; }
@@ -56,15 +56,15 @@ orrery --json admin billing report --tenant cache-demo > demo.json
 import json, sys
 r = json.load(open(sys.argv[1]))
 lines = {l["request_id"]: l for l in r["lines"]}
-assert int(lines["cold-1"].get("bytes_loaded", 0)) == 16384, lines["cold-1"]
-assert int(lines["cold-1"]["cost_micros"]) == 2 * 16384, lines["cold-1"]
+assert int(lines["cold-1"].get("bytes_loaded", 0)) == 24576, lines["cold-1"]
+assert int(lines["cold-1"]["cost_micros"]) == 2 * 24576, lines["cold-1"]
 assert int(lines["warm-1"].get("bytes_loaded", 0)) == 0, lines["warm-1"]
 assert int(lines["warm-1"].get("cost_micros", 0)) == 0, lines["warm-1"]
-assert int(r["total_cost_micros"]) == int(r["counter_cost_micros"]) == 2 * 16384, r
+assert int(r["total_cost_micros"]) == int(r["counter_cost_micros"]) == 2 * 24576, r
 print("cache example billed: cold-1", lines["cold-1"]["cost_micros"], "micros, warm-1 0")
 PY
 
-# A second tenant with two models. 40000 bytes hold two 16 KiB segments and
+# A second tenant with two models. 60000 bytes hold two 24 KiB segments and
 # each tenant's fair share is half, so uploading b evicts cache-check's own a.
 model="$work/cache-models/mlp/model.onnx"
 orrery model upload a "$model" > /dev/null
@@ -75,13 +75,13 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert [t["tier"] for t in d["tiers"]] == ["host"], d["tiers"]
 tier = d["tiers"][0]
-assert int(tier["capacity_bytes"]) == 40000, tier
-assert int(tier.get("used_bytes", 0)) <= 40000, tier
+assert int(tier["capacity_bytes"]) == 60000, tier
+assert int(tier.get("used_bytes", 0)) <= 60000, tier
 entries = {e["model"]: e for e in d["entries"]}
 assert sorted(entries) == ["a", "b"], entries          # --tenant leaves cache-demo's out
 for e in entries.values():
     assert e["tenant"] == "cache-check" and e["tier"] == "host", e
-    assert int(e["size_bytes"]) == 16384, e
+    assert int(e["size_bytes"]) == 24576, e
     assert int(e.get("pins", 0)) == 0, e
     assert int(e.get("last_use_unix_ms", 0)) == 0, e   # uploaded, never requested
 assert entries["b"]["state"] == "resident", entries["b"]
