@@ -327,15 +327,7 @@ Status Resolve(runtime::Step& step) {
   if (def == nullptr || def->infer == nullptr || def->compute == nullptr) {
     return Status::DataLoss("model image: op '" + step.op_type + "' has no CPU kernel in this build");
   }
-  step.infer = def->infer;
-  step.compute = def->compute;
-  step.cost = def->cost;
-  step.prepare = def->prepare;
-  step.fusions = def->fusions;
-  step.overwrites_outputs = def->overwrites_outputs;
-  step.values_checked_in_compute = def->values_checked_in_compute;
-  if (def->prepare != nullptr) step.node_cache = std::make_shared<ops::NodeCache>();
-  step.alloc = def->alloc;
+  runtime::BindKernel(*def, step);
   return Status::Ok();
 }
 

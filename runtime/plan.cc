@@ -6,6 +6,19 @@
 #include "runtime/fuse.h"
 
 namespace orrery::runtime {
+
+void BindKernel(const ops::KernelDef& def, Step& step) {
+  step.infer = def.infer;
+  step.compute = def.compute;
+  step.cost = def.cost;
+  step.prepare = def.prepare;
+  step.fusions = def.fusions;
+  step.overwrites_outputs = def.overwrites_outputs;
+  step.values_checked_in_compute = def.values_checked_in_compute;
+  if (def.prepare != nullptr) step.node_cache = std::make_shared<ops::NodeCache>();
+  step.alloc = def.alloc;
+}
+
 namespace {
 
 std::string StepLabel(const Node& node) {
@@ -23,15 +36,7 @@ Result<Step> ResolveStep(const Node& node, const ops::OpRegistry& registry,
   step.label = StepLabel(node);
   step.name = node.name;
   step.op_type = node.op_type;
-  step.infer = def->infer;
-  step.compute = def->compute;
-  step.cost = def->cost;
-  step.prepare = def->prepare;
-  step.fusions = def->fusions;
-  step.overwrites_outputs = def->overwrites_outputs;
-  step.values_checked_in_compute = def->values_checked_in_compute;
-  if (def->prepare != nullptr) step.node_cache = std::make_shared<ops::NodeCache>();
-  step.alloc = def->alloc;
+  BindKernel(*def, step);
   step.inputs = node.inputs;
   step.outputs = node.outputs;
   step.attrs = node.attrs;

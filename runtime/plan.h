@@ -68,6 +68,11 @@ struct Plan {
   FusionStats fusion;
 };
 
+// Copies the kernel's entry points and flags from `def` into `step` (and gives
+// it a fresh NodeCache when the kernel prepares): what compiling a node and
+// loading a model image both do.
+void BindKernel(const ops::KernelDef& def, Step& step);
+
 // Compiles `graph` for `backend`: resolves kernels, drops nodes that no graph
 // output depends on, folds nodes whose inputs are all constants (bounded, see
 // runtime/fold.h) and computes liveness. Inference errors on constant-only
