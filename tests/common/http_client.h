@@ -33,4 +33,13 @@ inline std::string HttpExchange(const std::string& address, const std::string& r
   return out;
 }
 
+// The value of a Prometheus sample (`name` or `name{labels}`, written exactly
+// as the endpoint prints it) scraped from http://address/metrics; -1 if absent.
+inline double MetricSample(const std::string& address, const std::string& sample) {
+  const std::string out = HttpExchange(address, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n");
+  const std::string key = std::string("\n").append(sample).append(" ");
+  const size_t at = out.find(key);
+  return at == std::string::npos ? -1 : std::stod(out.substr(at + key.size()));
+}
+
 }  // namespace orrery::testing

@@ -34,14 +34,6 @@ constexpr uint64_t kSegmentBytes = 24576;  // the mlp's segment: what a miss loa
 // exactly 3 x its bytes_loaded.
 constexpr const char* kPrices = R"({"lane_second_micros": 0, "gb_loaded_micros": 3000000000})";
 
-// The Prometheus sample's value (-1 if absent).
-double Metric(const std::string& address, const std::string& sample) {
-  const std::string out = testing::HttpExchange(address, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n");
-  const std::string key = "\n" + sample + " ";
-  const size_t at = out.find(key);
-  return at == std::string::npos ? -1 : std::stod(out.substr(at + key.size()));
-}
-
 class CacheAdminTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -205,13 +197,13 @@ TEST_F(CacheAdminTest, ListShowsStatesAndAnEvictedModelsNextRequestIsABilledMiss
   EXPECT_GE(list.tiers(0).bytes_loaded(), 3 * kSegmentBytes);  // two uploads + the miss
   EXPECT_GT(list.tiers(0).bytes_per_sec(), 0);
   const std::string m = server_->metrics_address();
-  EXPECT_EQ(Metric(m, "orrery_host_cache_events_total{event=\"miss\"}"), 1);
-  EXPECT_EQ(Metric(m, "orrery_host_cache_events_total{event=\"hit\"}"), 2);
-  EXPECT_GE(Metric(m, "orrery_host_cache_events_total{event=\"eviction\"}"), 1);
-  EXPECT_EQ(Metric(m, "orrery_host_cache_loaded_bytes_total"), static_cast<double>(list.tiers(0).bytes_loaded()));
-  EXPECT_GT(Metric(m, "orrery_host_cache_load_seconds_total"), 0);
-  EXPECT_GT(Metric(m, "orrery_host_cache_loader_bytes_per_second"), 0);
-  EXPECT_EQ(Metric(m, "orrery_host_cache_models"), 2);
+  EXPECT_EQ(testing::MetricSample(m, "orrery_host_cache_events_total{event=\"miss\"}"), 1);
+  EXPECT_EQ(testing::MetricSample(m, "orrery_host_cache_events_total{event=\"hit\"}"), 2);
+  EXPECT_GE(testing::MetricSample(m, "orrery_host_cache_events_total{event=\"eviction\"}"), 1);
+  EXPECT_EQ(testing::MetricSample(m, "orrery_host_cache_loaded_bytes_total"), static_cast<double>(list.tiers(0).bytes_loaded()));
+  EXPECT_GT(testing::MetricSample(m, "orrery_host_cache_load_seconds_total"), 0);
+  EXPECT_GT(testing::MetricSample(m, "orrery_host_cache_loader_bytes_per_second"), 0);
+  EXPECT_EQ(testing::MetricSample(m, "orrery_host_cache_models"), 2);
 }
 
 TEST_F(CacheAdminTest, OperatorPinSurvivesPressureFromOtherModelsUntilUnpinned) {
@@ -221,13 +213,13 @@ TEST_F(CacheAdminTest, OperatorPinSurvivesPressureFromOtherModelsUntilUnpinned) 
   EXPECT_EQ(pinned.entry().state(), "resident");
   EXPECT_EQ(pinned.entry().pins(), 1u);
   EXPECT_EQ(pinned.entry().operator_pins(), 1u);
-  const double evictions0 = Metric(server_->metrics_address(), "orrery_host_cache_events_total{event=\"eviction\"}");
+  const double evictions0 = testing::MetricSample(server_->metrics_address(), "orrery_host_cache_events_total{event=\"eviction\"}");
   // b and c share the room left: they evict each other, never a.
   for (int round = 0; round < 3; ++round) {
     for (const char* name : {"b", "c"}) Infer(name, std::string(name) + "-" + std::to_string(round));
     EXPECT_EQ(Entry("a").state(), "resident") << "round " << round;
   }
-  EXPECT_GE(Metric(server_->metrics_address(), "orrery_host_cache_events_total{event=\"eviction\"}"), evictions0 + 4);
+  EXPECT_GE(testing::MetricSample(server_->metrics_address(), "orrery_host_cache_events_total{event=\"eviction\"}"), evictions0 + 4);
   EXPECT_EQ(Infer("a", "a-pinned").bytes_loaded(), 0u);
 
   grpc::Status s = Act(&AdminStub::CacheEvict, "a");
@@ -255,8 +247,8 @@ TEST_F(CacheAdminTest, PrefetchMakesTheNextRequestAHit) {
   const v1::BillingLine line = Infer("a", "after-prefetch");
   EXPECT_EQ(line.bytes_loaded(), 0u);
   EXPECT_EQ(line.cost_micros(), 0);
-  EXPECT_EQ(Metric(server_->metrics_address(), "orrery_host_cache_events_total{event=\"miss\"}"), 0);
-  EXPECT_EQ(Metric(server_->metrics_address(), "orrery_host_cache_events_total{event=\"hit\"}"), 1);
+  EXPECT_EQ(testing::MetricSample(server_->metrics_address(), "orrery_host_cache_events_total{event=\"miss\"}"), 0);
+  EXPECT_EQ(testing::MetricSample(server_->metrics_address(), "orrery_host_cache_events_total{event=\"hit\"}"), 1);
   // Prefetching a resident version is a no-op.
   EXPECT_TRUE(Act(&AdminStub::CachePrefetch, "a").ok());
 }

@@ -30,14 +30,6 @@ NamedTensor LoadTensor(const std::string& file) {
   return t.ok() ? std::move(t).value() : NamedTensor{};
 }
 
-// A labelled or unlabelled sample's value in the Prometheus text (-1 if absent).
-double Metric(const std::string& address, const std::string& sample) {
-  const std::string out = testing::HttpExchange(address, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n");
-  const std::string key = "\n" + sample + " ";
-  const size_t at = out.find(key);
-  return at == std::string::npos ? -1 : std::stod(out.substr(at + key.size()));
-}
-
 // The mlp's segment is 24 KiB (header page + model image + packed weights); 60000 bytes
 // hold two of them, not three.
 TEST(HostCacheTest, ThreeModelsRotateThroughACacheThatHoldsTwo) {
@@ -75,14 +67,14 @@ TEST(HostCacheTest, ThreeModelsRotateThroughACacheThatHoldsTwo) {
   const std::string m = server.metrics_address();
   // Round robin over three models in room for two: every request after the
   // first uploads misses, so evictions and loads keep happening.
-  EXPECT_GE(Metric(m, "orrery_host_cache_events_total{event=\"eviction\"}"), 9);
-  EXPECT_GE(Metric(m, "orrery_host_cache_events_total{event=\"load\"}"), 9);
-  EXPECT_EQ(Metric(m, "orrery_host_cache_events_total{event=\"load_failed\"}"), 0);
-  EXPECT_LE(Metric(m, "orrery_host_cache_used_bytes"), 60000);
-  EXPECT_EQ(Metric(m, "orrery_host_cache_capacity_bytes"), 60000);
+  EXPECT_GE(testing::MetricSample(m, "orrery_host_cache_events_total{event=\"eviction\"}"), 9);
+  EXPECT_GE(testing::MetricSample(m, "orrery_host_cache_events_total{event=\"load\"}"), 9);
+  EXPECT_EQ(testing::MetricSample(m, "orrery_host_cache_events_total{event=\"load_failed\"}"), 0);
+  EXPECT_LE(testing::MetricSample(m, "orrery_host_cache_used_bytes"), 60000);
+  EXPECT_EQ(testing::MetricSample(m, "orrery_host_cache_capacity_bytes"), 60000);
   // Loads came from the segments, not from repacking.
-  EXPECT_GE(Metric(m, "orrery_segment_loads_total"), 9);
-  EXPECT_EQ(Metric(m, "orrery_segment_rebuilds_total"), 0);
+  EXPECT_GE(testing::MetricSample(m, "orrery_segment_loads_total"), 9);
+  EXPECT_EQ(testing::MetricSample(m, "orrery_segment_rebuilds_total"), 0);
 }
 
 TEST(HostCacheTest, ModelLargerThanTheCacheIsRefusedAtUpload) {

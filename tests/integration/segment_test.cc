@@ -38,16 +38,6 @@ NamedTensor LoadTensor(const std::string& file) {
   return t.ok() ? std::move(t).value() : NamedTensor{};
 }
 
-// The value of an unlabelled counter in the Prometheus text (-1 if absent).
-double Metric(const std::string& address, const std::string& name) {
-  const std::string out =
-      testing::HttpExchange(address, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n");
-  const std::string key = "\n" + name + " ";
-  const size_t at = out.find(key);
-  if (at == std::string::npos) return -1;
-  return std::stod(out.substr(at + key.size()));
-}
-
 std::vector<std::string> Files(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
@@ -112,9 +102,9 @@ TEST_F(SegmentTest, CorruptSegmentIsRebuiltFromTheOnnxAndRewritten) {
   ASSERT_EQ(server_.Stop(), 0);
   ASSERT_TRUE(server_.Start());
   EXPECT_TRUE(InferCorrect("m"));
-  EXPECT_EQ(Metric(server_.metrics_address(), "orrery_segment_loads_total"), 1);
-  EXPECT_EQ(Metric(server_.metrics_address(), "orrery_segment_rebuilds_total"), 0);
-  EXPECT_EQ(Metric(server_.metrics_address(), "orrery_model_compiles_total"), 0);
+  EXPECT_EQ(testing::MetricSample(server_.metrics_address(), "orrery_segment_loads_total"), 1);
+  EXPECT_EQ(testing::MetricSample(server_.metrics_address(), "orrery_segment_rebuilds_total"), 0);
+  EXPECT_EQ(testing::MetricSample(server_.metrics_address(), "orrery_model_compiles_total"), 0);
 
   // One flipped byte in the packed weights.
   ASSERT_EQ(server_.Stop(), 0);
@@ -127,8 +117,8 @@ TEST_F(SegmentTest, CorruptSegmentIsRebuiltFromTheOnnxAndRewritten) {
   ASSERT_NE(ReadFileOrEmpty(path), original);
   ASSERT_TRUE(server_.Start());
   EXPECT_TRUE(InferCorrect("m")) << "a corrupt segment must not be served";
-  EXPECT_EQ(Metric(server_.metrics_address(), "orrery_segment_rebuilds_total"), 1);
-  EXPECT_EQ(Metric(server_.metrics_address(), "orrery_segment_loads_total"), 0);
+  EXPECT_EQ(testing::MetricSample(server_.metrics_address(), "orrery_segment_rebuilds_total"), 1);
+  EXPECT_EQ(testing::MetricSample(server_.metrics_address(), "orrery_segment_loads_total"), 0);
   // Rewritten in place (packing is deterministic: the same bytes) and valid.
   EXPECT_EQ(ReadFileOrEmpty(path), original);
   {
@@ -143,21 +133,21 @@ TEST_F(SegmentTest, CorruptSegmentIsRebuiltFromTheOnnxAndRewritten) {
   fs::resize_file(path, 4096);
   ASSERT_TRUE(server_.Start());
   EXPECT_TRUE(InferCorrect("m"));
-  EXPECT_EQ(Metric(server_.metrics_address(), "orrery_segment_rebuilds_total"), 1);
+  EXPECT_EQ(testing::MetricSample(server_.metrics_address(), "orrery_segment_rebuilds_total"), 1);
   EXPECT_EQ(ReadFileOrEmpty(path), original);
   ASSERT_EQ(server_.Stop(), 0);
   fs::remove(path);
   ASSERT_TRUE(server_.Start());
   EXPECT_TRUE(InferCorrect("m"));
-  EXPECT_EQ(Metric(server_.metrics_address(), "orrery_segment_rebuilds_total"), 1);
+  EXPECT_EQ(testing::MetricSample(server_.metrics_address(), "orrery_segment_rebuilds_total"), 1);
   EXPECT_EQ(ReadFileOrEmpty(path), original);
 
   // And the next restart imports again.
   ASSERT_EQ(server_.Stop(), 0);
   ASSERT_TRUE(server_.Start());
   EXPECT_TRUE(InferCorrect("m"));
-  EXPECT_EQ(Metric(server_.metrics_address(), "orrery_segment_loads_total"), 1);
-  EXPECT_EQ(Metric(server_.metrics_address(), "orrery_segment_rebuilds_total"), 0);
+  EXPECT_EQ(testing::MetricSample(server_.metrics_address(), "orrery_segment_loads_total"), 1);
+  EXPECT_EQ(testing::MetricSample(server_.metrics_address(), "orrery_segment_rebuilds_total"), 0);
 }
 
 TEST_F(SegmentTest, RecoveryRemovesOrphansAndDeletesRemoveSegments) {
