@@ -7,6 +7,10 @@
 
 namespace orrery {
 
+Status TierCache::NotRegistered(const ModelKey& key) const {
+  return Status::NotFound("model " + key.ToString() + " is not registered with the " + options_.name + " cache");
+}
+
 std::string_view ResidencyName(Residency r) {
   switch (r) {
     case Residency::kAbsent: return "absent";
@@ -295,8 +299,7 @@ Result<Acquisition> TierCache::AcquireFor(const ModelKey& key, Purpose purpose) 
   Tick(now);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    return Status::NotFound("model " + key.ToString() + " is not registered with the " + options_.name +
-                            " cache");
+    return NotRegistered(key);
   }
   Entry& e = it->second;
   Acquisition acq;
@@ -352,8 +355,7 @@ Status TierCache::OperatorUnpin(const ModelKey& key) {
   Tick(clock_->NowNs());
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    return Status::NotFound("model " + key.ToString() + " is not registered with the " + options_.name +
-                            " cache");
+    return NotRegistered(key);
   }
   Entry& e = it->second;
   if (e.operator_pins == 0) {
@@ -416,8 +418,7 @@ Result<std::optional<TierAction>> TierCache::Prewarm(const ModelKey& key) {
   Tick(now);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    return Status::NotFound("model " + key.ToString() + " is not registered with the " + options_.name +
-                            " cache");
+    return NotRegistered(key);
   }
   if (it->second.state != Residency::kAbsent) return std::optional<TierAction>();
   std::optional<std::vector<Entries::iterator>> plan = PlanEviction(key, it->second.charged, true, now);
@@ -462,8 +463,7 @@ Status TierCache::Evict(const ModelKey& key) {
   Tick(clock_->NowNs());
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    return Status::NotFound("model " + key.ToString() + " is not registered with the " + options_.name +
-                            " cache");
+    return NotRegistered(key);
   }
   if (it->second.pins > 0 || it->second.state == Residency::kMoving) {
     return Status::FailedPrecondition("model " + key.ToString() + " is in use in the " + options_.name +
@@ -514,8 +514,7 @@ Result<int64_t> TierCache::PredictReadyNs(const ModelKey& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    return Status::NotFound("model " + key.ToString() + " is not registered with the " + options_.name +
-                            " cache");
+    return NotRegistered(key);
   }
   const int64_t now = clock_->NowNs();
   const Entry& e = it->second;
@@ -539,8 +538,7 @@ Result<Interval> TierCache::PredictMove(const ModelKey& key, int64_t earliest_ns
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    return Status::NotFound("model " + key.ToString() + " is not registered with the " + options_.name +
-                            " cache");
+    return NotRegistered(key);
   }
   return timeline_->Predict(std::max(earliest_ns, clock_->NowNs()), transfer_.PredictNs(it->second.bytes));
 }

@@ -242,6 +242,8 @@ class TierCache {
   std::optional<std::vector<Entries::iterator>> PlanEviction(const ModelKey& requester,
                                                              int64_t needed, bool prewarm,
                                                              int64_t now_ns);
+  // NOT_FOUND naming the key and this tier.
+  Status NotRegistered(const ModelKey& key) const;
   void Drop(Entries::iterator it, bool expired);
   TierAction StartMove(Entries::iterator it, int64_t now_ns, bool prewarm);
   enum class Purpose { kRequest, kOperatorPin, kLoad };
