@@ -208,6 +208,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
       [&done](Result<std::vector<NamedTensor>> outputs) { done.set_value(std::move(outputs)); });
   if (!submitted.ok()) return ToGrpcStatus(submitted);
   Result<std::vector<NamedTensor>> outputs = result.get();
+  const int64_t answered_ns = ctx_->scheduler->NowNs();
 
   // Metering: the request reached the scheduler, so it gets exactly one
   // ledger entry, written (fsynced) before the client learns the outcome.
@@ -252,6 +253,13 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   (*response->mutable_parameters())["orrery_lane_ns"].set_int64_param(run.lane_ns);
   (*response->mutable_parameters())["orrery_queue_ns"].set_int64_param(
       (run.started_ns != 0 ? run.started_ns : run.ended_ns) - run.admitted_ns);
+  // Handler arrival to here (the ledger write included): the client's
+  // latency minus this is gRPC and the network.
+  const int64_t now_ns = ctx_->scheduler->NowNs();
+  (*response->mutable_parameters())["orrery_server_ns"].set_int64_param(now_ns - arrival_ns);
+  // What this request needed after its lane (wake-up, metering, encoding):
+  // admission plans for it.
+  ctx_->scheduler->ObserveResponseNs(now_ns - answered_ns);
   return grpc::Status::OK;
 }
 

@@ -10,6 +10,7 @@
 
 #include "api/server.h"
 #include "api/version.h"
+#include "base/cpu_set.h"
 #include "cache/cuda_device.h"
 
 int main(int argc, char** argv) {
@@ -43,7 +44,14 @@ int main(int argc, char** argv) {
   app.add_option("--host-loader-threads", options.host_loader_threads, "Model loads (segment reads) in flight")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--lanes", options.lanes, "CPU execution lanes (0 = one per core)")->capture_default_str();
+  app.add_option("--lanes", options.lanes, "CPU execution lanes (0 = one per --lane-cpus CPU, else one per core)")
+      ->capture_default_str();
+  std::string lane_cpus;
+  std::string serving_cpus;
+  app.add_option("--lane-cpus", lane_cpus,
+                 "Pin the lanes to these CPUs (e.g. 1 or 2-7; lane i on the i-th, cyclically); default: not pinned");
+  app.add_option("--serving-cpus", serving_cpus,
+                 "Run every other thread (gRPC, loaders, ledger) on these CPUs (e.g. 0); default: any CPU");
   app.add_option("--max-batch", options.max_batch,
                  "Largest batch formed from queued same-model requests (1 = no batching)")
       ->capture_default_str()
@@ -74,6 +82,16 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
+  for (auto [text, cpus, flag] : {std::tuple{&lane_cpus, &options.lane_cpus, "--lane-cpus"},
+                                  std::tuple{&serving_cpus, &options.serving_cpus, "--serving-cpus"}}) {
+    if (text->empty()) continue;
+    orrery::Result<std::vector<int>> parsed = orrery::ParseCpuList(*text);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "%s: %s\n", flag, parsed.status().message().c_str());
+      return 2;
+    }
+    *cpus = std::move(parsed).value();
+  }
 
   orrery::Result<orrery::DeviceSelection> selection = orrery::ParseDeviceSelection(device);
   if (!selection.ok()) {

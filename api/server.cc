@@ -20,6 +20,7 @@
 #include "api/periodic_task.h"
 #include "api/model_service.h"
 #include "api/service_context.h"
+#include "base/cpu_set.h"
 #include "storage/segment_recovery.h"
 #include "storage/segment_store.h"
 #include "tenancy/api_key.h"
@@ -118,6 +119,10 @@ const std::string& Server::metrics_address() const { return impl_->metrics_addre
 const std::string& Server::admin_token_path() const { return impl_->admin_token_path; }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.lane_cpus, "lane CPUs"));
+  ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.serving_cpus, "serving CPUs"));
+  // Before any thread exists, so that all of them inherit the mask.
+  if (!options.serving_cpus.empty()) ORRERY_RETURN_IF_ERROR(PinThisThread(options.serving_cpus));
   auto impl = std::make_unique<Impl>();
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
@@ -143,9 +148,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                                                        impl->cache.get(), SteadyClock::Get()));
   ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get()));
   impl->admission = std::make_unique<Admission>();
-  int lanes = options.lanes > 0 ? options.lanes : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int lanes = options.lanes > 0              ? options.lanes
+                    : !options.lane_cpus.empty() ? static_cast<int>(options.lane_cpus.size())
+                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options.max_batch < 1) return Status::InvalidArgument("max batch must be at least 1");
-  impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = lanes, .max_batch = options.max_batch});
+  impl->scheduler = std::make_unique<FairScheduler>(
+      FairSchedulerOptions{.lanes = lanes, .lane_cpus = options.lane_cpus, .max_batch = options.max_batch});
   ORRERY_RETURN_IF_ERROR(LoadCostProfiles(*impl->catalog, impl->scheduler.get()));
 
   impl->ctx.catalog = impl->catalog.get();
@@ -212,7 +220,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     const std::chrono::seconds every(options.summary_seconds);
     impl->summary = std::make_unique<PeriodicTask>(every, [raw, every] { raw->LogSummary(every); });
   }
-  spdlog::info("orreryd listening on {} ({} lanes, data dir '{}'); metrics {}", impl->address, lanes,
+  spdlog::info("orreryd listening on {} ({} lanes{}{}, data dir '{}'); metrics {}", impl->address, lanes,
+               options.lane_cpus.empty() ? "" : " on CPUs " + FormatCpuList(options.lane_cpus),
+               options.serving_cpus.empty() ? "" : ", serving on CPUs " + FormatCpuList(options.serving_cpus),
                options.data_dir, impl->metrics_address.empty() ? "off" : "on http://" + impl->metrics_address + "/metrics");
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -21,7 +22,16 @@ struct ServerOptions {
   // new RPC is refused at once with RESOURCE_EXHAUSTED ("Server Threadpool
   // Exhausted") instead of the server growing a thread per queued request.
   int max_rpc_threads = 512;
-  int lanes = 0;                          // 0 = one per core
+  int lanes = 0;                          // 0 = one per lane CPU, else one per core
+  // CPUs the lanes are pinned to (lane i on lane_cpus[i % size]); empty:
+  // lanes are not pinned. With serving_cpus disjoint from them, request
+  // handling never deschedules a lane mid-run, so lane times stay what the
+  // scheduler predicted.
+  std::vector<int> lane_cpus;
+  // CPUs for every other thread the server starts (gRPC handlers, loaders,
+  // ledger, metrics): Start pins the calling thread to them before creating
+  // any, and threads inherit the mask. Empty: not restricted.
+  std::vector<int> serving_cpus;
   // Largest batch the scheduler forms from queued requests (1 = no
   // batching) and calibrates at upload.
   int max_batch = 8;

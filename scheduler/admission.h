@@ -3,7 +3,10 @@
 //
 // Completion is predicted as
 //   now + (queued work ahead under fair sharing + remaining work of running
-//          requests) / lanes + own predicted cost.
+//          requests) / lanes + own predicted cost x slowdown + response time,
+// the slowdown being how much slower than predicted this model's runs have
+// recently been (CostModel::SlowdownBound, a high quantile) and the response
+// time what the server needs after the lane (metering, the reply; measured).
 // A request that cannot meet its deadline is rejected at once with
 // DEADLINE_EXCEEDED naming the predicted completion, before it consumes any
 // resource. A queued request whose deadline can no longer be met even if it
@@ -32,6 +35,8 @@ struct AdmissionInput {
   int64_t now_ns = 0;
   int64_t deadline_ns = kNoDeadline;  // absolute
   int64_t own_cost_ns = 0;            // predicted
+  double slowdown = 1.0;              // >= 1: own cost is planned as own_cost_ns x slowdown
+  int64_t response_ns = 0;            // after the lane, before the client has the answer
   int64_t queued_ahead_ns = 0;        // FairQueue::WorkAheadNs
   int64_t running_remaining_ns = 0;   // predicted remainder of running requests
   int lanes = 1;
@@ -42,6 +47,9 @@ struct AdmissionInput {
 struct AdmissionDecision {
   Status status;  // OK, DEADLINE_EXCEEDED or RESOURCE_EXHAUSTED
   int64_t predicted_completion_ns = 0;
+  // own cost x slowdown + response time: what the request needs from its
+  // start to its answer, for its latest start (LatestStartNs).
+  int64_t planned_ns = 0;
 };
 
 // `what` names the request in messages, e.g. "model 'mlp' of tenant 't_1'".

@@ -33,6 +33,12 @@ struct CostModelOptions {
   // prediction, while a real change still converges in a few runs. < 1: off.
   double max_update_factor = 2.0;
   size_t error_window = 4096;      // relative errors kept per model
+  // SlowdownBound: the quantile of measured / predicted over the last
+  // `slowdown_window` runs of a model, once it has `slowdown_min_samples`.
+  double slowdown_quantile = 0.99;
+  size_t slowdown_window = 512;
+  size_t slowdown_min_samples = 20;
+  double slowdown_max = 3.0;       // a bound is never above this
   double flops_per_ns = 4.0;       // prior: assumed compute rate (4 GFLOP/s)
   double bytes_per_ns = 4.0;       // prior: assumed memory rate (4 GB/s)
 };
@@ -85,6 +91,14 @@ class CostModel {
   // estimates (predicted / steps).
   void SetSteps(const std::string& model_id, size_t steps);
 
+  // How much slower than predicted a run of the model may be: the
+  // slowdown_quantile of measured / predicted over recent runs, within
+  // [1, slowdown_max]; 1 until enough runs were seen. Admission multiplies
+  // a request's own predicted cost by it, so that the noise of this machine
+  // (not its mean, which the estimate follows) is planned for. O(1): the
+  // quantile is recomputed every 16 runs in Record.
+  double SlowdownBound(const std::string& model_id) const;
+
   // True once the model has any estimate or prior (a calibration, a run).
   bool Knows(const std::string& model_id) const { return models_.count(model_id) > 0; }
 
@@ -101,6 +115,8 @@ class CostModel {
     double sum_predicted = 0, sum_measured = 0;
     uint64_t predicted_samples = 0;
     std::deque<double> errors;
+    std::deque<double> ratios;  // measured / predicted, for SlowdownBound
+    double slowdown_bound = 1.0;
     uint64_t samples = 0;
     size_t steps = 0;
     int64_t last_predicted_ns = 0;

@@ -1,5 +1,7 @@
 #include "scheduler/scheduler.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +21,9 @@ struct FairScheduler::Job {
   int batch = 1;
   int64_t rows = 0;  // common dim 0 of the inputs; 0 = cannot batch
   int64_t predicted_ns = 0;  // of this request alone
+  // predicted x the model's slowdown bound + the response margin, at
+  // admission: what the latest start keeps free before the deadline.
+  int64_t planned_ns = 0;
   size_t predicted_steps = 0;  // 0 = unknown
   int64_t deadline_ns = kNoDeadline;
   int64_t admitted_ns = 0;
@@ -42,7 +47,7 @@ struct FairScheduler::Job {
 
   int64_t run_predicted_ns() const { return members.empty() ? predicted_ns : batch_predicted_ns; }
 
-  int64_t latest_start() const { return LatestStartNs(deadline_ns, predicted_ns); }
+  int64_t latest_start() const { return LatestStartNs(deadline_ns, planned_ns); }
   std::string What() const {
     return "request " + std::to_string(request.request_id) + " for model '" + model_id + "' of tenant '" +
            request.tenant_id + "'";
@@ -84,7 +89,9 @@ FairScheduler::FairScheduler(FairSchedulerOptions options)
       queue_(options_.default_policy.weight),
       costs_(options_.cost) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  num_lanes_ = options_.lanes > 0 ? options_.lanes : cores;
+  num_lanes_ = options_.lanes > 0              ? options_.lanes
+               : !options_.lane_cpus.empty() ? static_cast<int>(options_.lane_cpus.size())
+                                             : cores;
   paused_ = options_.start_paused;
   queue_.SetCapacity(FairQueue::Capacity{.lanes = static_cast<double>(num_lanes_),
                                          .devices = options_.devices,
@@ -165,12 +172,15 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
     AdmissionInput in{.now_ns = now,
                       .deadline_ns = job->deadline_ns,
                       .own_cost_ns = job->predicted_ns,
+                      .slowdown = costs_.SlowdownBound(job->model_id),
+                      .response_ns = response_margin_ns_,
                       .queued_ahead_ns = queue_.WorkAheadNs(job->request.tenant_id),
                       .running_remaining_ns = RunningRemainingLocked(job->deadline_ns),
                       .lanes = num_lanes_,
                       .in_flight = tenant.in_flight,
                       .max_in_flight = tenant.policy.max_in_flight};
     AdmissionDecision decision = Admit(in, job->What());
+    job->planned_ns = decision.planned_ns;
     status = decision.status;
     if (status.code() == StatusCode::kDeadlineExceeded) {
       ++tenant.rejected_deadline;
@@ -193,6 +203,19 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
   return Status::Ok();
 }
 
+void FairScheduler::ObserveResponseNs(int64_t ns) {
+  if (ns < 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  response_samples_.push_back(ns);
+  while (response_samples_.size() > options_.response_window) response_samples_.pop_front();
+  if (++response_observed_ % 16 != 0 && response_observed_ > 16) return;
+  std::vector<int64_t> sorted(response_samples_.begin(), response_samples_.end());
+  const size_t k = std::min(sorted.size() - 1, static_cast<size_t>(options_.response_quantile *
+                                                                    static_cast<double>(sorted.size())));
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
+  response_margin_ns_ = sorted[k];
+}
+
 void FairScheduler::PublishUrgentLocked() {
   urgent_latest_start_.store(by_latest_start_.empty() ? kNoDeadline : by_latest_start_.begin()->first,
                              std::memory_order_release);
@@ -212,8 +235,8 @@ void FairScheduler::DropInfeasibleLocked(int64_t now, Dropped* dropped) {
     ++tenant.dropped;
     --tenant.in_flight;
     job->drop_status = Status::DeadlineExceeded(
-        job->What() + ": dropped before running, it can no longer meet its deadline (predicted completion in " +
-        FormatDurationNs(job->predicted_ns) + " if started now, deadline " +
+        job->What() + ": dropped before running, it can no longer meet its deadline (planned completion in " +
+        FormatDurationNs(job->planned_ns) + " if started now, deadline " +
         (job->deadline_ns >= now ? "in " + FormatDurationNs(job->deadline_ns - now)
                                  : FormatDurationNs(now - job->deadline_ns) + " ago") +
         ")");
@@ -284,10 +307,12 @@ int64_t FairScheduler::RunningRemainingLocked(int64_t deadline_ns) const {
 }
 
 void FairScheduler::LaneLoop(int lane) {
+  // Named so that operators (top -H, /proc/PID/task) can tell lanes apart.
+  const std::string name = "orrery-lane-" + std::to_string(lane);
+  (void)pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
   runtime::LaneGroupOptions group_options;
-  if (options_.pin_lanes) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    group_options.cpus = {lane % cores};
+  if (!options_.lane_cpus.empty()) {
+    group_options.cpus = {options_.lane_cpus[static_cast<size_t>(lane) % options_.lane_cpus.size()]};
   }
   runtime::LaneGroup group(group_options);
   for (;;) {
@@ -399,6 +424,14 @@ void FairScheduler::FormBatchLocked(Job& leader, int64_t now) {
   // (Costs per batch size need not be convex: 1 -> 2 may not pay off while
   // 1 -> 4 does.)
   const double alone_per_row = static_cast<double>(alone.ns) / static_cast<double>(leader.rows);
+  // The longest layer the batch may have (see max_batch_step_ns): a request
+  // of another tenant queued behind it must still make its latest start.
+  const int64_t steps = static_cast<int64_t>(std::max<size_t>(leader.predicted_steps, 1));
+  int64_t step_cap = std::numeric_limits<int64_t>::max();
+  if (options_.max_batch_step_ns > 0) step_cap = options_.max_batch_step_ns;
+  const int64_t urgent = urgent_latest_start_.load(std::memory_order_relaxed);
+  if (urgent != kNoDeadline) step_cap = std::min(step_cap, urgent - now);
+  step_cap = std::max(step_cap, alone.ns / steps);
   double best_per_row = alone_per_row;
   size_t best_len = 0;
   int64_t best_ns = alone.ns, best_deadline = leader.deadline_ns;
@@ -412,7 +445,7 @@ void FairScheduler::FormBatchLocked(Job& leader, int64_t now) {
       continue;
     }
     const CostPrediction p = costs_.Predict(leader.model_id, static_cast<int>(rows + c.rows));
-    if (!p.known) break;
+    if (!p.known || p.ns / steps > step_cap) break;
     const int64_t d = std::min(deadline, c.deadline_ns);
     if (now + p.ns > d) continue;
     rows += c.rows;

@@ -37,6 +37,7 @@
 #include <thread>
 #include <unordered_map>
 #include <utility>
+#include <deque>
 #include <vector>
 
 #include "base/status.h"
@@ -51,8 +52,9 @@
 namespace orrery {
 
 struct FairSchedulerOptions {
-  int lanes = 0;                 // 0 = one per core
-  bool pin_lanes = false;        // pin lane i to CPU i % cores
+  int lanes = 0;                 // 0 = one per entry of lane_cpus, else one per core
+  // Lane i runs pinned to lane_cpus[i % size]; empty: lanes are not pinned.
+  std::vector<int> lane_cpus = {};
   const Clock* clock = nullptr;  // null = SteadyClock
   TenantPolicy default_policy = {};  // tenants without SetTenantPolicy
   CostModelOptions cost = {};
@@ -64,6 +66,16 @@ struct FairSchedulerOptions {
   // Largest batch a lane forms from queued requests of one tenant and model
   // version (see README.md, batching); 1 = never batch.
   int max_batch = 8;
+  // A batch may not make any layer longer than this (or than the leader's
+  // own layers, if those are longer), nor longer than the slack of the most
+  // urgent queued request: a request waits at most one layer of a running
+  // one, and batching must not stretch that layer past other deadlines.
+  // 0 = no bound.
+  int64_t max_batch_step_ns = 2'000'000;
+  // Admission plans for the time after the lane (ObserveResponseNs): the
+  // response_quantile of the last response_window observations.
+  double response_quantile = 0.99;
+  size_t response_window = 256;
   // Capacities of the resources besides lanes, for dominant-share charges
   // (fair_queue.h); 0 = not modelled. The lane capacity is the lane count.
   double devices = 0;
@@ -131,6 +143,11 @@ class FairScheduler {
   bool KnowsModel(const std::string& model_id) const;
   // Forgets a model's costs (deleted, or its id reused).
   void ForgetModel(const std::string& model_id);
+
+  // The time a finished request still needed before its answer left the
+  // server (metering, the reply), as the API measured it; admission adds a
+  // high quantile of these to every predicted completion. O(1) amortised.
+  void ObserveResponseNs(int64_t ns);
 
   // While paused, lanes finish what they run but dispatch nothing new.
   void Pause();
@@ -200,6 +217,9 @@ class FairScheduler {
   std::unordered_map<uint64_t, std::unique_ptr<Job>> queued_;
   std::set<std::pair<int64_t, uint64_t>> by_latest_start_;  // queued jobs
   std::set<Job*> running_;  // dispatched, parked or running
+  std::deque<int64_t> response_samples_;  // ObserveResponseNs, newest last
+  uint64_t response_observed_ = 0;
+  int64_t response_margin_ns_ = 0;  // the quantile admission adds
 
   // Smallest latest start among queued jobs (kNoDeadline if none) and a
   // counter bumped on every queue change: lanes read them between steps

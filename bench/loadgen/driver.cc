@@ -109,6 +109,7 @@ class Runner {
         if (call->status.ok()) {
           r.lane_ns = Param(call->response, "orrery_lane_ns");
           r.queue_ns = Param(call->response, "orrery_queue_ns");
+          r.server_ns = Param(call->response, "orrery_server_ns");
         }
         std::lock_guard<std::mutex> lock(mu_);
         records_.push_back(r);

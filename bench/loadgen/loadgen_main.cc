@@ -26,6 +26,7 @@
 #include "bench/loadgen/driver.h"
 #include "bench/loadgen/report.h"
 #include "bench/loadgen/server_calls.h"
+#include "base/cpu_set.h"
 #include "bench/loadgen/workload.h"
 
 // tests/integration/orreryd_process.h starts the binary named by this macro.
@@ -56,6 +57,7 @@ struct Options {
   std::string echo;
   int channels = 2;
   int completion_threads = 2;
+  std::string client_cpus;
 };
 
 int Fail(const std::string& what) {
@@ -91,6 +93,9 @@ int Main(int argc, char** argv) {
   app.add_option("--plot-script", o.plot_script, "Plot script")->capture_default_str();
   app.add_option("--echo", o.echo,
                  "HOST:PORT of orrery-echo: after the run, replay the same schedule there with the same payloads");
+  app.add_option("--client-cpus", o.client_cpus,
+                 "After starting orreryd, pin this client to these CPUs (e.g. 0 with orreryd's --serving-cpus 0 "
+                 "and --lane-cpus 1), so that it does not take lane time; default: not pinned");
   app.add_option("--channels", o.channels, "gRPC channels (connections)")->capture_default_str()->check(
       CLI::Range(1, 64));
   app.add_option("--completion-threads", o.completion_threads, "Threads draining the completion queue")
@@ -140,6 +145,13 @@ int Main(int argc, char** argv) {
     uses[s.tenant].insert(s.model);
   }
 
+  std::vector<int> client_cpus;
+  if (!o.client_cpus.empty()) {
+    Result<std::vector<int>> cpus = ParseCpuList(o.client_cpus);
+    if (!cpus.ok()) return Fail("--client-cpus: " + cpus.status().message());
+    client_cpus = std::move(cpus).value();
+  }
+
   // The server.
   std::unique_ptr<testing::OrrerydProcess> proc;
   std::string address = o.server;
@@ -154,6 +166,10 @@ int Main(int argc, char** argv) {
     std::cerr << "orrery-loadgen: started orreryd on " << address << "\n";
   } else if (admin_token.empty()) {
     return Fail("--server needs --admin-token or ORRERY_ADMIN_TOKEN");
+  }
+  if (!client_cpus.empty()) {
+    // After the spawn: orreryd must not inherit the client's mask.
+    if (Status s = PinThisProcess(client_cpus); !s.ok()) return Fail("--client-cpus: " + s.message());
   }
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> infer_stubs;

@@ -31,6 +31,15 @@ class Ctx:
         self.orreryd = os.path.join(args.build, "orreryd")
         self.commands = []
         self.noisy_factor = args.noisy_factor
+        # CPU 0 for the client, the echo server and orreryd's serving threads;
+        # the lanes on the others. On this 2-core machine the load generator
+        # (which in production is another machine) would otherwise take lane
+        # time and make every lane time a guess.
+        n = os.cpu_count() or 1
+        self.pin = args.pin and n >= 2
+        self.lane_cpus = f"1-{n - 1}" if n > 2 else "1"
+        self.pin_args = ([f"--orreryd-arg=--lane-cpus={self.lane_cpus}", "--orreryd-arg=--serving-cpus=0",
+                          "--client-cpus", "0"] if self.pin else [])
 
     def model(self, name):
         return f"{name}={os.path.join(self.models, name + '.onnx')}"
@@ -40,7 +49,7 @@ class Ctx:
         base = os.path.join(self.out, tag)
         cmd = [self.loadgen, "--duration", str(duration or self.seconds), "--warmup", str(WARMUP),
                "--csv", base + ".csv", "--summary-csv", base + ".summary.csv", "--json", base + ".json",
-               "--plot", base + ".png"] + list(args) + list(extra)
+               "--plot", base + ".png"] + self.pin_args + list(args) + list(extra)
         self.commands.append(" ".join(shlex.quote(c) for c in cmd))
         print(f"--- {tag}: {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -157,7 +166,8 @@ def s7_overhead(ctx, cap):
     port_file = os.path.join(ctx.out, "echo.port")
     if os.path.exists(port_file):
         os.remove(port_file)
-    echo = subprocess.Popen([ctx.echo, "--listen", "127.0.0.1:0", "--port-file", port_file],
+    echo = subprocess.Popen((["taskset", "-c", "0"] if ctx.pin else []) +
+                            [ctx.echo, "--listen", "127.0.0.1:0", "--port-file", port_file],
                             stdout=subprocess.DEVNULL)
     try:
         for _ in range(200):
@@ -177,11 +187,15 @@ def s7_overhead(ctx, cap):
     import csv
     rows = [r for r in csv.DictReader(open(os.path.join(ctx.out, "s7_overhead.csv"))) if r["queue_ms"]]
     rest = sorted(float(r["latency_ms"]) - float(r["lane_ms"]) - float(r["queue_ms"]) for r in rows)
+    inside = sorted(float(r["server_ms"]) - float(r["lane_ms"]) - float(r["queue_ms"]) for r in rows
+                    if r.get("server_ms"))
+    outside = sorted(float(r["latency_ms"]) - float(r["server_ms"]) for r in rows if r.get("server_ms"))
     queue = sorted(float(r["queue_ms"]) for r in rows)
     mid = lambda v: v[len(v) // 2] if v else 0  # noqa: E731
     detail = (f"p50 latency {t['p50_ms']:.3f} ms, mean execution {t['lane_ms_mean']:.3f} ms, p50 of latency - "
               f"execution {t['overhead_p50_ms']:.3f} ms (of which p50 server queueing {mid(queue):.3f} ms, "
-              f"p50 of the rest {mid(rest):.3f} ms); echo round trip (same payload, same schedule) p50 "
+              f"p50 of the rest {mid(rest):.3f} ms: in orreryd outside the scheduler {mid(inside):.3f} ms, gRPC "
+              f"and network {mid(outside):.3f} ms); echo round trip (same payload, same schedule) p50 "
               f"{s['echo_p50_ms']:.3f} ms")
     return [("7 serving overhead at 50%", f"<= 1.5x echo round trip (got {ratio:.2f}x)", ratio <= 1.5, detail)]
 
@@ -189,9 +203,12 @@ def s7_overhead(ctx, cap):
 def write_doc(path, ctx, cap, cap_long, results, script_cmd):
     lines = ["<!-- scenarios:begin -->", "## Load scenarios (issue 6)", "",
              f"Written by `{script_cmd}` on {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC "
-             f"({os.cpu_count()} cores, shared with other work: absolute numbers are noisy). Each run starts its "
-             f"own orreryd with default flags (one lane per core) on loopback; orrery-loadgen runs on the same "
-             f"machine. {WARMUP:.0f} s warm-up + {ctx.seconds:.0f} s measured per run. Models from "
+             f"({os.cpu_count()} cores; load average before the run {ctx.load_before}). Each run starts its "
+             f"own orreryd on loopback; orrery-loadgen runs on the same machine. " +
+             (f"Lanes on CPUs {ctx.lane_cpus} (`--lane-cpus`); orreryd's serving threads, the client and the echo "
+              f"server on CPU 0 (`--serving-cpus 0`, `--client-cpus 0`), standing in for a client on another "
+              f"machine. " if ctx.pin else "Default flags (one lane per core, nothing pinned). ") +
+             f"{WARMUP:.0f} s warm-up + {ctx.seconds:.0f} s measured per run. Models from "
              f"`bench/loadgen/make_models.py`.", "",
              f"Capacity (closed loop, 16 outstanding): `mlp` {cap:.0f} req/s, `mlp_long` {cap_long:.0f} req/s.", "",
              "| scenario | target | result | details |", "|---|---|---|---|"]
@@ -222,10 +239,13 @@ def main():
     p.add_argument("--seconds", type=float, default=12)
     p.add_argument("--noisy-factor", type=float, default=5, help="scenario 2: A offers this x its fair share")
     p.add_argument("--only", default="1,2,3,4,5,6,7")
+    p.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="run orreryd with default flags and an unpinned client")
     p.add_argument("--command", default="bench/run_scenarios.sh")
     args = p.parse_args()
     only = set(args.only.split(","))
     ctx = Ctx(args)
+    ctx.load_before = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     os.makedirs(args.out, exist_ok=True)
     cap, _ = capacity(ctx, "mlp")
     cap_long = 0

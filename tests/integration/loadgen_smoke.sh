@@ -20,6 +20,7 @@ trap 'rm -rf "$work"' EXIT
 "$build/orrery-loadgen" --orreryd "$build/orreryd" --model "mlp=$models/mlp/model.onnx" \
   --tenant small:1 --tenant big:3 --stream small:mlp:200:1000 --stream big:mlp:c2 \
   --trace "$work/trace.csv" --duration 2 --warmup 0.5 --csv "$work/req.csv" --summary-csv "$work/sum.csv" --json "$work/sum.json" \
+  --client-cpus 0 --orreryd-arg=--serving-cpus=0 --orreryd-arg=--lane-cpus=$(( $(nproc) - 1 )) \
   > "$work/out.txt"
 cat "$work/out.txt"
 
@@ -53,6 +54,8 @@ check(all(r["outcome"] in ("ok", "late", "rejected_early", "rejected_late") for 
 ok = [r for r in reqs if r["outcome"] == "ok"]
 check(all(r["lane_ms"] and float(r["lane_ms"]) > 0 for r in ok), "OK response without orrery_lane_ns")
 check(all(float(r["lane_ms"]) <= float(r["latency_ms"]) for r in ok), "execution longer than the round trip")
+check(all(r["server_ms"] and float(r["lane_ms"]) + float(r["queue_ms"]) <= float(r["server_ms"]) <= float(r["latency_ms"])
+          for r in ok), "orrery_server_ns missing or not between queue + execution and the round trip")
 check(0 < js["jain_index"] <= 1, f"Jain's index {js['jain_index']}")
 check(js["total"]["sent"] == len(reqs), "JSON total")
 check(all(float(r["send_lag_ms"]) >= 0 for r in reqs), "negative send lag")

@@ -89,6 +89,7 @@ class OrrerydProcess {
   const std::string& address() const { return address_; }
   const std::string& metrics_address() const { return metrics_address_; }  // HOST:PORT
   const std::string& data_dir() const { return data_dir_; }
+  pid_t pid() const { return pid_; }  // -1 when not running
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   std::string admin_token() const {
     std::string t = ReadFileOrEmpty(data_dir_ + "/admin.token");

@@ -4,11 +4,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "base/cpu_set.h"
 #include "tests/integration/orreryd_process.h"
 #include "tests/integration/rpc_client.h"
 
@@ -246,6 +249,69 @@ TEST(SchedulingTest, MaxBatchOneNeverBatches) {
   }
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(Stats(&stubs, admin).batches(), 0u);
+}
+
+}  // namespace
+}  // namespace orrery
+
+namespace orrery {
+namespace {
+
+// Cpus_allowed_list of every thread of `pid`, by thread name.
+std::vector<std::pair<std::string, std::string>> ThreadCpus(pid_t pid) {
+  std::vector<std::pair<std::string, std::string>> threads;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::string name = testing::ReadFileOrEmpty(task.path() / "comm");
+    while (!name.empty() && name.back() == '\n') name.pop_back();
+    std::istringstream status(testing::ReadFileOrEmpty(task.path() / "status"));
+    std::string line;
+    std::string cpus;
+    while (std::getline(status, line)) {
+      if (line.rfind("Cpus_allowed_list:", 0) == 0) cpus = line.substr(line.find_first_not_of(" \t", 18));
+    }
+    threads.emplace_back(name, cpus);
+  }
+  return threads;
+}
+
+TEST(SchedulingTest, LanesRunOnLaneCpusAndEveryOtherThreadOnServingCpus) {
+  const std::vector<int> allowed = AllowedCpus();
+  ASSERT_FALSE(allowed.empty());
+  const std::string lane_cpu = std::to_string(allowed.back());
+  const std::string serving_cpu = std::to_string(allowed.front());
+  OrrerydProcess server({"--storage-sample-seconds", "0", "--lane-cpus", lane_cpu, "--serving-cpus", serving_cpu});
+  ASSERT_TRUE(server.Start()) << "orreryd did not start";
+  Stubs stubs(server.channel());
+  const std::string admin = server.admin_token();
+  const Tenant t = MakeTenantWithMlp(&stubs, admin, "pinned");
+  WaitForCalibration(&stubs, admin, t.id + "/mlp@1");  // the lane has run
+  inference::ModelInferResponse resp;
+  ASSERT_TRUE(
+      Call(stubs.infer.get(), &InferStub::ModelInfer, t.key, testing::InferRequest("mlp", "", Input(1)), &resp).ok());
+  EXPECT_FALSE(Probs(resp).empty());
+
+  int lanes = 0;
+  int others = 0;
+  for (const auto& [name, cpus] : ThreadCpus(server.pid())) {
+    if (name.rfind("orrery-lane-", 0) == 0) {
+      ++lanes;
+      EXPECT_EQ(cpus, lane_cpu) << name;
+    } else {
+      ++others;
+      EXPECT_EQ(cpus, serving_cpu) << name;
+    }
+  }
+  EXPECT_EQ(lanes, 1) << "one lane per --lane-cpus CPU";
+  EXPECT_GT(others, 3) << "main, gRPC, loaders, RocksDB";
+}
+
+TEST(SchedulingTest, UnavailableOrMalformedCpusAreRefusedAtStart) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--lane-cpus", "4095"},
+                                        std::vector<std::string>{"--serving-cpus", "1-0"},
+                                        std::vector<std::string>{"--lane-cpus", "x"}}) {
+    OrrerydProcess server(args);
+    EXPECT_FALSE(server.Start()) << args[0] << " " << args[1];
+  }
 }
 
 }  // namespace

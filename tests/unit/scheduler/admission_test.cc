@@ -30,6 +30,25 @@ TEST(AdmissionTest, RejectsAtOnceNamingThePredictedCompletion) {
   EXPECT_NE(d.status.message().find("model 'm' of tenant 't'"), std::string::npos);
 }
 
+TEST(AdmissionTest, OwnCostIsPlannedWithTheSlowdownAndTheResponseTime) {
+  AdmissionInput in{.now_ns = 0, .deadline_ns = 10 * kMs, .own_cost_ns = 2 * kMs, .slowdown = 1.5,
+                    .response_ns = kMs / 2, .queued_ahead_ns = 6 * kMs};
+  AdmissionDecision d = Admit(in, "m");
+  EXPECT_TRUE(d.status.ok()) << d.status.ToString();
+  EXPECT_EQ(d.planned_ns, 3 * kMs + kMs / 2);  // 2 ms x 1.5 + 0.5 ms
+  EXPECT_EQ(d.predicted_completion_ns, 6 * kMs + 3 * kMs + kMs / 2);
+  in.deadline_ns = 9 * kMs;  // enough for the prediction alone, not for the plan
+  d = Admit(in, "m");
+  EXPECT_EQ(d.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(d.status.message().find("running 3.000 ms (2.000 ms predicted, planned with this model's recent slowdown)"
+                                    " and answering 500.0 us"),
+            std::string::npos)
+      << d.status.message();
+  in.slowdown = 0.5;  // never below the prediction
+  in.response_ns = -1;
+  EXPECT_EQ(Admit(in, "m").planned_ns, 2 * kMs);
+}
+
 TEST(AdmissionTest, PassedDeadlineReadsAsAgo) {
   AdmissionInput in{.now_ns = 10 * kMs, .deadline_ns = 9 * kMs, .own_cost_ns = 1};
   AdmissionDecision d = Admit(in, "x");

@@ -165,6 +165,28 @@ TEST(FairSchedulerBatchingTest, BatchRespectsMaxRowsAndPicksTheCheapestSize) {
   EXPECT_EQ(scheduler.Stats().batches, 2u);
 }
 
+TEST(FairSchedulerBatchingTest, ABatchNeverStretchesALayerPastTheStepBound) {
+  FakeClock clock;
+  // relu is one layer: a batch of 4 (1.6 ms) would make that layer 1.6 ms,
+  // past the 1.3 ms bound; a batch of 2 (1.2 ms) stays inside it.
+  FairScheduler scheduler(
+      FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .max_batch_step_ns = 1300'000});
+  scheduler.Calibrate("relu", 1, 1 * kMs);
+  scheduler.Calibrate("relu", 2, 1200'000);
+  scheduler.Calibrate("relu", 4, 1600'000);
+  Submitted s = RunAll(&scheduler, ReluModel(), {1, 1, 1, 1});
+  for (const RunReport& r : s.reports) EXPECT_EQ(r.batch_size, 2);
+  EXPECT_EQ(scheduler.Stats().batches, 2u);
+  // A layer already longer than the bound alone may still batch up to the
+  // bound of its own layer length (the bound never forbids running at all).
+  FairScheduler tight(
+      FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .max_batch_step_ns = 100'000});
+  tight.Calibrate("relu", 1, 1 * kMs);
+  tight.Calibrate("relu", 2, 1 * kMs);  // free second row: same layer time
+  Submitted t = RunAll(&tight, ReluModel(), {1, 1});
+  for (const RunReport& r : t.reports) EXPECT_EQ(r.batch_size, 2);
+}
+
 TEST(FairSchedulerBatchingTest, AMemberThatWouldMissItsDeadlineInTheBatchRunsAlone) {
   FakeClock clock;
   FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});

@@ -39,14 +39,34 @@ TEST(CostModelTest, FirstMeasurementSetsTheEstimate) {
   EXPECT_EQ(m.Predict("m", 2).ns, 5000);
 }
 
-TEST(CostModelTest, OtherBatchSizesScaleFromTheNearestMeasured) {
+TEST(CostModelTest, OtherBatchSizesInterpolateBetweenMeasuredOnes) {
   CostModel m;
   m.Calibrate("m", 1, 1000);
-  m.Calibrate("m", 8, 4000);
-  EXPECT_EQ(m.Predict("m", 2).ns, 2000);   // nearer to 1: 1000 * 2
+  m.Calibrate("m", 8, 4500);
+  EXPECT_EQ(m.Predict("m", 2).ns, 1500);   // on the line through 1 and 8
   EXPECT_FALSE(m.Predict("m", 2).measured);
-  EXPECT_EQ(m.Predict("m", 6).ns, 3000);   // nearer to 8: 4000 * 6 / 8
-  EXPECT_EQ(m.Predict("m", 16).ns, 8000);  // above all: from 8
+  EXPECT_EQ(m.Predict("m", 6).ns, 3500);
+  EXPECT_EQ(m.Predict("m", 16).ns, 9000);  // above all: 8 scaled by 16 / 8
+  CostModel high;
+  high.Calibrate("m", 4, 4000);
+  EXPECT_EQ(high.Predict("m", 2).ns, 2000);  // below all: 4 scaled by 2 / 4
+}
+
+TEST(CostModelTest, SlowdownBoundIsAHighQuantileOfMeasuredOverPredicted) {
+  CostModel m(CostModelOptions{.ewma_alpha = 0.0, .slowdown_quantile = 0.9, .slowdown_window = 100,
+                               .slowdown_min_samples = 20, .slowdown_max = 3.0});
+  m.Calibrate("m", 1, 1000);
+  EXPECT_EQ(m.SlowdownBound("m"), 1.0);  // nothing seen yet
+  EXPECT_EQ(m.SlowdownBound("other"), 1.0);
+  // 100 runs: 80 on time, 20 at 1.5x the prediction.
+  for (int i = 0; i < 100; ++i) m.Record("m", 1, 1000, i % 5 == 0 ? 1500 : 1000);
+  EXPECT_DOUBLE_EQ(m.SlowdownBound("m"), 1.5);
+  // Faster than predicted never lowers it below 1; a wild run is capped.
+  CostModel fast(CostModelOptions{.slowdown_min_samples = 20});
+  for (int i = 0; i < 64; ++i) fast.Record("f", 1, 1000, 500);
+  EXPECT_EQ(fast.SlowdownBound("f"), 1.0);
+  for (int i = 0; i < 512; ++i) fast.Record("f", 1, 1000, 100'000);
+  EXPECT_EQ(fast.SlowdownBound("f"), 3.0);
 }
 
 TEST(CostModelTest, WorkPriorUntilMeasured) {
