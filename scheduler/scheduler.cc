@@ -452,7 +452,10 @@ void FairScheduler::FormBatchLocked(Job& leader, int64_t now) {
     deadline = d;
     accepted.push_back(id);
     const double per_row = static_cast<double>(p.ns) / static_cast<double>(rows);
-    if (per_row < alone_per_row && per_row <= best_per_row) {  // ties: the larger batch
+    // Only sizes run before (calibrated or measured): their cost is known,
+    // not interpolated, and their plan and arenas exist, so the batch runs
+    // as predicted instead of specialising a new shape on the lane.
+    if (p.measured && per_row < alone_per_row && per_row <= best_per_row) {  // ties: the larger batch
       best_per_row = per_row;
       best_len = accepted.size();
       best_ns = p.ns;

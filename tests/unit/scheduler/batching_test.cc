@@ -187,6 +187,23 @@ TEST(FairSchedulerBatchingTest, ABatchNeverStretchesALayerPastTheStepBound) {
   for (const RunReport& r : t.reports) EXPECT_EQ(r.batch_size, 2);
 }
 
+TEST(FairSchedulerBatchingTest, OnlyBatchSizesThatRanBeforeAreFormed) {
+  FakeClock clock;
+  auto model = ReluModel();
+  // 1 and 4 rows measured, 4 much cheaper per row; 2 and 3 would be cheaper
+  // too by interpolation, but have never run: three requests run alone.
+  FairScheduler three(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});
+  three.Calibrate("relu", 1, 1 * kMs);
+  three.Calibrate("relu", 4, 1 * kMs);
+  Submitted s = RunAll(&three, model, {1, 1, 1});
+  for (const RunReport& r : s.reports) EXPECT_EQ(r.batch_size, 1);
+  FairScheduler four(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});
+  four.Calibrate("relu", 1, 1 * kMs);
+  four.Calibrate("relu", 4, 1 * kMs);
+  s = RunAll(&four, model, {1, 1, 1, 1});
+  for (const RunReport& r : s.reports) EXPECT_EQ(r.batch_size, 4);
+}
+
 TEST(FairSchedulerBatchingTest, AMemberThatWouldMissItsDeadlineInTheBatchRunsAlone) {
   FakeClock clock;
   FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});
