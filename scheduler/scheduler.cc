@@ -287,6 +287,18 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::TakeAtRiskLocked(int64_t now,
   return nullptr;
 }
 
+std::unique_ptr<FairScheduler::Job> FairScheduler::TakeFairlyEarlierLocked(const Job& running, int64_t now) {
+  if (!options_.fair_preemption) return nullptr;
+  std::optional<FairQueue::Dispatch> next = queue_.Peek();
+  if (!next || next->tenant == running.request.tenant_id ||
+      next->virtual_start > running.dispatch.virtual_start) {
+    return nullptr;
+  }
+  std::unique_ptr<Job> job = DispatchLocked(*queue_.Pop(), now);
+  FormBatchLocked(*job, now);
+  return job;
+}
+
 std::unique_ptr<FairScheduler::Job> FairScheduler::PickLocked(int64_t now) {
   std::optional<FairQueue::Dispatch> fair = queue_.Peek();
   if (!fair) return nullptr;
@@ -392,18 +404,21 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     if (job.exec->done() || static_cast<int>(stack.size()) > options_.max_parked) continue;
 
     // Between two steps: would the most urgent queued request miss its
-    // deadline waiting for the rest of this one? Checked without the lock;
-    // the lock is taken only when the answer may have changed.
+    // deadline waiting for the rest of this one, or has another tenant's
+    // request arrived that fair order puts before this one? Checked without
+    // the lock; the lock is taken only when the answer may have changed.
     const int64_t urgent = urgent_latest_start_.load(std::memory_order_acquire);
-    if (urgent == kNoDeadline || t1 + remaining <= urgent) continue;
-    if (queue_generation_.load(std::memory_order_acquire) == checked_generation && t1 <= urgent) continue;
+    const bool at_risk = urgent != kNoDeadline && t1 + remaining > urgent;
+    const bool changed = queue_generation_.load(std::memory_order_acquire) != checked_generation;
+    if (!changed && (!at_risk || t1 <= urgent)) continue;
     Dropped dropped;
     std::unique_ptr<Job> next;
     {
       std::lock_guard<std::mutex> lock(mu_);
       const int64_t now = clock_->NowNs();
       DropInfeasibleLocked(now, &dropped);
-      if (!paused_) next = TakeAtRiskLocked(now, remaining, job.deadline_ns);
+      if (!paused_ && at_risk) next = TakeAtRiskLocked(now, remaining, job.deadline_ns);
+      if (!paused_ && !next) next = TakeFairlyEarlierLocked(job, now);
       if (next) ++preemptions_;
       checked_generation = queue_generation_.load(std::memory_order_acquire);
     }

@@ -72,6 +72,11 @@ struct FairSchedulerOptions {
   // one, and batching must not stretch that layer past other deadlines.
   // 0 = no bound.
   int64_t max_batch_step_ns = 2'000'000;
+  // Between two layers a lane also parks its request for another tenant's
+  // that fair order puts no later (a tenant back from idle, or under its
+  // share behind a heavy one): a tenant's request then waits one layer of
+  // another's run, not the whole run (or batch).
+  bool fair_preemption = true;
   // Admission plans for the time after the lane (ObserveResponseNs): the
   // response_quantile of the last response_window observations.
   double response_quantile = 0.99;
@@ -178,6 +183,10 @@ class FairScheduler {
   // The next job by fair order, or an earlier-deadline one at risk of
   // missing it if it waited for the fair pick. Null when nothing is queued.
   std::unique_ptr<Job> PickLocked(int64_t now);
+  // The fair pick, if it belongs to another tenant and fair order puts it
+  // no later than `running` (virtual start <=, i.e. a tenant back from idle
+  // or under its share); null otherwise. Dispatched (and batched).
+  std::unique_ptr<Job> TakeFairlyEarlierLocked(const Job& running, int64_t now);
   // An urgent queued job that would miss its deadline waiting `busy_ns` and
   // whose deadline is before `deadline_ns`; null if none.
   std::unique_ptr<Job> TakeAtRiskLocked(int64_t now, int64_t busy_ns, int64_t deadline_ns);

@@ -310,6 +310,43 @@ TEST(FairSchedulerTest, ShortRequestPreemptsLongOneBetweenLayers) {
   EXPECT_LT(short_end, short_deadline);
 }
 
+// No deadline at all: another tenant's request that arrives while a long
+// one runs is put first by fair order (its tenant is back from idle), so it
+// runs after the current layer instead of after the whole long request.
+// With fair_preemption off it waits for the long one.
+TEST(FairSchedulerTest, AnotherTenantsRequestWaitsOneLayerNotTheWholeRun) {
+  constexpr int64_t kWidth = 1 << 19;
+  auto long_model = ChainModel(60);
+  auto short_model = ReluModel();
+  Tensor big(DType::kFloat32, {1, kWidth});
+  for (int64_t i = 0; i < kWidth; ++i) big.data<float>()[i] = static_cast<float>(i % 5) - 2;
+  for (bool fair : {true, false}) {
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .fair_preemption = fair});
+    std::promise<int64_t> long_done, short_done;
+    InferenceRequest r{"heavy", long_model, {NamedTensor{"x", big}}};
+    r.model_id = "chain";
+    ASSERT_TRUE(scheduler.Submit(std::move(r), [&](Outputs out) {
+      EXPECT_TRUE(out.ok()) << out.status().ToString();
+      long_done.set_value(SteadyClock::Get()->NowNs());
+    }).ok());
+    while (scheduler.queue_depth() > 0) std::this_thread::yield();  // the long one is on the lane
+    ASSERT_TRUE(scheduler.Submit(Request("light", short_model, 1), [&](Outputs out) {
+      EXPECT_TRUE(out.ok()) << out.status().ToString();
+      short_done.set_value(SteadyClock::Get()->NowNs());
+    }).ok());
+    const int64_t short_end = short_done.get_future().get();
+    const int64_t long_end = long_done.get_future().get();
+    scheduler.Shutdown();
+    if (fair) {
+      EXPECT_LT(short_end, long_end) << "the light tenant waited for the whole heavy request";
+      EXPECT_EQ(scheduler.Stats().preemptions, 1u);
+    } else {
+      EXPECT_GT(short_end, long_end);
+      EXPECT_EQ(scheduler.Stats().preemptions, 0u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace orrery
 
