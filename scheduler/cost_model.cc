@@ -32,11 +32,15 @@ double Percentile(const std::vector<double>& sorted, double p) {
 
 }  // namespace
 
-CostPrediction CostModel::Predict(const std::string& model_id, int batch) const {
+CostPrediction CostModel::Predict(const std::string& model_id, int batch, CacheState state) const {
   auto it = models_.find(model_id);
   if (it == models_.end()) return {};
   const ModelEntry& e = it->second;
   if (double ns = ScaledFrom(e.estimate_ns, batch); ns >= 0) {
+    const auto& by_state = state == CacheState::kWarm ? e.warm_ns : e.cold_ns;
+    if (auto s = by_state.find(batch); s != by_state.end()) {
+      ns = state == CacheState::kUnknown ? std::max(ns, s->second) : s->second;
+    }
     return {.ns = std::llround(ns), .known = true, .measured = e.estimate_ns.count(batch) > 0, .steps = e.steps};
   }
   if (double ns = ScaledFrom(e.prior_ns, batch); ns >= 0) {
@@ -49,6 +53,7 @@ void CostModel::Calibrate(const std::string& model_id, int batch, int64_t measur
   if (measured_ns <= 0) return;
   ModelEntry& e = models_[model_id];
   e.estimate_ns[batch] = static_cast<double>(measured_ns);
+  e.warm_ns[batch] = static_cast<double>(measured_ns);  // calibration runs back to back
   e.calibrated_ns[batch] = measured_ns;
 }
 
@@ -59,7 +64,24 @@ void CostModel::SetWorkPrior(const std::string& model_id, int batch, int64_t flo
   models_[model_id].prior_ns[batch] = std::max(ns, 1.0);
 }
 
-void CostModel::Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns) {
+namespace {
+
+// The first measurement sets the estimate; later ones move it by the EWMA,
+// the sample clamped to max_update_factor of the estimate.
+void Update(std::map<int, double>* by_batch, int batch, int64_t measured_ns, const CostModelOptions& options) {
+  auto [it, inserted] = by_batch->try_emplace(batch, static_cast<double>(measured_ns));
+  if (inserted) return;
+  double sample = static_cast<double>(measured_ns);
+  if (options.max_update_factor >= 1) {
+    sample = std::clamp(sample, it->second / options.max_update_factor, it->second * options.max_update_factor);
+  }
+  it->second += options.ewma_alpha * (sample - it->second);
+}
+
+}  // namespace
+
+void CostModel::Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns,
+                       CacheState state) {
   if (measured_ns <= 0) return;
   ModelEntry& e = models_[model_id];
   ++e.samples;
@@ -79,14 +101,9 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
     e.sum_measured += static_cast<double>(measured_ns);
     ++e.predicted_samples;
   }
-  auto [it, inserted] = e.estimate_ns.try_emplace(batch, static_cast<double>(measured_ns));
-  if (!inserted) {
-    double sample = static_cast<double>(measured_ns);
-    if (options_.max_update_factor >= 1) {
-      sample = std::clamp(sample, it->second / options_.max_update_factor, it->second * options_.max_update_factor);
-    }
-    it->second += options_.ewma_alpha * (sample - it->second);
-  }
+  Update(&e.estimate_ns, batch, measured_ns, options_);
+  if (state == CacheState::kWarm) Update(&e.warm_ns, batch, measured_ns, options_);
+  if (state == CacheState::kCold) Update(&e.cold_ns, batch, measured_ns, options_);
 }
 
 double CostModel::SlowdownBound(const std::string& model_id) const {

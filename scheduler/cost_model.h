@@ -43,6 +43,14 @@ struct CostModelOptions {
   double bytes_per_ns = 4.0;       // prior: assumed memory rate (4 GB/s)
 };
 
+// Whether the model's weights are likely in the CPU caches when a run starts:
+// warm when the lane's previous run was the same model and ended just
+// before, cold otherwise. An 8 MB MLP ran 0.88 ms back to back but 1.5 ms
+// after other work had evicted it from the shared L3 on the development VM,
+// so one estimate for both is off by ~40% either way. Unknown (admission:
+// the lane is not chosen yet) plans for the slower of the two.
+enum class CacheState { kUnknown, kWarm, kCold };
+
 struct CostPrediction {
   int64_t ns = 0;
   bool known = false;     // false: no measurement and no prior; ns is 0
@@ -74,7 +82,10 @@ class CostModel {
  public:
   explicit CostModel(CostModelOptions options = {}) : options_(options) {}
 
-  CostPrediction Predict(const std::string& model_id, int batch) const;
+  // With a cache state, that state's estimate of this exact batch size when
+  // one was measured, else the overall one; kUnknown: the overall estimate,
+  // or the cold one when it is larger.
+  CostPrediction Predict(const std::string& model_id, int batch, CacheState state = CacheState::kUnknown) const;
 
   // A calibration run: the estimate for (model, batch) becomes `measured_ns`.
   void Calibrate(const std::string& model_id, int batch, int64_t measured_ns);
@@ -85,7 +96,9 @@ class CostModel {
   // sets the estimate; later ones move it by the EWMA (the sample clamped to
   // max_update_factor of the estimate). measured_ns <= 0 is ignored (a fake
   // clock in tests).
-  void Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns);
+  // The run's cache state (if known) also moves that state's estimate.
+  void Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns,
+              CacheState state = CacheState::kUnknown);
 
   // The number of steps (layers) the model's plan runs, for per-layer
   // estimates (predicted / steps).
@@ -110,6 +123,8 @@ class CostModel {
  private:
   struct ModelEntry {
     std::map<int, double> estimate_ns;  // measured batch sizes
+    std::map<int, double> warm_ns;      // runs in CacheState::kWarm
+    std::map<int, double> cold_ns;      // runs in CacheState::kCold
     std::map<int, double> prior_ns;     // from FLOPs/bytes
     std::map<int, int64_t> calibrated_ns;
     double sum_predicted = 0, sum_measured = 0;

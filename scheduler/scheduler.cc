@@ -45,7 +45,15 @@ struct FairScheduler::Job {
   std::vector<NamedTensor> batch_inputs;
   int64_t batch_predicted_ns = 0;
 
-  int64_t run_predicted_ns() const { return members.empty() ? predicted_ns : batch_predicted_ns; }
+  // Predicted on the lane at the first step for the lane's cache state
+  // (PredictOnLane); 0 until then. What the cost model's error compares.
+  int64_t lane_predicted_ns = 0;
+  CacheState cache_state = CacheState::kUnknown;
+
+  int64_t run_predicted_ns() const {
+    if (lane_predicted_ns > 0) return lane_predicted_ns;
+    return members.empty() ? predicted_ns : batch_predicted_ns;
+  }
 
   int64_t latest_start() const { return LatestStartNs(deadline_ns, planned_ns); }
   std::string What() const {
@@ -327,6 +335,7 @@ void FairScheduler::LaneLoop(int lane) {
     group_options.cpus = {options_.lane_cpus[static_cast<size_t>(lane) % options_.lane_cpus.size()]};
   }
   runtime::LaneGroup group(group_options);
+  LaneCache cache;
   for (;;) {
     std::unique_ptr<Job> job;
     Dropped dropped;
@@ -343,11 +352,23 @@ void FairScheduler::LaneLoop(int lane) {
       if (job) FormBatchLocked(*job, now);
     }
     FinishDropped(std::move(dropped));
-    if (job) RunOnLane(std::move(job), &group);
+    if (job) RunOnLane(std::move(job), &group, &cache);
   }
 }
 
-void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* group) {
+void FairScheduler::PredictOnLane(Job& job, const LaneCache& cache, int64_t now) {
+  job.cache_state = cache.model_id == job.model_id && now - cache.ended_ns <= options_.warm_gap_ns
+                        ? CacheState::kWarm
+                        : CacheState::kCold;
+  if (job.request.calibration) return;
+  int64_t batch = job.members.empty() ? job.batch : job.rows;
+  for (const std::unique_ptr<Job>& m : job.members) batch += m->rows;
+  std::lock_guard<std::mutex> lock(mu_);
+  const CostPrediction p = costs_.Predict(job.model_id, static_cast<int>(batch), job.cache_state);
+  if (p.known && p.ns > 0) job.lane_predicted_ns = p.ns;
+}
+
+void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* group, LaneCache* cache) {
   // The top of the stack runs; the ones below are parked (preempted).
   std::vector<std::unique_ptr<Job>> stack;
   stack.push_back(std::move(first));
@@ -372,6 +393,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
         }
       }
       if (ex.ok()) {
+        PredictOnLane(job, *cache, clock_->NowNs());
         job.exec.emplace(std::move(ex).value());
         job.step_ns.store(job.run_predicted_ns() / static_cast<int64_t>(std::max<size_t>(job.exec->num_steps(), 1)),
                           std::memory_order_relaxed);
@@ -394,6 +416,8 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     if (job.started_ns == 0) job.started_ns = t0;
     (void)job.exec->Step(group);  // an error ends the execution; TakeOutputs returns it
     const int64_t t1 = clock_->NowNs();
+    cache->model_id = job.model_id;
+    cache->ended_ns = t1;
     job.exec_ns += t1 - t0;
     if (job.request.calibration) job.step_times.push_back(t1 - t0);
     const size_t total = std::max<size_t>(job.exec->num_steps(), 1);
@@ -552,7 +576,8 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
       if (run.exec_ns > 0) queue_.Complete(j.dispatch, ChargedNs(predicted, measured));
     }
     if (ran_ok && !run.request.calibration) {
-      costs_.Record(run.model_id, batched ? static_cast<int>(total_rows) : run.batch, run.run_predicted_ns(), run.exec_ns);
+      costs_.Record(run.model_id, batched ? static_cast<int>(total_rows) : run.batch, run.run_predicted_ns(), run.exec_ns,
+                    run.cache_state);
       costs_.SetSteps(run.model_id, run.exec->num_steps());
     }
     completed_ += jobs.size();

@@ -77,6 +77,9 @@ struct FairSchedulerOptions {
   // share behind a heavy one): a tenant's request then waits one layer of
   // another's run, not the whole run (or batch).
   bool fair_preemption = true;
+  // A run is predicted warm (CacheState) when the lane's previous step was
+  // of the same model and ended at most this long before it starts.
+  int64_t warm_gap_ns = 1'000'000;
   // Admission plans for the time after the lane (ObserveResponseNs): the
   // response_quantile of the last response_window observations.
   double response_quantile = 0.99;
@@ -205,8 +208,15 @@ class FairScheduler {
   // requests, when batched). Takes the lock.
   void Finish(std::unique_ptr<Job> leader, Result<std::vector<NamedTensor>> outputs);
 
+  // What a lane ran last, for the cache state of its next run.
+  struct LaneCache {
+    std::string model_id;
+    int64_t ended_ns = 0;
+  };
   void LaneLoop(int lane);
-  void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group);
+  void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group, LaneCache* cache);
+  // At a run's first step: its prediction for the lane's cache state.
+  void PredictOnLane(Job& job, const LaneCache& cache, int64_t now);
 
   const Clock* clock_;
   FairSchedulerOptions options_;

@@ -69,6 +69,25 @@ TEST(CostModelTest, SlowdownBoundIsAHighQuantileOfMeasuredOverPredicted) {
   EXPECT_EQ(fast.SlowdownBound("f"), 3.0);
 }
 
+TEST(CostModelTest, WarmAndColdRunsHaveTheirOwnEstimates) {
+  CostModel m(CostModelOptions{.ewma_alpha = 0.5});
+  m.Calibrate("m", 1, 1000);  // back to back: warm
+  EXPECT_EQ(m.Predict("m", 1, CacheState::kWarm).ns, 1000);
+  EXPECT_EQ(m.Predict("m", 1, CacheState::kCold).ns, 1000);  // no cold run yet: the overall estimate
+  m.Record("m", 1, 1000, 1800, CacheState::kCold);
+  EXPECT_EQ(m.Predict("m", 1, CacheState::kCold).ns, 1800);  // the first cold run sets it
+  EXPECT_EQ(m.Predict("m", 1, CacheState::kWarm).ns, 1000);
+  EXPECT_EQ(m.Predict("m", 1).ns, 1800);  // unknown: the slower of overall (1400) and cold
+  m.Record("m", 1, 1000, 800, CacheState::kWarm);
+  EXPECT_EQ(m.Predict("m", 1, CacheState::kWarm).ns, 900);
+  EXPECT_EQ(m.Predict("m", 1, CacheState::kCold).ns, 1800);
+  m.Record("m", 1, 1800, 1600, CacheState::kCold);
+  EXPECT_EQ(m.Predict("m", 1, CacheState::kCold).ns, 1700);
+  // Another batch size has no state estimates: the overall one, interpolated.
+  m.Calibrate("m", 4, 2000);
+  EXPECT_EQ(m.Predict("m", 2, CacheState::kCold).ns, m.Predict("m", 2).ns);
+}
+
 TEST(CostModelTest, WorkPriorUntilMeasured) {
   CostModel m(CostModelOptions{.flops_per_ns = 2.0, .bytes_per_ns = 10.0});
   m.SetWorkPrior("m", 1, /*flops=*/20'000, /*bytes=*/1'000);  // compute-bound: 10000 ns
