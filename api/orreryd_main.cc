@@ -44,8 +44,13 @@ int main(int argc, char** argv) {
   app.add_option("--host-loader-threads", options.host_loader_threads, "Model loads (segment reads) in flight")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--lanes", options.lanes, "CPU execution lanes (0 = one per --lane-cpus CPU, else one per core)")
+  app.add_option("--lanes", options.lanes,
+                 "CPU execution lanes (0 = one per --lane-threads CPUs of --lane-cpus, else of the cores)")
       ->capture_default_str();
+  app.add_option("--lane-threads", options.lane_threads,
+                 "Threads per lane: a request's kernels split across them (a lane group)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   std::string lane_cpus;
   std::string serving_cpus;
   app.add_option("--lane-cpus", lane_cpus,

@@ -148,12 +148,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                                                        impl->cache.get(), SteadyClock::Get()));
   ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get()));
   impl->admission = std::make_unique<Admission>();
-  const int lanes = options.lanes > 0              ? options.lanes
-                    : !options.lane_cpus.empty() ? static_cast<int>(options.lane_cpus.size())
-                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options.max_batch < 1) return Status::InvalidArgument("max batch must be at least 1");
-  impl->scheduler = std::make_unique<FairScheduler>(
-      FairSchedulerOptions{.lanes = lanes, .lane_cpus = options.lane_cpus, .max_batch = options.max_batch});
+  if (options.lane_threads < 1) return Status::InvalidArgument("lane threads must be at least 1");
+  impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = options.lanes,
+                                                                         .lane_threads = options.lane_threads,
+                                                                         .lane_cpus = options.lane_cpus,
+                                                                         .max_batch = options.max_batch});
+  const int lanes = impl->scheduler->lanes();
   ORRERY_RETURN_IF_ERROR(LoadCostProfiles(*impl->catalog, impl->scheduler.get()));
 
   impl->ctx.catalog = impl->catalog.get();
@@ -220,7 +221,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     const std::chrono::seconds every(options.summary_seconds);
     impl->summary = std::make_unique<PeriodicTask>(every, [raw, every] { raw->LogSummary(every); });
   }
-  spdlog::info("orreryd listening on {} ({} lanes{}{}, data dir '{}'); metrics {}", impl->address, lanes,
+  spdlog::info("orreryd listening on {} ({} lanes of {} thread{}{}{}, data dir '{}'); metrics {}", impl->address,
+               lanes, options.lane_threads, options.lane_threads == 1 ? "" : "s",
                options.lane_cpus.empty() ? "" : " on CPUs " + FormatCpuList(options.lane_cpus),
                options.serving_cpus.empty() ? "" : ", serving on CPUs " + FormatCpuList(options.serving_cpus),
                options.data_dir, impl->metrics_address.empty() ? "off" : "on http://" + impl->metrics_address + "/metrics");

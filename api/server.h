@@ -22,7 +22,8 @@ struct ServerOptions {
   // new RPC is refused at once with RESOURCE_EXHAUSTED ("Server Threadpool
   // Exhausted") instead of the server growing a thread per queued request.
   int max_rpc_threads = 512;
-  int lanes = 0;                          // 0 = one per lane CPU, else one per core
+  int lanes = 0;                          // 0 = one per lane_threads lane CPUs, else cores
+  int lane_threads = 1;                   // threads per lane (a lane group runs one request)
   // CPUs the lanes are pinned to (lane i on lane_cpus[i % size]); empty:
   // lanes are not pinned. With serving_cpus disjoint from them, request
   // handling never deschedules a lane mid-run, so lane times stay what the

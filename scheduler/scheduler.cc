@@ -97,9 +97,9 @@ FairScheduler::FairScheduler(FairSchedulerOptions options)
       queue_(options_.default_policy.weight),
       costs_(options_.cost) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  num_lanes_ = options_.lanes > 0              ? options_.lanes
-               : !options_.lane_cpus.empty() ? static_cast<int>(options_.lane_cpus.size())
-                                             : cores;
+  options_.lane_threads = std::max(options_.lane_threads, 1);
+  const int lane_cpus = options_.lane_cpus.empty() ? cores : static_cast<int>(options_.lane_cpus.size());
+  num_lanes_ = options_.lanes > 0 ? options_.lanes : std::max(lane_cpus / options_.lane_threads, 1);
   paused_ = options_.start_paused;
   queue_.SetCapacity(FairQueue::Capacity{.lanes = static_cast<double>(num_lanes_),
                                          .devices = options_.devices,
@@ -331,8 +331,10 @@ void FairScheduler::LaneLoop(int lane) {
   const std::string name = "orrery-lane-" + std::to_string(lane);
   (void)pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
   runtime::LaneGroupOptions group_options;
-  if (!options_.lane_cpus.empty()) {
-    group_options.cpus = {options_.lane_cpus[static_cast<size_t>(lane) % options_.lane_cpus.size()]};
+  group_options.threads = options_.lane_threads;
+  for (int j = 0; j < options_.lane_threads && !options_.lane_cpus.empty(); ++j) {
+    const size_t k = static_cast<size_t>(lane * options_.lane_threads + j);
+    group_options.cpus.push_back(options_.lane_cpus[k % options_.lane_cpus.size()]);
   }
   runtime::LaneGroup group(group_options);
   LaneCache cache;

@@ -52,8 +52,14 @@
 namespace orrery {
 
 struct FairSchedulerOptions {
-  int lanes = 0;                 // 0 = one per entry of lane_cpus, else one per core
-  // Lane i runs pinned to lane_cpus[i % size]; empty: lanes are not pinned.
+  // 0 = one per lane_threads entries of lane_cpus, else one per
+  // lane_threads cores.
+  int lanes = 0;
+  // Threads of each lane's group: a request's kernels split their work
+  // across them (a lane group), so one request may use several cores.
+  int lane_threads = 1;
+  // Thread j of lane i runs pinned to lane_cpus[(i * lane_threads + j) %
+  // size]; empty: lanes are not pinned.
   std::vector<int> lane_cpus = {};
   const Clock* clock = nullptr;  // null = SteadyClock
   TenantPolicy default_policy = {};  // tenants without SetTenantPolicy

@@ -3,6 +3,7 @@
 // same-model requests (outputs equal to unbatched runs, billed by share).
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -303,6 +304,30 @@ TEST(SchedulingTest, LanesRunOnLaneCpusAndEveryOtherThreadOnServingCpus) {
   }
   EXPECT_EQ(lanes, 1) << "one lane per --lane-cpus CPU";
   EXPECT_GT(others, 3) << "main, gRPC, loaders, RocksDB";
+}
+
+TEST(SchedulingTest, ALaneGroupRunsOnItsCpusOneThreadEach) {
+  const std::vector<int> allowed = AllowedCpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs 2 CPUs, this process may use " << allowed.size();
+  const std::string cpus = std::to_string(allowed[0]) + "," + std::to_string(allowed[1]);
+  OrrerydProcess server({"--storage-sample-seconds", "0", "--lane-threads", "2", "--lane-cpus", cpus});
+  ASSERT_TRUE(server.Start()) << "orreryd did not start";
+  Stubs stubs(server.channel());
+  const std::string admin = server.admin_token();
+  const Tenant t = MakeTenantWithMlp(&stubs, admin, "group");
+  WaitForCalibration(&stubs, admin, t.id + "/mlp@1");
+  inference::ModelInferResponse resp;
+  ASSERT_TRUE(
+      Call(stubs.infer.get(), &InferStub::ModelInfer, t.key, testing::InferRequest("mlp", "", Input(2)), &resp).ok());
+  EXPECT_FALSE(Probs(resp).empty());
+  EXPECT_EQ(Stats(&stubs, admin).lanes(), 1) << "2 CPUs / 2 threads per lane";
+  // The lane's thread and its group's worker (named after it), one per CPU.
+  std::vector<std::string> lane_cpus;
+  for (const auto& [name, cpu_list] : ThreadCpus(server.pid())) {
+    if (name == "orrery-lane-0") lane_cpus.push_back(cpu_list);
+  }
+  std::sort(lane_cpus.begin(), lane_cpus.end());
+  EXPECT_EQ(lane_cpus, (std::vector<std::string>{std::to_string(allowed[0]), std::to_string(allowed[1])}));
 }
 
 TEST(SchedulingTest, UnavailableOrMalformedCpusAreRefusedAtStart) {

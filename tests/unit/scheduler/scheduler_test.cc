@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include "base/cpu_set.h"
 #include "runtime/execution.h"
 #include "tests/unit/common/tiny_models.h"
 
@@ -85,6 +86,20 @@ TEST(FairSchedulerTest, RunsRequestsAndReturnsOutputs) {
   ASSERT_EQ(s.models.size(), 1u);
   EXPECT_EQ(s.models[0].model_id, "relu");
   EXPECT_EQ(s.models[0].samples, 1u);
+}
+
+TEST(FairSchedulerTest, LaneGroupsSplitTheLaneCpus) {
+  const int cpu = AllowedCpus().front();
+  FairScheduler grouped(FairSchedulerOptions{.lane_threads = 2, .lane_cpus = {cpu, cpu, cpu, cpu}});
+  EXPECT_EQ(grouped.lanes(), 2);  // 4 CPUs, 2 threads each
+  std::promise<Outputs> done;
+  ASSERT_TRUE(grouped.Submit(Request("t", ReluModel(), -2.0f), [&](Outputs r) { done.set_value(std::move(r)); }).ok());
+  Outputs out = done.get_future().get();
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].tensor.data<float>()[0], 2.0f);
+  EXPECT_EQ((*out)[0].tensor.data<float>()[1], 0.0f);
+  FairScheduler explicit_lanes(FairSchedulerOptions{.lanes = 3, .lane_threads = 2, .lane_cpus = {cpu}});
+  EXPECT_EQ(explicit_lanes.lanes(), 3);
 }
 
 TEST(FairSchedulerTest, ErrorsReachTheCallback) {
