@@ -251,6 +251,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // What the scheduler measured, so that a client (bench/loadgen) can split
   // its end-to-end latency into queueing, execution and serving overhead.
   (*response->mutable_parameters())["orrery_lane_ns"].set_int64_param(run.lane_ns);
+  (*response->mutable_parameters())["orrery_predicted_lane_ns"].set_int64_param(run.predicted_lane_ns);
   (*response->mutable_parameters())["orrery_queue_ns"].set_int64_param(
       (run.started_ns != 0 ? run.started_ns : run.ended_ns) - run.admitted_ns);
   // Handler arrival to here (the ledger write included): the client's

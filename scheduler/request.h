@@ -26,6 +26,10 @@ struct RunReport {
   int batch_size = 1;
   double batch_share = 1.0;
   int64_t batch_lane_ns = 0;  // the whole batch's measured lane time
+  // The lane time predicted for the run when it started (for the lane's
+  // cache state; this request's share when batched): lane_ns vs this is the
+  // prediction error. 0 = nothing was predicted.
+  int64_t predicted_lane_ns = 0;
   // Measured time of every step, in order; filled for calibration runs only.
   std::vector<int64_t> step_ns = {};
 };

@@ -599,6 +599,7 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
                      .batch_size = static_cast<int>(jobs.size()),
                      .batch_share = share_of(i),
                      .batch_lane_ns = run.exec_ns,
+                     .predicted_lane_ns = std::llround(static_cast<double>(run.run_predicted_ns()) * share_of(i)),
                      .step_ns = i == 0 ? std::move(jobs[0]->step_times) : std::vector<int64_t>{}};
     }
     j.done(std::move(results[i]));

@@ -110,6 +110,7 @@ class Runner {
           r.lane_ns = Param(call->response, "orrery_lane_ns");
           r.queue_ns = Param(call->response, "orrery_queue_ns");
           r.server_ns = Param(call->response, "orrery_server_ns");
+          r.predicted_lane_ns = Param(call->response, "orrery_predicted_lane_ns");
         }
         std::lock_guard<std::mutex> lock(mu_);
         records_.push_back(r);

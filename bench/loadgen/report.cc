@@ -168,7 +168,7 @@ Summary Summarise(const std::vector<Record>& records, const std::vector<StreamIn
 bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& records,
                       const std::vector<StreamInfo>& streams) {
   std::ofstream o(path);
-  o << "tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,server_ms\n";
+  o << "tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,server_ms,predicted_lane_ms\n";
   for (const Record& r : records) {
     const StreamInfo& st = streams[static_cast<size_t>(r.stream)];
     o << st.tenant << ',' << st.model << ',' << Num(static_cast<double>(r.sent_ns) / 1e9) << ','
@@ -177,7 +177,8 @@ bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& record
       << (r.lane_ns >= 0 ? Num(static_cast<double>(r.lane_ns) / 1e6) : "") << ','
       << (r.queue_ns >= 0 ? Num(static_cast<double>(r.queue_ns) / 1e6) : "") << ','
       << Num(static_cast<double>(r.send_lag_ns) / 1e6) << ','
-      << (r.server_ns >= 0 ? Num(static_cast<double>(r.server_ns) / 1e6) : "") << '\n';
+      << (r.server_ns >= 0 ? Num(static_cast<double>(r.server_ns) / 1e6) : "") << ','
+      << (r.predicted_lane_ns > 0 ? Num(static_cast<double>(r.predicted_lane_ns) / 1e6) : "") << '\n';
   }
   return static_cast<bool>(o);
 }

@@ -31,6 +31,7 @@ struct Record {
   int64_t queue_ns = -1;    // server-measured queueing time (-1 = not reported)
   int64_t send_lag_ns = 0;  // actual - intended send time: the client falling behind
   int64_t server_ns = -1;   // time in orreryd's handler, arrival to response (-1 = not reported)
+  int64_t predicted_lane_ns = -1;  // the scheduler's prediction of lane_ns (-1 = not reported)
 };
 
 // Classifies a finished call. `message` distinguishes the scheduler's
@@ -79,7 +80,7 @@ Summary Summarise(const std::vector<Record>& records, const std::vector<StreamIn
                   const std::vector<std::pair<std::string, uint32_t>>& tenants, double window_s,
                   const std::map<std::string, int64_t>& service_ns);
 
-// Files: per request (`tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,server_ms`),
+// Files: per request (`tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,server_ms,predicted_lane_ms`),
 // per tenant summary CSV, and the summary as one JSON object. False on an I/O error.
 bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& records,
                       const std::vector<StreamInfo>& streams);

@@ -135,12 +135,21 @@ def s5_deadlines(ctx, cap, cap_long):
               ", ".join(f"{x['name']} {x['attainment']:.4f} (p99 {x['p99_ms']:.1f} ms)" for x in s["tenants"]))
     res = [("5 deadlines 10/200 ms at 70%", f">= 99.9% of admitted in time (got {100 * t['attainment']:.2f}%)",
             t["attainment"] >= 0.999, detail)]
-    # Scenario 3 reads the same run's per-model prediction errors (admin stats).
+    # Scenario 3 reads the same run: every request's predicted and measured
+    # lane time (response parameters) over the measured window, and the
+    # scheduler's own per-model error percentiles (admin stats, its last
+    # 4096 runs, warm-up included) for detail.
+    import csv
+    errors = sorted(abs(float(r["predicted_lane_ms"]) - float(r["lane_ms"])) / float(r["lane_ms"])
+                    for r in csv.DictReader(open(os.path.join(ctx.out, "s5_deadlines.csv")))
+                    if r.get("predicted_lane_ms") and r.get("lane_ms") and float(r["lane_ms"]) > 0)
+    p99 = errors[min(len(errors) - 1, int(0.99 * len(errors)))] if errors else float("inf")
+    p50 = errors[len(errors) // 2] if errors else float("inf")
     errs = s["model_error_p99"]
-    worst = max(errs.values()) if errs else float("inf")
-    res.append(("3 predictability", f"abs(pred - meas) / meas p99 <= 10% (worst model {100 * worst:.1f}%)",
-                worst <= 0.10, "per model p50 / p99: " + ", ".join(
-                    f"{m} {100 * s['model_error_p50'].get(m, 0):.1f}% / {100 * e:.1f}%" for m, e in errs.items())))
+    res.append(("3 predictability", f"abs(pred - meas) / meas p99 <= 10% over all requests (got {100 * p99:.1f}%)",
+                p99 <= 0.10, f"{len(errors)} requests, p50 {100 * p50:.1f}%; scheduler's per model p50 / p99: " +
+                ", ".join(f"{m} {100 * s['model_error_p50'].get(m, 0):.1f}% / {100 * e:.1f}%"
+                          for m, e in errs.items())))
     return res
 
 

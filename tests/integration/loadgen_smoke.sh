@@ -56,6 +56,9 @@ check(all(r["lane_ms"] and float(r["lane_ms"]) > 0 for r in ok), "OK response wi
 check(all(float(r["lane_ms"]) <= float(r["latency_ms"]) for r in ok), "execution longer than the round trip")
 check(all(r["server_ms"] and float(r["lane_ms"]) + float(r["queue_ms"]) <= float(r["server_ms"]) <= float(r["latency_ms"])
           for r in ok), "orrery_server_ns missing or not between queue + execution and the round trip")
+# Calibration at upload runs while the load starts: later requests at least
+# carry the scheduler's prediction.
+check(any(r["predicted_lane_ms"] and float(r["predicted_lane_ms"]) > 0 for r in ok), "no orrery_predicted_lane_ns")
 check(0 < js["jain_index"] <= 1, f"Jain's index {js['jain_index']}")
 check(js["total"]["sent"] == len(reqs), "JSON total")
 check(all(float(r["send_lag_ms"]) >= 0 for r in reqs), "negative send lag")
