@@ -31,12 +31,13 @@ namespace {
 // Every stored version is known to the host tier from the start (sizes from
 // the records); one larger than the current budget is logged and refused
 // when a request needs it.
-Status RegisterStoredModels(const Catalog& catalog, HostTier* host) {
+Status RegisterStoredModels(const Catalog& catalog, HostTier* host, DeviceTier* device) {
   ORRERY_ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, catalog.ListTenants());
   for (const TenantRecord& t : tenants) {
     ORRERY_ASSIGN_OR_RETURN(std::vector<ModelRecord> models, catalog.ListModels(t.id()));
     for (const ModelRecord& m : models) {
       if (Status s = host->Register(m); !s.ok()) spdlog::warn("host cache: {}", s.message());
+      RegisterWithDevice(device, m);
     }
   }
   return Status::Ok();
@@ -52,6 +53,7 @@ struct Server::Impl {
   std::unique_ptr<Tenants> tenants;
   std::unique_ptr<ModelCache> cache;
   std::unique_ptr<HostTier> host;  // after the cache: its loaders stop first
+  std::unique_ptr<DeviceTier> device;  // before the scheduler: its workers call into it
   std::unique_ptr<Admission> admission;
   std::unique_ptr<FairScheduler> scheduler;
   ServerMetrics metrics;
@@ -141,17 +143,35 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   ORRERY_ASSIGN_OR_RETURN(impl->host, HostTier::Create({.budget_bytes = options.host_cache_bytes,
                                                         .loader_threads = options.host_loader_threads},
                                                        impl->cache.get(), SteadyClock::Get()));
-  ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get()));
+  std::shared_ptr<Device> device = options.device;
+  if (!options.sim_device.empty()) {
+    if (device != nullptr) return Status::InvalidArgument("--sim-device and a GPU (--device) are exclusive");
+    ORRERY_ASSIGN_OR_RETURN(device, SimulatedDevice::Create(options.sim_device));
+  }
+  if (device != nullptr) {
+    // Requests are placed only on a device that can run them: the
+    // simulated one (on the CPU, with the device's timing); a GPU has no
+    // executor yet.
+    ORRERY_ASSIGN_OR_RETURN(impl->device, MakeDeviceTier(device, device->simulated()));
+    spdlog::info("device tier: {}{}", device->Describe(),
+                 device->simulated() ? " (simulated: runs on the CPU with the device's timing)"
+                                     : " (listed and cached; requests still run on the CPU lanes: no CUDA executor yet)");
+  }
+  ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get(), impl->device.get()));
   impl->admission = std::make_unique<Admission>();
   int lanes = options.lanes > 0 ? options.lanes : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (options.max_batch < 1) return Status::InvalidArgument("max batch must be at least 1");
-  impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = lanes, .max_batch = options.max_batch});
+  impl->scheduler = std::make_unique<FairScheduler>(
+      FairSchedulerOptions{.lanes = lanes,
+                           .max_batch = options.max_batch,
+                           .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr});
   ORRERY_RETURN_IF_ERROR(LoadCostProfiles(*impl->catalog, impl->scheduler.get()));
 
   impl->ctx.catalog = impl->catalog.get();
   impl->ctx.tenants = impl->tenants.get();
   impl->ctx.cache = impl->cache.get();
   impl->ctx.host = impl->host.get();
+  impl->ctx.device = impl->device.get();
   impl->ctx.admission = impl->admission.get();
   impl->ctx.scheduler = impl->scheduler.get();
   impl->ctx.metrics = &impl->metrics;
