@@ -215,7 +215,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                             MetricsHttpServer::Start(options.metrics_listen, [raw] {
                               const ModelLoaderStats loader = raw->cache->loader().stats();
                               const TierStats host = raw->host->stats();
-                              return raw->metrics.Render(*raw->scheduler, &loader, &host);
+                              if (raw->device == nullptr) return raw->metrics.Render(*raw->scheduler, &loader, &host);
+                              const TierStats device = raw->device->cache->Stats();
+                              return raw->metrics.Render(*raw->scheduler, &loader, &host, &device);
                             }));
     impl->metrics_address = impl->metrics_http->address();
   }

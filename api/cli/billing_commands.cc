@@ -181,8 +181,17 @@ int AdminSchedulerStats(const GlobalOptions& g) {
     std::cout << ToJson(r) << "\n";
     return 0;
   }
-  std::cout << "lanes " << r.lanes() << ", virtual time " << r.virtual_time() << ", queued " << r.queued()
-            << ", preemptions " << r.preemptions() << "\n"
+  std::cout << "lanes " << r.lanes() << " (" << r.lane_utilisation() * 100 << "% busy, last minute), virtual time "
+            << r.virtual_time() << ", queued " << r.queued() << ", preemptions " << r.preemptions() << "\n";
+  if (r.has_device()) {
+    const v1::DeviceSchedulerInfo& d = r.device();
+    std::cout << "device " << d.description() << (d.placing() ? "" : " (requests not placed on it)") << ": "
+              << d.placed_device() << " requests run on it, " << d.placed_cpu() << " placed on the CPU, "
+              << d.queued() << " queued; " << d.transfers() << " transfers (" << d.bytes_transferred()
+              << " bytes, " << d.prewarms() << " pre-warms); last " << d.window_seconds() << " s: compute "
+              << d.compute_utilisation() * 100 << "% busy, link " << d.link_utilisation() * 100 << "% busy\n";
+  }
+  std::cout
             << std::left << std::setw(20) << "TENANT" << std::setw(8) << "WEIGHT" << std::setw(8) << "QUEUED"
             << std::setw(10) << "INFLIGHT" << std::setw(10) << "ADMITTED" << std::setw(10) << "REJECTED"
             << std::setw(10) << "DROPPED" << std::setw(11) << "COMPLETED" << std::setw(8) << "FAILED"

@@ -51,6 +51,7 @@ void PrintTier(const v1::CacheTierInfo& t) {
               " bytes loaded in %.3f s; loader %.1f MB/s\n",
               t.hits(), t.joins(), t.misses(), t.loads(), t.loads_failed(), t.evictions(), t.bytes_loaded(),
               t.load_seconds(), t.bytes_per_sec() / 1e6);
+  if (!t.device().empty()) std::printf("  device: %s\n", t.device().c_str());
 }
 
 }  // namespace
