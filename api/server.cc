@@ -153,9 +153,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     // simulated one (on the CPU, with the device's timing); a GPU has no
     // executor yet.
     ORRERY_ASSIGN_OR_RETURN(impl->device, MakeDeviceTier(device, device->simulated()));
-    spdlog::info("device tier: {}{}", device->Describe(),
-                 device->simulated() ? " (simulated: runs on the CPU with the device's timing)"
-                                     : " (listed and cached; requests still run on the CPU lanes: no CUDA executor yet)");
+    spdlog::info("device tier: {}; {}", device->Describe(),
+                 device->simulated() ? "requests are placed on it or the CPU lanes by predicted completion"
+                                     : "listed and cached only: requests still run on the CPU lanes (no CUDA "
+                                       "executor yet)");
   }
   ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get(), impl->device.get()));
   impl->admission = std::make_unique<Admission>();

@@ -39,23 +39,26 @@ std::string Utc(int64_t unix_us) {
 void PrintCsv(const v1::BillingReportResponse& r) {
   std::cout << "record,tenant_id,day,model,model_version,request_id,status,arrival_unix_us,start_unix_us,"
                "end_unix_us,queue_us,batch_size,batch_share,lane_ns,bytes_loaded,stored_bytes,interval_ms,entries,"
-               "cost_micros\n";
+               "cost_micros,placement,device_ns,bytes_transferred\n";
   for (const v1::BillingLine& l : r.lines()) {
     std::cout << l.kind() << "," << l.tenant_id() << ",," << l.model() << "," << l.model_version() << ","
               << l.request_id() << "," << l.status() << "," << l.arrival_unix_us() << "," << l.start_unix_us() << ","
               << l.end_unix_us() << "," << l.queue_us() << "," << l.batch_size() << "," << l.batch_share() << ","
               << l.lane_ns() << "," << l.bytes_loaded() << "," << l.stored_bytes() << "," << l.interval_ms()
-              << ",1," << l.cost_micros() << "\n";
+              << ",1," << l.cost_micros() << "," << l.placement() << "," << l.device_ns() << ","
+              << l.bytes_transferred() << "\n";
   }
   for (const v1::BillingAggregate& a : r.by_model()) {
     std::cout << "by_model," << a.tenant_id() << ",," << a.model() << ",,,,,,,,,," << a.lane_ns() << ","
-              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << "\n";
+              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << ",," << a.device_ns() << ","
+              << a.bytes_transferred() << "\n";
   }
   for (const v1::BillingAggregate& a : r.by_day()) {
     std::cout << "by_day," << a.tenant_id() << "," << a.day() << ",,,,,,,,,,," << a.lane_ns() << ","
-              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << "\n";
+              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << ",," << a.device_ns() << ","
+              << a.bytes_transferred() << "\n";
   }
-  std::cout << "total,,,,,,,,,,,,,,,,," << r.total_entries() << "," << r.total_cost_micros() << "\n";
+  std::cout << "total,,,,,,,,,,,,,,,,," << r.total_entries() << "," << r.total_cost_micros() << ",,,\n";
 }
 
 void PrintTable(const v1::BillingReportResponse& r, bool show_tenant) {
