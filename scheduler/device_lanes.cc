@@ -6,6 +6,13 @@
 #include "runtime/lane_group.h"
 
 namespace orrery {
+namespace {
+
+// Busy periods older than this are dropped from the link and compute
+// timelines (utilisation windows are at most this long).
+constexpr int64_t kHistoryNs = 10 * 60 * kNsPerSec;
+
+}  // namespace
 
 DeviceLanes::DeviceLanes(const Device* device, DeviceCache* cache, DeviceLanesOptions options)
     : device_(device),
@@ -170,6 +177,7 @@ void DeviceLanes::TransferLoop() {
     Status copied = options_.copy(action);
     const int64_t ended = clock_->NowNs();
     Status finished = cache_->FinishMove(action.id, started, copied);
+    device_->link()->Prune(ended - kHistoryNs);
     lock.lock();
     --transfers_in_flight_;
     if (copied.ok() && finished.ok()) {
@@ -215,6 +223,7 @@ void DeviceLanes::WorkerLoop() {
     info.ended_ns = clock_->NowNs();
     info.device_ns = info.ended_ns - info.started_ns;
     device_->compute()->Finish(job.reservation, info.ended_ns);
+    device_->compute()->Prune(info.ended_ns - kHistoryNs);
     (void)cache_->Release(job.key);
     job.work.done(std::move(outputs), info);
 
@@ -230,8 +239,6 @@ DeviceLanesStats DeviceLanes::Stats(int64_t window_ns) const {
   DeviceLanesStats s = counters_;
   s.window_ns = window_ns;
   s.device = device_->Stats(now - window_ns, now);
-  device_->link()->Prune(now - window_ns);
-  device_->compute()->Prune(now - window_ns);
   s.queued = jobs_.size();
   return s;
 }

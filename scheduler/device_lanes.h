@@ -144,7 +144,8 @@ class DeviceLanes {
   Status Load(const ModelKey& key, int64_t timeout_ns);
   Status WaitResident(const ModelKey& key, int64_t timeout_ns);
 
-  // Utilisation over the last `window_ns` (also the history kept).
+  // Utilisation over the last `window_ns` (at most 10 minutes: the
+  // timelines keep that much history).
   DeviceLanesStats Stats(int64_t window_ns = 60 * kNsPerSec) const;
 
   // Runs what is queued and the transfers it waits for, then joins the
