@@ -105,9 +105,16 @@ struct Server::Impl {
         ok == 0 ? 0.0 : static_cast<double>(now.ok_latency_ns - last_totals.ok_latency_ns) / 1e6 / static_cast<double>(ok);
     last_totals = now;
     const SchedulerStats s = scheduler->Stats();
-    spdlog::info("last {} s: {} inferences ({} ok, {} failed), mean ok latency {:.3f} ms; {} queued on {} lanes; "
-                 "{} tenants seen by the scheduler",
-                 every.count(), ok + failed, ok, failed, mean_ms, s.queued, s.lanes, s.tenants.size());
+    std::string device;
+    if (s.has_device) {
+      device = fmt::format("; {} device: {} runs and {} transfers so far, last minute compute {:.0f}% / link {:.0f}% busy",
+                           s.device.device.name, s.device.placed_device, s.device.transfers,
+                           s.device.device.compute_utilisation * 100, s.device.device.link_utilisation * 100);
+    }
+    spdlog::info("last {} s: {} inferences ({} ok, {} failed), mean ok latency {:.3f} ms; {} queued on {} lanes "
+                 "({:.0f}% busy, last minute); {} tenants seen by the scheduler{}",
+                 every.count(), ok + failed, ok, failed, mean_ms, s.queued, s.lanes, s.lane_utilisation * 100,
+                 s.tenants.size(), device);
   }
 };
 
