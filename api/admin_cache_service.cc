@@ -1,7 +1,8 @@
 // AdminService RPCs about the cache tiers: residency of every registered
-// model version (CacheList) and the operator's evict / pin / unpin /
-// prefetch of one version. Only the host tier exists in the server today;
-// the tier field is there for the device tier.
+// model version on each tier (CacheList) and the operator's evict / pin /
+// unpin / prefetch of one version on one tier: "host" (HostTier) or, on a
+// server with a device tier, "device" (DeviceCache, whose loads are
+// transfers performed by the DeviceLanes).
 #include <chrono>
 #include <map>
 
@@ -15,14 +16,17 @@ namespace orrery {
 namespace {
 
 constexpr const char* kHostTier = "host";
+constexpr const char* kDeviceTier = "device";
+constexpr int64_t kOperatorWaitNs = 30 * kNsPerSec;
 
 // "host" is the host tier ("" = every tier for a list, the host tier for an
-// action); "device" is a tier this server does not have (no device tier is
-// wired in yet).
-Status CheckTier(const std::string& tier) {
+// action); "device" the device tier, NOT_FOUND on a server without one.
+Status CheckTier(const std::string& tier, const DeviceTier* device) {
   if (tier.empty() || tier == kHostTier) return Status::Ok();
-  if (tier == "device") {
-    return Status::NotFound("cache tier 'device' not found: this server has no device tier (host only)");
+  if (tier == kDeviceTier) {
+    if (device != nullptr) return Status::Ok();
+    return Status::NotFound("cache tier 'device' not found: this server has no device tier (host only; "
+                            "start orreryd with --sim-device or --device)");
   }
   return Status::InvalidArgument("unknown cache tier '" + tier + "' (tiers: host, device)");
 }
@@ -49,8 +53,9 @@ WallClock Now(const HostTier& host) {
                                              .count()};
 }
 
-void ToEntry(const TierEntryInfo& info, const std::string& tenant_name, const WallClock& wall, v1::CacheEntry* out) {
-  out->set_tier(kHostTier);
+void ToEntry(const char* tier, const TierEntryInfo& info, const std::string& tenant_name, const WallClock& wall,
+             v1::CacheEntry* out) {
+  out->set_tier(tier);
   out->set_tenant_id(info.key.tenant);
   out->set_tenant(tenant_name);
   out->set_model(info.key.model);
@@ -63,8 +68,8 @@ void ToEntry(const TierEntryInfo& info, const std::string& tenant_name, const Wa
   out->set_rate_per_sec(info.rate_per_sec);
 }
 
-void ToTierInfo(const TierStats& s, v1::CacheTierInfo* out) {
-  out->set_tier(kHostTier);
+void ToTierInfo(const char* tier, const TierStats& s, v1::CacheTierInfo* out) {
+  out->set_tier(tier);
   out->set_capacity_bytes(static_cast<uint64_t>(s.capacity_bytes));
   out->set_used_bytes(static_cast<uint64_t>(s.used_bytes));
   out->set_resident_bytes(static_cast<uint64_t>(s.resident_bytes));
@@ -90,7 +95,7 @@ grpc::Status AdminServiceImpl::CacheList(grpc::ServerContext* context, const v1:
                                          v1::CacheListResponse* response) {
   Status auth = AuthorizeAdmin(*context, ctx_->admin_token, *ctx_->tenants);
   if (!auth.ok()) return ToGrpcStatus(auth);
-  if (Status s = CheckTier(request->tier()); !s.ok()) return ToGrpcStatus(s);
+  if (Status s = CheckTier(request->tier(), ctx_->device); !s.ok()) return ToGrpcStatus(s);
   std::string only;
   if (!request->tenant().empty()) {
     Result<TenantRecord> tenant = ctx_->tenants->Find(request->tenant());
@@ -103,12 +108,40 @@ grpc::Status AdminServiceImpl::CacheList(grpc::ServerContext* context, const v1:
   std::map<std::string, std::string> names;
   for (const TenantRecord& t : *tenants) names[t.id()] = t.name();
 
-  ToTierInfo(ctx_->host->stats(), response->add_tiers());
   const WallClock wall = Now(*ctx_->host);
-  for (const TierEntryInfo& info : ctx_->host->List()) {
-    if (!only.empty() && info.key.tenant != only) continue;
-    auto name = names.find(info.key.tenant);
-    ToEntry(info, name == names.end() ? "" : name->second, wall, response->add_entries());
+  const std::vector<TierEntryInfo> host_entries = ctx_->host->List();
+  auto tenant_name = [&](const std::string& id) {
+    auto name = names.find(id);
+    return name == names.end() ? std::string() : name->second;
+  };
+  if (request->tier() != kDeviceTier) {
+    ToTierInfo(kHostTier, ctx_->host->stats(), response->add_tiers());
+    for (const TierEntryInfo& info : host_entries) {
+      if (!only.empty() && info.key.tenant != only) continue;
+      ToEntry(kHostTier, info, tenant_name(info.key.tenant), wall, response->add_entries());
+    }
+  }
+  if (ctx_->device != nullptr && request->tier() != kHostTier) {
+    const DeviceCache& cache = *ctx_->device->cache;
+    v1::CacheTierInfo* tier = response->add_tiers();
+    ToTierInfo(kDeviceTier, cache.Stats(), tier);
+    tier->set_device(ctx_->device->device->Describe());
+    tier->set_simulated(ctx_->device->device->simulated());
+    // Every version the host tier knows: its device entry, or "too_large"
+    // when the device cache refused it (larger than the device memory).
+    for (const TierEntryInfo& host_info : host_entries) {
+      if (!only.empty() && host_info.key.tenant != only) continue;
+      v1::CacheEntry* out = response->add_entries();
+      if (std::optional<TierEntryInfo> info = cache.Info(host_info.key)) {
+        ToEntry(kDeviceTier, *info, tenant_name(info->key.tenant), wall, out);
+      } else {
+        TierEntryInfo absent;
+        absent.key = host_info.key;
+        absent.bytes = host_info.bytes;
+        ToEntry(kDeviceTier, absent, tenant_name(absent.key.tenant), wall, out);
+        out->set_state("too_large");
+      }
+    }
   }
   return grpc::Status::OK;
 }
@@ -117,7 +150,7 @@ Result<ModelRecord> AdminServiceImpl::CacheTarget(const grpc::ServerContext& con
                                                   const v1::CacheModelRequest& request,
                                                   std::string* tenant_name) const {
   ORRERY_RETURN_IF_ERROR(AuthorizeAdmin(context, ctx_->admin_token, *ctx_->tenants));
-  ORRERY_RETURN_IF_ERROR(CheckTier(request.tier()));
+  ORRERY_RETURN_IF_ERROR(CheckTier(request.tier(), ctx_->device));
   if (request.tenant().empty()) return Status::InvalidArgument("a tenant (name or id) is required");
   if (request.model().empty()) return Status::InvalidArgument("a model name is required");
   ORRERY_ASSIGN_OR_RETURN(TenantRecord tenant, ctx_->tenants->Find(request.tenant()));
@@ -125,14 +158,28 @@ Result<ModelRecord> AdminServiceImpl::CacheTarget(const grpc::ServerContext& con
   Result<ModelRecord> record = ctx_->catalog->GetModel(tenant.id(), request.model(), request.version());
   if (!record.ok()) return record.status().WithPrefix("tenant '" + tenant.name() + "'");
   if (ctx_->host == nullptr) return NoHostTier();
+  if (request.tier() == kDeviceTier && !ctx_->device->cache->Info(HostTier::KeyOf(*record)).has_value()) {
+    return Status::FailedPrecondition("model '" + record->name() + "' v" + std::to_string(record->version()) + " (" +
+                                      std::to_string(HostTier::BytesOf(*record)) +
+                                      " bytes) is larger than the device memory (" +
+                                      std::to_string(ctx_->device->device->memory_bytes()) +
+                                      " bytes): it never goes to the device");
+  }
   return record;
 }
 
-grpc::Status AdminServiceImpl::CacheReply(const ModelRecord& record, const std::string& tenant_name,
+grpc::Status AdminServiceImpl::CacheReply(const ModelRecord& record, const std::string& tenant_name, bool device,
                                           v1::CacheModelResponse* response) const {
-  Result<TierEntryInfo> info = ctx_->host->Info(HostTier::KeyOf(record));
+  const ModelKey key = HostTier::KeyOf(record);
+  if (device) {
+    std::optional<TierEntryInfo> info = ctx_->device->cache->Info(key);
+    if (!info.has_value()) return ToGrpcStatus(Status::NotFound(key.ToString() + " is not on the device tier"));
+    ToEntry(kDeviceTier, *info, tenant_name, Now(*ctx_->host), response->mutable_entry());
+    return grpc::Status::OK;
+  }
+  Result<TierEntryInfo> info = ctx_->host->Info(key);
   if (!info.ok()) return ToGrpcStatus(info.status());
-  ToEntry(*info, tenant_name, Now(*ctx_->host), response->mutable_entry());
+  ToEntry(kHostTier, *info, tenant_name, Now(*ctx_->host), response->mutable_entry());
   return grpc::Status::OK;
 }
 
@@ -142,9 +189,10 @@ grpc::Status AdminServiceImpl::CacheEvict(grpc::ServerContext* context, const v1
   Result<ModelRecord> record = CacheTarget(*context, *request, &tenant_name);
   if (!record.ok()) return ToGrpcStatus(record.status());
   const ModelKey key = HostTier::KeyOf(*record);
-  if (Status s = ctx_->host->Evict(key); !s.ok()) return ToGrpcStatus(s);
-  spdlog::info("host cache: operator evicted {}", key.ToString());
-  return CacheReply(*record, tenant_name, response);
+  const bool device = request->tier() == kDeviceTier;
+  if (Status s = device ? ctx_->device->cache->Evict(key) : ctx_->host->Evict(key); !s.ok()) return ToGrpcStatus(s);
+  spdlog::info("{} cache: operator evicted {}", device ? kDeviceTier : kHostTier, key.ToString());
+  return CacheReply(*record, tenant_name, device, response);
 }
 
 grpc::Status AdminServiceImpl::CachePin(grpc::ServerContext* context, const v1::CacheModelRequest* request,
@@ -152,9 +200,12 @@ grpc::Status AdminServiceImpl::CachePin(grpc::ServerContext* context, const v1::
   std::string tenant_name;
   Result<ModelRecord> record = CacheTarget(*context, *request, &tenant_name);
   if (!record.ok()) return ToGrpcStatus(record.status());
-  if (Status s = ctx_->host->OperatorPin(*record); !s.ok()) return ToGrpcStatus(s);
-  spdlog::info("host cache: operator pinned {}", HostTier::KeyOf(*record).ToString());
-  return CacheReply(*record, tenant_name, response);
+  const ModelKey key = HostTier::KeyOf(*record);
+  const bool device = request->tier() == kDeviceTier;
+  Status s = device ? ctx_->device->lanes->OperatorPin(key, kOperatorWaitNs) : ctx_->host->OperatorPin(*record);
+  if (!s.ok()) return ToGrpcStatus(s);
+  spdlog::info("{} cache: operator pinned {}", device ? kDeviceTier : kHostTier, key.ToString());
+  return CacheReply(*record, tenant_name, device, response);
 }
 
 grpc::Status AdminServiceImpl::CacheUnpin(grpc::ServerContext* context, const v1::CacheModelRequest* request,
@@ -163,9 +214,11 @@ grpc::Status AdminServiceImpl::CacheUnpin(grpc::ServerContext* context, const v1
   Result<ModelRecord> record = CacheTarget(*context, *request, &tenant_name);
   if (!record.ok()) return ToGrpcStatus(record.status());
   const ModelKey key = HostTier::KeyOf(*record);
-  if (Status s = ctx_->host->OperatorUnpin(key); !s.ok()) return ToGrpcStatus(s);
-  spdlog::info("host cache: operator unpinned {}", key.ToString());
-  return CacheReply(*record, tenant_name, response);
+  const bool device = request->tier() == kDeviceTier;
+  Status s = device ? ctx_->device->cache->OperatorUnpin(key) : ctx_->host->OperatorUnpin(key);
+  if (!s.ok()) return ToGrpcStatus(s);
+  spdlog::info("{} cache: operator unpinned {}", device ? kDeviceTier : kHostTier, key.ToString());
+  return CacheReply(*record, tenant_name, device, response);
 }
 
 grpc::Status AdminServiceImpl::CachePrefetch(grpc::ServerContext* context, const v1::CacheModelRequest* request,
@@ -173,8 +226,11 @@ grpc::Status AdminServiceImpl::CachePrefetch(grpc::ServerContext* context, const
   std::string tenant_name;
   Result<ModelRecord> record = CacheTarget(*context, *request, &tenant_name);
   if (!record.ok()) return ToGrpcStatus(record.status());
-  if (Status s = ctx_->host->Prefetch(*record); !s.ok()) return ToGrpcStatus(s);
-  return CacheReply(*record, tenant_name, response);
+  const bool device = request->tier() == kDeviceTier;
+  Status s = device ? ctx_->device->lanes->Load(HostTier::KeyOf(*record), kOperatorWaitNs)
+                    : ctx_->host->Prefetch(*record);
+  if (!s.ok()) return ToGrpcStatus(s);
+  return CacheReply(*record, tenant_name, device, response);
 }
 
 }  // namespace orrery

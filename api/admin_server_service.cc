@@ -72,6 +72,29 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
     o->set_max_wait_ns(t.max_wait_ns);
     o->set_batched(t.batched);
     o->set_calibration_runs(t.calibration_runs);
+    o->set_device_runs(t.device_runs);
+    o->set_device_ns(t.device_ns);
+  }
+  response->set_lane_utilisation(st.lane_utilisation);
+  if (st.has_device) {
+    const DeviceLanesStats& d = st.device;
+    v1::DeviceSchedulerInfo* o = response->mutable_device();
+    o->set_name(d.device.name);
+    o->set_description(d.device.description);
+    o->set_simulated(d.device.simulated);
+    o->set_placing(d.placing);
+    o->set_placed_device(d.placed_device);
+    o->set_placed_cpu(d.placed_cpu);
+    o->set_prewarms(d.prewarms);
+    o->set_transfers(d.transfers);
+    o->set_transfers_failed(d.transfers_failed);
+    o->set_bytes_transferred(static_cast<uint64_t>(d.bytes_transferred));
+    o->set_transfer_seconds(static_cast<double>(d.transfer_ns) / 1e9);
+    o->set_device_busy_seconds(static_cast<double>(d.device_busy_ns) / 1e9);
+    o->set_queued(d.queued);
+    o->set_link_utilisation(d.device.link_utilisation);
+    o->set_compute_utilisation(d.device.compute_utilisation);
+    o->set_window_seconds(static_cast<double>(d.window_ns) / 1e9);
   }
   for (const ModelCostStats& m : st.models) {
     v1::ModelCostInfo* o = response->add_models();

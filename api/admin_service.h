@@ -69,7 +69,7 @@ class AdminServiceImpl final : public orrery::v1::AdminService::Service {
   Result<ModelRecord> CacheTarget(const grpc::ServerContext& context, const v1::CacheModelRequest& request,
                                   std::string* tenant_name) const;
   // The host tier's entry for `record` after an action, into *response.
-  grpc::Status CacheReply(const ModelRecord& record, const std::string& tenant_name,
+  grpc::Status CacheReply(const ModelRecord& record, const std::string& tenant_name, bool device,
                           v1::CacheModelResponse* response) const;
 
   ServiceContext* ctx_;

@@ -46,6 +46,9 @@ v1::BillingLine ToLine(const LedgerEntry& e) {
   l.set_interval_ms(e.interval_ms());
   l.set_cost_micros(e.cost_micros());
   l.set_unix_ms(e.unix_ms());
+  l.set_placement(e.placement());
+  l.set_device_ns(e.device_ns());
+  l.set_bytes_transferred(e.bytes_transferred());
   return l;
 }
 
@@ -53,6 +56,8 @@ void Add(v1::BillingAggregate* a, const LedgerEntry& e) {
   a->set_entries(a->entries() + 1);
   a->set_lane_ns(a->lane_ns() + e.lane_ns());
   a->set_bytes_loaded(a->bytes_loaded() + e.bytes_loaded());
+  a->set_device_ns(a->device_ns() + e.device_ns());
+  a->set_bytes_transferred(a->bytes_transferred() + e.bytes_transferred());
   a->set_cost_micros(a->cost_micros() + e.cost_micros());
 }
 
@@ -94,6 +99,11 @@ int64_t InferenceCostMicros(const v1::PriceTable& prices, int64_t lane_ns, doubl
   const int64_t charged_ns = std::max<int64_t>(0, std::llround(static_cast<double>(lane_ns) * share));
   return MulDivRound(charged_ns, prices.lane_second_micros(), kNsPerSecond) +
          MulDivRound(static_cast<int64_t>(bytes_loaded), prices.gb_loaded_micros(), kBytesPerGb);
+}
+
+int64_t DeviceCostMicros(const v1::PriceTable& prices, int64_t device_ns, uint64_t bytes_transferred) {
+  return MulDivRound(std::max<int64_t>(device_ns, 0), prices.device_second_micros(), kNsPerSecond) +
+         MulDivRound(static_cast<int64_t>(bytes_transferred), prices.gb_loaded_micros(), kBytesPerGb);
 }
 
 int64_t StorageCostMicros(const v1::PriceTable& prices, uint64_t stored_bytes, int64_t interval_ms) {

@@ -30,6 +30,10 @@ Result<v1::PriceTable> LoadPriceTable(const std::string& path);
 // round(lane_ns * share * lane_second_micros / 1e9)
 //   + round(bytes_loaded * gb_loaded_micros / 1e9), in integer arithmetic.
 int64_t InferenceCostMicros(const v1::PriceTable& prices, int64_t lane_ns, double share, uint64_t bytes_loaded);
+// The device part of an inference's cost: round(device_ns *
+// device_second_micros / 1e9) + round(bytes_transferred * gb_loaded_micros /
+// 1e9) (a host -> device transfer is priced like any move into a cache).
+int64_t DeviceCostMicros(const v1::PriceTable& prices, int64_t device_ns, uint64_t bytes_transferred);
 // round(stored_bytes * interval_ms * gb_month_stored_micros / (1e9 * 30 days in ms)).
 int64_t StorageCostMicros(const v1::PriceTable& prices, uint64_t stored_bytes, int64_t interval_ms);
 

@@ -198,6 +198,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   std::future<Result<std::vector<NamedTensor>>> result = done.get_future();
   InferenceRequest scheduled{record->tenant_id(), std::move(model).value(), std::move(inputs).value()};
   scheduled.model_id = ModelCostId(*record);
+  if (ctx_->device != nullptr) scheduled.cache_key = HostTier::KeyOf(*record);
   LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
   scheduled.deadline_ns = *deadline;
   scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
@@ -234,7 +235,16 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // that hit or joined a load in flight pays nothing for loading. lane_ns is
   // already this request's share of a batch (share 1.0 here).
   entry.set_bytes_loaded(static_cast<uint64_t>(pin.bytes_loaded()));
-  entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, 1.0, entry.bytes_loaded()));
+  // On a server with a device tier: where it ran, the device time it held
+  // and the host -> device transfer its placement started (the request
+  // whose placement starts a transfer pays for it, as for a host load).
+  if (ctx_->device != nullptr) {
+    entry.set_placement(run.on_device ? "device" : "cpu");
+    entry.set_device_ns(run.device_ns);
+    entry.set_bytes_transferred(static_cast<uint64_t>(run.bytes_transferred));
+  }
+  entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, 1.0, entry.bytes_loaded()) +
+                        DeviceCostMicros(ctx_->prices, run.device_ns, entry.bytes_transferred()));
   Result<bool> billed = ctx_->catalog->AppendLedger(&entry);
   if (!billed.ok()) {
     return ToGrpcStatus(billed.status().WithPrefix("request " + request_id + " ran but its ledger entry was not written"));
@@ -261,6 +271,10 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // What this request needed after its lane (wake-up, metering, encoding):
   // admission plans for it.
   ctx_->scheduler->ObserveResponseNs(now_ns - answered_ns);
+  if (ctx_->device != nullptr) {
+    (*response->mutable_parameters())["orrery_placement"].set_string_param(run.on_device ? "device" : "cpu");
+    (*response->mutable_parameters())["orrery_device_ns"].set_int64_param(run.device_ns);
+  }
   return grpc::Status::OK;
 }
 

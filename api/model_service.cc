@@ -172,6 +172,7 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
       // a request: no miss counted, nobody billed for it.
       Status s = ctx_->host->Register(record);
       if (s.ok()) s = ctx_->host->Prefetch(record);
+      RegisterWithDevice(ctx_->device, record);
       if (!s.ok()) {
         ctx_->cache->EraseVersion(record.tenant_id(), name, record.version());
         spdlog::warn("tenant {}: model '{}' v{} not kept in memory: {}", tenant->id(), name, record.version(),
@@ -229,6 +230,7 @@ grpc::Status ModelServiceImpl::DeleteModel(grpc::ServerContext* context, const v
   if (ctx_->host != nullptr) {
     for (const ModelRecord& m : gone) ctx_->host->Unregister(m);
   }
+  for (const ModelRecord& m : gone) UnregisterFromDevice(ctx_->device, m);
   // The stored bytes are gone now; requests already running hold a
   // shared_ptr to the compiled model (the reference count of the serving
   // path), so their plans finish and the model is freed after the last one.

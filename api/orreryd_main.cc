@@ -84,6 +84,9 @@ int main(int argc, char** argv) {
                  "cpu, auto (a GPU if there is one) or cuda[:N]; without a GPU orreryd logs it "
                  "and runs CPU-only")
       ->capture_default_str();
+  app.add_option("--sim-device", options.sim_device,
+                 "A simulated accelerator: memory=BYTES,link-gbps=G,latency-us=L[,page=BYTES][,speedup=S] "
+                 "(execution runs on the CPU with the device's timing; docs/operations.md)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -103,18 +106,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", selection.status().message().c_str());
     return 2;
   }
-  // The GPU is opened (arena, staging, link measured) and reported, but the
-  // scheduler does not place work on it yet: every request runs on the CPU
-  // lanes. Kept open until shutdown.
+  // The GPU is opened (arena, staging, link measured) and becomes the
+  // server's device tier (cache, transfers, CacheList, stats), but the
+  // scheduler does not place work on it yet (no CUDA executor): every
+  // request runs on the CPU lanes. Kept open until shutdown.
   std::unique_ptr<orrery::Device> gpu;
   if (selection->kind != orrery::DeviceSelection::Kind::kCpu) {
     orrery::Result<std::unique_ptr<orrery::Device>> opened =
         orrery::OpenCudaDevice(selection->ordinal);
     if (opened.ok()) {
       gpu = std::move(*opened);
-      spdlog::info("device: {} (opened; requests still run on the CPU lanes: the scheduler does "
-                   "not place work on it yet)",
-                   gpu->Describe());
+      spdlog::info("device: {} (opened)", gpu->Describe());
     } else if (selection->kind == orrery::DeviceSelection::Kind::kCuda) {
       spdlog::warn("--device {}: {}; continuing CPU-only", device, opened.status().message());
     } else {
@@ -129,6 +131,11 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  if (gpu != nullptr && !options.sim_device.empty()) {
+    std::fprintf(stderr, "--sim-device and --device %s are exclusive\n", device.c_str());
+    return 2;
+  }
+  options.device = std::move(gpu);
   orrery::Result<std::unique_ptr<orrery::Server>> server = orrery::Server::Start(options);
   if (!server.ok()) {
     spdlog::error("cannot start: {}", server.status().ToString());

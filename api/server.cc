@@ -32,12 +32,13 @@ namespace {
 // Every stored version is known to the host tier from the start (sizes from
 // the records); one larger than the current budget is logged and refused
 // when a request needs it.
-Status RegisterStoredModels(const Catalog& catalog, HostTier* host) {
+Status RegisterStoredModels(const Catalog& catalog, HostTier* host, DeviceTier* device) {
   ORRERY_ASSIGN_OR_RETURN(std::vector<TenantRecord> tenants, catalog.ListTenants());
   for (const TenantRecord& t : tenants) {
     ORRERY_ASSIGN_OR_RETURN(std::vector<ModelRecord> models, catalog.ListModels(t.id()));
     for (const ModelRecord& m : models) {
       if (Status s = host->Register(m); !s.ok()) spdlog::warn("host cache: {}", s.message());
+      RegisterWithDevice(device, m);
     }
   }
   return Status::Ok();
@@ -53,6 +54,7 @@ struct Server::Impl {
   std::unique_ptr<Tenants> tenants;
   std::unique_ptr<ModelCache> cache;
   std::unique_ptr<HostTier> host;  // after the cache: its loaders stop first
+  std::unique_ptr<DeviceTier> device;  // before the scheduler: its workers call into it
   std::unique_ptr<Admission> admission;
   std::unique_ptr<FairScheduler> scheduler;
   ServerMetrics metrics;
@@ -104,9 +106,16 @@ struct Server::Impl {
         ok == 0 ? 0.0 : static_cast<double>(now.ok_latency_ns - last_totals.ok_latency_ns) / 1e6 / static_cast<double>(ok);
     last_totals = now;
     const SchedulerStats s = scheduler->Stats();
-    spdlog::info("last {} s: {} inferences ({} ok, {} failed), mean ok latency {:.3f} ms; {} queued on {} lanes; "
-                 "{} tenants seen by the scheduler",
-                 every.count(), ok + failed, ok, failed, mean_ms, s.queued, s.lanes, s.tenants.size());
+    std::string device;
+    if (s.has_device) {
+      device = fmt::format("; {} device: {} runs and {} transfers so far, last minute compute {:.0f}% / link {:.0f}% busy",
+                           s.device.device.name, s.device.placed_device, s.device.transfers,
+                           s.device.device.compute_utilisation * 100, s.device.device.link_utilisation * 100);
+    }
+    spdlog::info("last {} s: {} inferences ({} ok, {} failed), mean ok latency {:.3f} ms; {} queued on {} lanes "
+                 "({:.0f}% busy, last minute); {} tenants seen by the scheduler{}",
+                 every.count(), ok + failed, ok, failed, mean_ms, s.queued, s.lanes, s.lane_utilisation * 100,
+                 s.tenants.size(), device);
   }
 };
 
@@ -146,14 +155,31 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   ORRERY_ASSIGN_OR_RETURN(impl->host, HostTier::Create({.budget_bytes = options.host_cache_bytes,
                                                         .loader_threads = options.host_loader_threads},
                                                        impl->cache.get(), SteadyClock::Get()));
-  ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get()));
+  std::shared_ptr<Device> device = options.device;
+  if (!options.sim_device.empty()) {
+    if (device != nullptr) return Status::InvalidArgument("--sim-device and a GPU (--device) are exclusive");
+    ORRERY_ASSIGN_OR_RETURN(device, SimulatedDevice::Create(options.sim_device));
+  }
+  if (device != nullptr) {
+    // Requests are placed only on a device that can run them: the
+    // simulated one (on the CPU, with the device's timing); a GPU has no
+    // executor yet.
+    ORRERY_ASSIGN_OR_RETURN(impl->device, MakeDeviceTier(device, device->simulated()));
+    spdlog::info("device tier: {}; {}", device->Describe(),
+                 device->simulated() ? "requests are placed on it or the CPU lanes by predicted completion"
+                                     : "listed and cached only: requests still run on the CPU lanes (no CUDA "
+                                       "executor yet)");
+  }
+  ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get(), impl->device.get()));
   impl->admission = std::make_unique<Admission>();
   if (options.max_batch < 1) return Status::InvalidArgument("max batch must be at least 1");
   if (options.lane_threads < 1) return Status::InvalidArgument("lane threads must be at least 1");
-  impl->scheduler = std::make_unique<FairScheduler>(FairSchedulerOptions{.lanes = options.lanes,
-                                                                         .lane_threads = options.lane_threads,
-                                                                         .lane_cpus = options.lane_cpus,
-                                                                         .max_batch = options.max_batch});
+  impl->scheduler = std::make_unique<FairScheduler>(
+      FairSchedulerOptions{.lanes = options.lanes,
+                           .lane_threads = options.lane_threads,
+                           .lane_cpus = options.lane_cpus,
+                           .max_batch = options.max_batch,
+                           .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr});
   const int lanes = impl->scheduler->lanes();
   ORRERY_RETURN_IF_ERROR(LoadCostProfiles(*impl->catalog, impl->scheduler.get()));
 
@@ -161,6 +187,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->ctx.tenants = impl->tenants.get();
   impl->ctx.cache = impl->cache.get();
   impl->ctx.host = impl->host.get();
+  impl->ctx.device = impl->device.get();
   impl->ctx.admission = impl->admission.get();
   impl->ctx.scheduler = impl->scheduler.get();
   impl->ctx.metrics = &impl->metrics;
@@ -204,7 +231,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                             MetricsHttpServer::Start(options.metrics_listen, [raw] {
                               const ModelLoaderStats loader = raw->cache->loader().stats();
                               const TierStats host = raw->host->stats();
-                              return raw->metrics.Render(*raw->scheduler, &loader, &host);
+                              if (raw->device == nullptr) return raw->metrics.Render(*raw->scheduler, &loader, &host);
+                              const TierStats device = raw->device->cache->Stats();
+                              return raw->metrics.Render(*raw->scheduler, &loader, &host, &device);
                             }));
     impl->metrics_address = impl->metrics_http->address();
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cache/device.h"
 
 namespace orrery {
 
@@ -53,6 +54,12 @@ struct ServerOptions {
   // upload, others evicted when the room is needed.
   int64_t host_cache_bytes = int64_t{4} << 30;
   int host_loader_threads = 2;  // segment loads in flight
+  // The device tier (api/device_tier.h): a simulated accelerator from this
+  // --sim-device spec (cache/device.h; "" = none), or `device`, a GPU the
+  // caller opened (--device; listed and cached, but requests are not placed
+  // on it yet: no CUDA executor). At most one of the two.
+  std::string sim_device;
+  std::shared_ptr<Device> device;
 };
 
 class Server {

@@ -28,52 +28,81 @@ ServerMetrics::Totals ServerMetrics::totals() const {
                 .ok_latency_ns = ok_latency_ns_.load(std::memory_order_relaxed)};
 }
 
+void ServerMetrics::RenderTier(const std::string& tier, const std::string& moves, const TierStats& t) {
+  // One set of families per tier, orrery_host_cache_* and
+  // orrery_device_cache_*; a "load" is a move into the tier (`moves`).
+  const std::string prefix = "orrery_" + tier + "_cache";
+  const std::string what = tier + " cache";
+  auto gauge = [&](const std::string& name, const std::string& help, double v) {
+    registry.Family(prefix + name, help, MetricType::kGauge).GaugeWith({}).Set(v);
+  };
+  auto counter = [&](const std::string& name, const std::string& help, double v) {
+    registry.Family(prefix + name, help, MetricType::kCounter).CounterWith({}).Mirror(v);
+  };
+  gauge("_capacity_bytes", "Capacity of the " + what + ".", static_cast<double>(t.capacity_bytes));
+  gauge("_used_bytes", "Bytes of the " + what + " resident or loading.", static_cast<double>(t.used_bytes));
+  gauge("_resident_models", "Model versions resident in the " + what + ".", static_cast<double>(t.resident));
+  auto& events = registry.Family(prefix + "_events_total",
+                                 "Acquisitions of the " + what + " by outcome, loads (" + moves + ") and evictions.",
+                                 MetricType::kCounter, {"event"});
+  events.CounterWith({"hit"}).Mirror(static_cast<double>(t.hits));
+  events.CounterWith({"join"}).Mirror(static_cast<double>(t.joins));
+  events.CounterWith({"miss"}).Mirror(static_cast<double>(t.misses));
+  events.CounterWith({"load"}).Mirror(static_cast<double>(t.moves_started));
+  events.CounterWith({"load_failed"}).Mirror(static_cast<double>(t.moves_failed));
+  events.CounterWith({"eviction"}).Mirror(static_cast<double>(t.evictions));
+  gauge("_pinned_bytes", "Bytes of the " + what + " resident and pinned (requests, operator pins).",
+        static_cast<double>(t.pinned_bytes));
+  gauge("_models", "Model versions registered with the " + what + ".", static_cast<double>(t.entries));
+  counter("_loaded_bytes_total", "Bytes moved into the " + what + " by successful loads (" + moves + ").",
+          static_cast<double>(t.bytes_moved));
+  counter("_load_seconds_total",
+          "Summed measured durations of successful " + what + " loads (loaded bytes / this = per-load throughput).",
+          static_cast<double>(t.move_ns) / 1e9);
+  gauge("_loader_bytes_per_second",
+        "Throughput the " + what + " predicts its loads with: EWMA of measured loads' bandwidth, latency excluded.",
+        t.bytes_per_sec);
+}
+
 std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoaderStats* loader,
-                                  const TierStats* host) {
+                                  const TierStats* host, const TierStats* device) {
   const SchedulerStats s = scheduler.Stats();
-  if (host != nullptr) {
-    registry.Family("orrery_host_cache_capacity_bytes", "Host cache budget (--host-cache-bytes).", MetricType::kGauge)
-        .GaugeWith({})
-        .Set(static_cast<double>(host->capacity_bytes));
-    registry.Family("orrery_host_cache_used_bytes", "Host cache bytes resident or loading.", MetricType::kGauge)
-        .GaugeWith({})
-        .Set(static_cast<double>(host->used_bytes));
-    registry.Family("orrery_host_cache_resident_models", "Model versions resident in the host cache.",
-                    MetricType::kGauge)
-        .GaugeWith({})
-        .Set(static_cast<double>(host->resident));
-    auto& events = registry.Family("orrery_host_cache_events_total",
-                                   "Host cache acquisitions by outcome, loads and evictions.", MetricType::kCounter,
-                                   {"event"});
-    events.CounterWith({"hit"}).Mirror(static_cast<double>(host->hits));
-    events.CounterWith({"join"}).Mirror(static_cast<double>(host->joins));
-    events.CounterWith({"miss"}).Mirror(static_cast<double>(host->misses));
-    events.CounterWith({"load"}).Mirror(static_cast<double>(host->moves_started));
-    events.CounterWith({"load_failed"}).Mirror(static_cast<double>(host->moves_failed));
-    events.CounterWith({"eviction"}).Mirror(static_cast<double>(host->evictions));
-    registry.Family("orrery_host_cache_pinned_bytes", "Host cache bytes resident and pinned (requests, operator pins).",
-                    MetricType::kGauge)
-        .GaugeWith({})
-        .Set(static_cast<double>(host->pinned_bytes));
-    registry.Family("orrery_host_cache_models", "Model versions registered with the host cache.", MetricType::kGauge)
-        .GaugeWith({})
-        .Set(static_cast<double>(host->entries));
-    registry.Family("orrery_host_cache_loaded_bytes_total", "Bytes loaded into the host cache by successful loads.",
+  if (host != nullptr) RenderTier("host", "loads (segment reads)", *host);
+  if (device != nullptr) RenderTier("device", "host -> device transfers", *device);
+  registry.Family("orrery_lane_utilisation", "Measured lane time / (lanes x 60 s) over the last minute.",
+                  MetricType::kGauge)
+      .GaugeWith({})
+      .Set(s.lane_utilisation);
+  if (s.has_device) {
+    const DeviceLanesStats& d = s.device;
+    auto& placements = registry.Family("orrery_device_placements_total",
+                                       "Requests placed by the scheduler, by target (cpu or device).",
+                                       MetricType::kCounter, {"target"});
+    placements.CounterWith({"device"}).Mirror(static_cast<double>(d.placed_device));
+    placements.CounterWith({"cpu"}).Mirror(static_cast<double>(d.placed_cpu));
+    registry.Family("orrery_device_prewarms_total",
+                    "Transfers started next to a CPU placement, for the model's later requests.", MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(d.prewarms));
+    registry.Family("orrery_device_link_bytes_total", "Bytes moved host -> device by finished transfers.",
                     MetricType::kCounter)
         .CounterWith({})
-        .Mirror(static_cast<double>(host->bytes_moved));
-    registry.Family("orrery_host_cache_load_seconds_total",
-                    "Summed measured durations of successful host cache loads (loaded bytes / this = per-load "
-                    "throughput).",
+        .Mirror(static_cast<double>(d.bytes_transferred));
+    registry.Family("orrery_device_link_seconds_total",
+                    "Summed measured durations of finished transfers (link bytes / this = link throughput).",
                     MetricType::kCounter)
         .CounterWith({})
-        .Mirror(static_cast<double>(host->move_ns) / 1e9);
-    registry.Family("orrery_host_cache_loader_bytes_per_second",
-                    "Loader throughput the host cache predicts with: EWMA of measured loads' bandwidth, latency excluded "
-                    "(the 1e9 prior until the first load).",
-                    MetricType::kGauge)
-        .GaugeWith({})
-        .Set(host->bytes_per_sec);
+        .Mirror(static_cast<double>(d.transfer_ns) / 1e9);
+    registry.Family("orrery_device_busy_seconds_total", "Device time held by finished device runs.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(d.device_busy_ns) / 1e9);
+    auto& util = registry.Family("orrery_device_utilisation",
+                                 "Busy time / window of the device's compute queue and link over the last minute "
+                                 "(the simulated device's are simulated times).",
+                                 MetricType::kGauge, {"device", "resource"});
+    util.GaugeWith({d.device.name, "compute"}).Set(d.device.compute_utilisation);
+    util.GaugeWith({d.device.name, "link"}).Set(d.device.link_utilisation);
   }
   if (loader != nullptr) {
     registry.Family("orrery_segment_loads_total", "Model loads that imported packed weights from a verified segment.",
@@ -120,6 +149,12 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
     rejected.CounterWith({t.tenant, "dropped"}).Mirror(static_cast<double>(t.dropped));
     completed.CounterWith({t.tenant}).Mirror(static_cast<double>(t.completed));
     lane_seconds.CounterWith({t.tenant}).Mirror(static_cast<double>(t.service_ns) / 1e9);
+    if (s.has_device) {
+      registry.Family("orrery_tenant_device_seconds_total", "Device time held by a tenant's device runs.",
+                      MetricType::kCounter, {"tenant"})
+          .CounterWith({t.tenant})
+          .Mirror(static_cast<double>(t.device_ns) / 1e9);
+    }
   }
   auto& error = registry.Family("orrery_model_prediction_error",
                                 "|predicted - measured| / measured execution time per model, by quantile.",

@@ -22,9 +22,11 @@ struct ServerMetrics {
   // The registry rendered after copying in `scheduler`'s current stats.
   // With `loader`, also its segment counters (orrery_segment_loads_total,
   // orrery_segment_rebuilds_total, orrery_model_compiles_total).
-  // With `host`, the host cache's (orrery_host_cache_*).
+  // With `host`, the host cache's (orrery_host_cache_*); with `device`, the
+  // device cache's (orrery_device_cache_*). A scheduler with a device adds
+  // orrery_device_* (placements, link bytes and seconds, utilisation).
   std::string Render(const FairScheduler& scheduler, const ModelLoaderStats* loader = nullptr,
-                     const TierStats* host = nullptr);
+                     const TierStats* host = nullptr, const TierStats* device = nullptr);
 
   // Process-wide ModelInfer totals, for the periodic summary log line.
   struct Totals {
@@ -44,6 +46,9 @@ struct ServerMetrics {
   metrics::MetricFamily* latency = nullptr;
 
  private:
+  // The orrery_<tier>_cache_* families of one tier; `moves` names its loads.
+  void RenderTier(const std::string& tier, const std::string& moves, const TierStats& t);
+
   std::atomic<uint64_t> ok_{0}, failed_{0};
   std::atomic<int64_t> ok_latency_ns_{0};
 };

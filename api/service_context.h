@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/proto/orrery.pb.h"
+#include "api/device_tier.h"
 #include "api/server_metrics.h"
 #include "cache/host_tier.h"
 #include "cache/model_cache.h"
@@ -22,6 +23,7 @@ struct ServiceContext {
   Tenants* tenants = nullptr;
   ModelCache* cache = nullptr;
   HostTier* host = nullptr;  // may be null: every model stays loaded (tests of the API alone)
+  DeviceTier* device = nullptr;  // null: no device tier (CPU lanes only)
   Admission* admission = nullptr;  // per-tenant in-flight slots and request rate
   FairScheduler* scheduler = nullptr;
   ServerMetrics* metrics = nullptr;  // may be null (no metrics)

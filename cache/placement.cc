@@ -52,22 +52,27 @@ Result<PlacementInput> GatherPlacementInput(const ModelKey& key, int64_t cpu_exe
   in.cpu_lane_free_ns = cpu_lane_free_ns;
   in.host_state = host.state(key);
   ORRERY_ASSIGN_OR_RETURN(in.host_ready_ns, host.PredictReadyNs(key));
-  if (device_cache == nullptr || !device_cache->Info(key).has_value()) return in;
-  const Device& device = device_cache->device();
-  in.device_available = true;
-  in.device_state = device_cache->state(key);
-  if (in.device_state == Residency::kMoving) {
-    ORRERY_ASSIGN_OR_RETURN(in.device_ready_ns, device_cache->PredictReadyNs(key));
-  } else if (in.device_state == Residency::kAbsent) {
-    ORRERY_ASSIGN_OR_RETURN(Interval copy, device_cache->PredictMove(key, in.host_ready_ns));
-    in.transfer_ns = copy.duration_ns();
-    in.link_free_ns = copy.start_ns;  // already includes the link's queue
-  } else {
-    in.device_ready_ns = in.now_ns;
-  }
-  in.device_exec_ns = device.ExecNs(cpu_exec_ns);
-  in.device_free_ns = device.compute()->FreeAtNs();
+  ORRERY_RETURN_IF_ERROR(AddDevicePlacementInput(key, device_cache, &in));
   return in;
+}
+
+Status AddDevicePlacementInput(const ModelKey& key, const DeviceCache* device_cache, PlacementInput* in) {
+  if (device_cache == nullptr || !device_cache->Info(key).has_value()) return Status::Ok();
+  const Device& device = device_cache->device();
+  in->device_available = true;
+  in->device_state = device_cache->state(key);
+  if (in->device_state == Residency::kMoving) {
+    ORRERY_ASSIGN_OR_RETURN(in->device_ready_ns, device_cache->PredictReadyNs(key));
+  } else if (in->device_state == Residency::kAbsent) {
+    ORRERY_ASSIGN_OR_RETURN(Interval copy, device_cache->PredictMove(key, in->host_ready_ns));
+    in->transfer_ns = copy.duration_ns();
+    in->link_free_ns = copy.start_ns;  // already includes the link's queue
+  } else {
+    in->device_ready_ns = in->now_ns;
+  }
+  in->device_exec_ns = device.ExecNs(in->cpu_exec_ns);
+  in->device_free_ns = device.compute()->FreeAtNs();
+  return Status::Ok();
 }
 
 }  // namespace orrery

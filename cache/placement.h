@@ -65,4 +65,11 @@ Result<PlacementInput> GatherPlacementInput(const ModelKey& key, int64_t cpu_exe
                                             const HostCache& host, const DeviceCache* device_cache,
                                             const Clock& clock);
 
+// The device half of GatherPlacementInput, for a caller that knows the host
+// side already (the scheduler: the request's handler holds the host pin, so
+// the weights are in RAM). `in` must have now_ns, cpu_exec_ns and
+// host_ready_ns set; fills the device fields. No-op (device unavailable)
+// when `device_cache` is null or `key` is not registered with it.
+Status AddDevicePlacementInput(const ModelKey& key, const DeviceCache* device_cache, PlacementInput* in);
+
 }  // namespace orrery

@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "cache/model_cache.h"
+#include "cache/model_key.h"
 #include "runtime/tensor.h"
 
 namespace orrery {
@@ -32,6 +33,14 @@ struct RunReport {
   int64_t predicted_lane_ns = 0;
   // Measured time of every step, in order; filled for calibration runs only.
   std::vector<int64_t> step_ns = {};
+  // Placement (scheduler/device_lanes.h): true when it ran on the device;
+  // then lane_ns is 0 and device_ns the device time it held (billed per
+  // device-second). bytes_transferred: a host -> device transfer its
+  // placement started (its own, or a pre-warm next to a CPU run); billed per
+  // GB moved. 0 when it hit or joined a transfer.
+  bool on_device = false;
+  int64_t device_ns = 0;
+  int64_t bytes_transferred = 0;
 };
 
 struct InferenceRequest {
@@ -52,6 +61,9 @@ struct InferenceRequest {
   // bytes to load over the link. 0 until the device / cache tiers fill them.
   int64_t device_ns = 0;
   int64_t load_bytes = 0;
+  // The model version in the caches; set (tenant non-empty) to let the
+  // scheduler place the request on a device (FairSchedulerOptions::device).
+  ModelKey cache_key = {};
   // A calibration run (synthetic inputs, see calibration.h): fair-queued and
   // charged to the tenant like any request, but never batched and not
   // recorded in the cost model (the calibration's result is, via

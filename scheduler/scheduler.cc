@@ -44,6 +44,8 @@ struct FairScheduler::Job {
   std::vector<std::unique_ptr<Job>> members;
   std::vector<NamedTensor> batch_inputs;
   int64_t batch_predicted_ns = 0;
+  // Bytes of a device transfer its placement started (billed to it).
+  int64_t bytes_transferred = 0;
 
   // Predicted on the lane at the first step for the lane's cache state
   // (PredictOnLane); 0 until then. What the cost model's error compares.
@@ -63,6 +65,9 @@ struct FairScheduler::Job {
 };
 
 namespace {
+
+// Lane and device utilisation are reported over the last minute.
+constexpr int64_t kUtilisationWindowNs = 60 * kNsPerSec;
 
 int BatchOf(const std::vector<NamedTensor>& inputs) {
   if (inputs.empty() || inputs[0].tensor.shape().empty()) return 1;
@@ -190,7 +195,27 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
     AdmissionDecision decision = Admit(in, job->What());
     job->planned_ns = decision.planned_ns;
     status = decision.status;
-    if (status.code() == StatusCode::kDeadlineExceeded) {
+    DevicePlacement placed;
+    if (options_.device != nullptr && !job->request.calibration && !job->request.cache_key.tenant.empty() &&
+        status.code() != StatusCode::kResourceExhausted) {
+      // The lanes could start it once the work ahead and in the way is
+      // done, as admission predicts; the handler holds the host pin, so
+      // the weights are in RAM now.
+      const int64_t lane_free = now + (in.queued_ahead_ns + in.running_remaining_ns) / std::max(num_lanes_, 1);
+      placed = options_.device->Place(job->request.cache_key, job->predicted_ns, lane_free, now, job->deadline_ns);
+      job->bytes_transferred = placed.bytes_transferred;
+      if (placed.on_device) status = Status::Ok();
+    }
+    if (placed.on_device) {
+      ++tenant.admitted;
+      ++tenant.in_flight;
+      job->admitted_ns = now;
+      status = StartOnDeviceLocked(std::move(job), placed.ticket);
+      if (!status.ok()) {
+        --tenant.admitted;
+        --tenant.in_flight;
+      }
+    } else if (status.code() == StatusCode::kDeadlineExceeded) {
       ++tenant.rejected_deadline;
     } else if (status.code() == StatusCode::kResourceExhausted) {
       ++tenant.rejected_in_flight;
@@ -584,6 +609,7 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
     }
     completed_ += jobs.size();
     if (batched) ++batches_;
+    RecordLaneBusyLocked(clock_->NowNs(), run.exec_ns);
   }
   // The Execution gives its arena back before the callers see the outputs.
   jobs[0]->exec.reset();
@@ -601,9 +627,56 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
                      .batch_lane_ns = run.exec_ns,
                      .predicted_lane_ns = std::llround(static_cast<double>(run.run_predicted_ns()) * share_of(i)),
                      .step_ns = i == 0 ? std::move(jobs[0]->step_times) : std::vector<int64_t>{}};
+      r->bytes_transferred = j.bytes_transferred;
     }
     j.done(std::move(results[i]));
   }
+}
+
+Status FairScheduler::StartOnDeviceLocked(std::unique_ptr<Job> job, uint64_t ticket) {
+  std::shared_ptr<Job> shared(std::move(job));
+  DeviceWork work;
+  // The simulated device runs the plan on the CPU, on the device worker's
+  // thread; the device lanes hold its compute slot for the predicted time.
+  work.run = [shared](ops::ThreadGroup* group) -> Result<std::vector<NamedTensor>> {
+    ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(*shared->request.model, shared->request.inputs));
+    while (!ex.done()) (void)ex.Step(group);  // an error ends it; TakeOutputs returns it
+    return ex.TakeOutputs();
+  };
+  work.done = [this, shared](Result<std::vector<NamedTensor>> outputs, const DeviceRunInfo& info) {
+    FinishOnDevice(*shared, std::move(outputs), info);
+  };
+  Status started = options_.device->Start(ticket, std::move(work));
+  // Refused only once the device is draining (after the scheduler stopped
+  // admitting): the reservation goes back and Submit reports the error.
+  if (!started.ok()) options_.device->Abandon(ticket);
+  return started;
+}
+
+void FairScheduler::FinishOnDevice(Job& job, Result<std::vector<NamedTensor>> outputs, const DeviceRunInfo& info) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TenantState& tenant = TenantLocked(job.request.tenant_id);
+    --tenant.in_flight;
+    ++tenant.completed;
+    if (!outputs.ok()) ++tenant.failed;
+    ++tenant.device_runs;
+    tenant.device_ns += info.device_ns;
+    tenant.max_wait_ns = std::max(tenant.max_wait_ns, info.started_ns - job.admitted_ns);
+    ++completed_;
+  }
+  if (RunReport* r = job.request.report) {
+    *r = RunReport{.admitted_ns = job.admitted_ns, .started_ns = info.started_ns, .ended_ns = info.ended_ns};
+    r->on_device = true;
+    r->device_ns = info.device_ns;
+    r->bytes_transferred = job.bytes_transferred;
+  }
+  job.done(std::move(outputs));
+}
+
+void FairScheduler::RecordLaneBusyLocked(int64_t end_ns, int64_t busy_ns) {
+  lane_busy_.emplace_back(end_ns, busy_ns);
+  while (!lane_busy_.empty() && lane_busy_.front().first < end_ns - kUtilisationWindowNs) lane_busy_.pop_front();
 }
 
 void FairScheduler::Pause() {
@@ -629,6 +702,7 @@ void FairScheduler::Shutdown() {
   for (std::thread& t : workers_) {
     if (t.joinable()) t.join();
   }
+  if (options_.device != nullptr) options_.device->Shutdown();
 }
 
 size_t FairScheduler::queue_depth() const {
@@ -662,6 +736,17 @@ SchedulerStats FairScheduler::Stats() const {
     s.tenants.push_back(std::move(t));
   }
   s.models = costs_.Stats();
+  const int64_t now = clock_->NowNs();
+  int64_t busy = 0;
+  for (const auto& [end, ns] : lane_busy_) {
+    if (end >= now - kUtilisationWindowNs) busy += ns;
+  }
+  s.lane_utilisation = std::min(1.0, static_cast<double>(busy) / (static_cast<double>(kUtilisationWindowNs) *
+                                                                   static_cast<double>(std::max(num_lanes_, 1))));
+  if (options_.device != nullptr) {
+    s.has_device = true;
+    s.device = options_.device->Stats(kUtilisationWindowNs);
+  }
   return s;
 }
 

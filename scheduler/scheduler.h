@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -46,6 +47,7 @@
 #include "scheduler/admission.h"
 #include "scheduler/calibration.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/device_lanes.h"
 #include "scheduler/fair_queue.h"
 #include "scheduler/request.h"
 
@@ -94,6 +96,12 @@ struct FairSchedulerOptions {
   // (fair_queue.h); 0 = not modelled. The lane capacity is the lane count.
   double devices = 0;
   double link_bytes_per_ns = 0;
+  // A device tier (scheduler/device_lanes.h) requests may be placed on; null
+  // = CPU lanes only. Must outlive the scheduler; Shutdown() drains it.
+  // A request with a cache_key is placed at Submit: the device when it is
+  // predicted to finish first (transfer and device queue included) and by
+  // the deadline, else the CPU lanes as before.
+  DeviceLanes* device = nullptr;
 };
 
 // What the scheduler counts per tenant; FairScheduler keeps one per tenant
@@ -112,6 +120,9 @@ struct TenantCounters {
   // Calibration runs (calibration.h) are counted here only, not in
   // admitted / completed / failed; their lane time is in service_ns.
   uint64_t calibration_runs = 0;
+  // Of completed: placed on the device, and the device time they held.
+  uint64_t device_runs = 0;
+  int64_t device_ns = 0;
 };
 
 struct TenantSchedulerStats : TenantCounters {
@@ -130,6 +141,10 @@ struct SchedulerStats {
   uint64_t batches = 0;      // runs that carried 2 or more requests
   std::vector<TenantSchedulerStats> tenants;
   std::vector<ModelCostStats> models;  // predicted vs measured
+  // Lane utilisation over the last minute: busy lane-ns / (lanes x window).
+  double lane_utilisation = 0;
+  bool has_device = false;
+  DeviceLanesStats device;  // when has_device
 };
 
 class FairScheduler {
@@ -219,6 +234,15 @@ class FairScheduler {
     std::string model_id;
     int64_t ended_ns = 0;
   };
+  // A request placed on the device: its counters, RunReport and callback.
+  void FinishOnDevice(Job& job, Result<std::vector<NamedTensor>> outputs, const DeviceRunInfo& info);
+  // Queues an admitted job on the device (Place reserved `ticket`);
+  // UNAVAILABLE when the device is draining (`done` is then never called).
+  Status StartOnDeviceLocked(std::unique_ptr<Job> job, uint64_t ticket);
+  // A run that ended at `end_ns` after `busy_ns` of lane time (utilisation;
+  // the last minute is kept).
+  void RecordLaneBusyLocked(int64_t end_ns, int64_t busy_ns);
+
   void LaneLoop(int lane);
   void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group, LaneCache* cache);
   // At a run's first step: its prediction for the lane's cache state.
@@ -245,6 +269,8 @@ class FairScheduler {
   std::deque<int64_t> response_samples_;  // ObserveResponseNs, newest last
   uint64_t response_observed_ = 0;
   int64_t response_margin_ns_ = 0;  // the quantile admission adds
+  // (end, lane ns) of the runs of the last minute (utilisation).
+  std::deque<std::pair<int64_t, int64_t>> lane_busy_;
 
   // Smallest latest start among queued jobs (kNoDeadline if none) and a
   // counter bumped on every queue change: lanes read them between steps

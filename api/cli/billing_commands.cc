@@ -39,23 +39,26 @@ std::string Utc(int64_t unix_us) {
 void PrintCsv(const v1::BillingReportResponse& r) {
   std::cout << "record,tenant_id,day,model,model_version,request_id,status,arrival_unix_us,start_unix_us,"
                "end_unix_us,queue_us,batch_size,batch_share,lane_ns,bytes_loaded,stored_bytes,interval_ms,entries,"
-               "cost_micros\n";
+               "cost_micros,placement,device_ns,bytes_transferred\n";
   for (const v1::BillingLine& l : r.lines()) {
     std::cout << l.kind() << "," << l.tenant_id() << ",," << l.model() << "," << l.model_version() << ","
               << l.request_id() << "," << l.status() << "," << l.arrival_unix_us() << "," << l.start_unix_us() << ","
               << l.end_unix_us() << "," << l.queue_us() << "," << l.batch_size() << "," << l.batch_share() << ","
               << l.lane_ns() << "," << l.bytes_loaded() << "," << l.stored_bytes() << "," << l.interval_ms()
-              << ",1," << l.cost_micros() << "\n";
+              << ",1," << l.cost_micros() << "," << l.placement() << "," << l.device_ns() << ","
+              << l.bytes_transferred() << "\n";
   }
   for (const v1::BillingAggregate& a : r.by_model()) {
     std::cout << "by_model," << a.tenant_id() << ",," << a.model() << ",,,,,,,,,," << a.lane_ns() << ","
-              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << "\n";
+              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << ",," << a.device_ns() << ","
+              << a.bytes_transferred() << "\n";
   }
   for (const v1::BillingAggregate& a : r.by_day()) {
     std::cout << "by_day," << a.tenant_id() << "," << a.day() << ",,,,,,,,,,," << a.lane_ns() << ","
-              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << "\n";
+              << a.bytes_loaded() << ",,," << a.entries() << "," << a.cost_micros() << ",," << a.device_ns() << ","
+              << a.bytes_transferred() << "\n";
   }
-  std::cout << "total,,,,,,,,,,,,,,,,," << r.total_entries() << "," << r.total_cost_micros() << "\n";
+  std::cout << "total,,,,,,,,,,,,,,,,," << r.total_entries() << "," << r.total_cost_micros() << ",,,\n";
 }
 
 void PrintTable(const v1::BillingReportResponse& r, bool show_tenant) {
@@ -181,8 +184,17 @@ int AdminSchedulerStats(const GlobalOptions& g) {
     std::cout << ToJson(r) << "\n";
     return 0;
   }
-  std::cout << "lanes " << r.lanes() << ", virtual time " << r.virtual_time() << ", queued " << r.queued()
-            << ", preemptions " << r.preemptions() << "\n"
+  std::cout << "lanes " << r.lanes() << " (" << r.lane_utilisation() * 100 << "% busy, last minute), virtual time "
+            << r.virtual_time() << ", queued " << r.queued() << ", preemptions " << r.preemptions() << "\n";
+  if (r.has_device()) {
+    const v1::DeviceSchedulerInfo& d = r.device();
+    std::cout << "device " << d.description() << (d.placing() ? "" : " (requests not placed on it)") << ": "
+              << d.placed_device() << " requests run on it, " << d.placed_cpu() << " placed on the CPU, "
+              << d.queued() << " queued; " << d.transfers() << " transfers (" << d.bytes_transferred()
+              << " bytes, " << d.prewarms() << " pre-warms); last " << d.window_seconds() << " s: compute "
+              << d.compute_utilisation() * 100 << "% busy, link " << d.link_utilisation() * 100 << "% busy\n";
+  }
+  std::cout
             << std::left << std::setw(20) << "TENANT" << std::setw(8) << "WEIGHT" << std::setw(8) << "QUEUED"
             << std::setw(10) << "INFLIGHT" << std::setw(10) << "ADMITTED" << std::setw(10) << "REJECTED"
             << std::setw(10) << "DROPPED" << std::setw(11) << "COMPLETED" << std::setw(8) << "FAILED"

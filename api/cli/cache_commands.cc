@@ -48,9 +48,10 @@ void PrintTier(const v1::CacheTierInfo& t) {
               t.resident_models(), t.models());
   std::printf("  requests: %" PRIu64 " hits, %" PRIu64 " joined loads, %" PRIu64 " misses; %" PRIu64
               " loads (%" PRIu64 " failed), %" PRIu64 " evictions, %" PRIu64
-              " bytes loaded in %.3f s; loader %.1f MB/s\n",
+              " bytes loaded in %.3f s; %s %.1f MB/s\n",
               t.hits(), t.joins(), t.misses(), t.loads(), t.loads_failed(), t.evictions(), t.bytes_loaded(),
-              t.load_seconds(), t.bytes_per_sec() / 1e6);
+              t.load_seconds(), t.tier() == "device" ? "link" : "loader", t.bytes_per_sec() / 1e6);
+  if (!t.device().empty()) std::printf("  device: %s\n", t.device().c_str());
 }
 
 }  // namespace

@@ -32,6 +32,16 @@ TEST(BillingTest, InferenceCostIsLaneTimeTimesPriceRounded) {
   EXPECT_EQ(InferenceCostMicros(p, int64_t{1'000'000'000} * 3600, 1.0, 0), (int64_t{1} << 40) * 3600);
 }
 
+TEST(BillingTest, DeviceCostIsDeviceTimeAndTransferredBytes) {
+  v1::PriceTable p = DefaultPriceTable();
+  ASSERT_EQ(p.device_second_micros(), 200'000);
+  EXPECT_EQ(DeviceCostMicros(p, 1'000'000'000, 0), 200'000);         // one device-second
+  EXPECT_EQ(DeviceCostMicros(p, 5'000'000, 0), 1'000);               // 5 device-ms
+  EXPECT_EQ(DeviceCostMicros(p, 0, 2'000'000'000), 2'000);           // 2 GB moved to the device
+  EXPECT_EQ(DeviceCostMicros(p, 2'500, 499'999), 1);                 // 0.5 + 0.499999 rounded apart
+  EXPECT_EQ(DeviceCostMicros(p, -5, 0), 0);
+}
+
 TEST(BillingTest, StorageCostIsGbMonths) {
   v1::PriceTable p = DefaultPriceTable();
   const int64_t month_ms = int64_t{30} * 24 * 3600 * 1000;

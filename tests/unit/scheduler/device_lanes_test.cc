@@ -1,0 +1,261 @@
+// DeviceLanes and the scheduler's placement on a simulated device, on a
+// FakeClock: the device is chosen only when predicted first (transfer and
+// device queue included) and by the deadline; a cold model runs on the CPU
+// while its weights move; transfers happen when the test lets them (a
+// gate), device runs hold the compute slot for the device's predicted time,
+// and admission counts both, so an admitted device request ends by its
+// deadline.
+#include "scheduler/device_lanes.h"
+
+#include <future>
+#include <mutex>
+
+#include <gtest/gtest.h>
+
+#include "scheduler/scheduler.h"
+#include "tests/unit/common/tiny_models.h"
+
+namespace orrery {
+namespace {
+
+constexpr int64_t kMs = kNsPerMs;
+constexpr int64_t kModelBytes = 10'000'000;  // 10 ms on the 8 Gb/s link
+constexpr int64_t kCopyNs = 10 * kMs + 50'000;  // + 50 us latency
+const ModelKey kKey{"t", "m", 1};
+
+// Transfers wait for the test: Open() lets every queued one run, each
+// moving the fake clock by its simulated duration.
+class Gate {
+ public:
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+struct Rig {
+  explicit Rig(int64_t memory = 64 << 20) {
+    SimulatedDeviceConfig config{.memory_bytes = memory, .link_gbps = 8, .latency_us = 50};
+    device = std::move(SimulatedDevice::Create(config)).value();
+    DeviceCacheOptions cache_options;
+    cache_options.keepalive = false;
+    cache = std::move(DeviceCache::Create(device.get(), cache_options, &clock)).value();
+    DeviceLanesOptions options;
+    options.clock = &clock;
+    options.wait_until = [this](int64_t t) { clock.AdvanceTo(t); };
+    options.copy = [this](const TierAction& a) {
+      gate.Wait();
+      clock.AdvanceNs(device->CopyNs(a.bytes));
+      return Status::Ok();
+    };
+    lanes = std::make_unique<DeviceLanes>(device.get(), cache.get(), options);
+  }
+  ~Rig() {
+    gate.Open();
+    lanes->Shutdown();
+  }
+  FakeClock clock;
+  Gate gate;
+  std::unique_ptr<SimulatedDevice> device;
+  std::unique_ptr<DeviceCache> cache;
+  std::unique_ptr<DeviceLanes> lanes;
+};
+
+TEST(DeviceLanesTest, IdleLanesKeepTheRequestOnTheCpuWithoutMovingAnything) {
+  Rig rig;
+  ASSERT_TRUE(rig.cache->Register(kKey, kModelBytes).ok());
+  const int64_t now = rig.clock.NowNs();
+  DevicePlacement p = rig.lanes->Place(kKey, 5 * kMs, now, now, 0);
+  EXPECT_FALSE(p.on_device);
+  EXPECT_EQ(p.placement.target, PlacementTarget::kCpu);
+  EXPECT_EQ(p.placement.cpu_done_ns, now + 5 * kMs);
+  EXPECT_EQ(p.placement.device_done_ns, now + kCopyNs + 5 * kMs);
+  // The device would only tie once resident: no pre-warm.
+  EXPECT_FALSE(p.prewarmed);
+  EXPECT_EQ(p.bytes_transferred, 0);
+  EXPECT_EQ(rig.cache->state(kKey), Residency::kAbsent);
+  // Unknown CPU cost: nothing to compare, the CPU measures it.
+  EXPECT_EQ(rig.lanes->Place(kKey, 0, now + 100 * kMs, now, 0).placement.target, PlacementTarget::kCpu);
+}
+
+TEST(DeviceLanesTest, BusyLanesSendItToTheDeviceAfterThePlannedTransfer) {
+  Rig rig;
+  ASSERT_TRUE(rig.cache->Register(kKey, kModelBytes).ok());
+  const int64_t now = rig.clock.NowNs();
+  DevicePlacement p = rig.lanes->Place(kKey, 5 * kMs, now + 20 * kMs, now, 0);
+  ASSERT_TRUE(p.on_device);
+  EXPECT_EQ(p.placement.target, PlacementTarget::kDevice);
+  EXPECT_EQ(p.bytes_transferred, kModelBytes);
+  EXPECT_EQ(p.predicted.start_ns, now + kCopyNs);  // after the transfer on the link
+  EXPECT_EQ(p.predicted.duration_ns(), 5 * kMs);    // speedup 1
+  EXPECT_EQ(rig.cache->state(kKey), Residency::kMoving);
+  // A second one queues behind it on the device: the device queue is in the prediction.
+  DevicePlacement q = rig.lanes->Place(kKey, 5 * kMs, now + 40 * kMs, now, 0);
+  ASSERT_TRUE(q.on_device);
+  EXPECT_EQ(q.bytes_transferred, 0);  // joined the transfer: billed nothing for it
+  EXPECT_EQ(q.predicted.start_ns, p.predicted.end_ns);
+
+  std::promise<DeviceRunInfo> first, second;
+  auto work = [](std::promise<DeviceRunInfo>* done) {
+    DeviceWork w;
+    w.run = [](ops::ThreadGroup*) -> Result<std::vector<NamedTensor>> { return std::vector<NamedTensor>{}; };
+    w.done = [done](Result<std::vector<NamedTensor>> out, const DeviceRunInfo& info) {
+      EXPECT_TRUE(out.ok());
+      done->set_value(info);
+    };
+    return w;
+  };
+  ASSERT_TRUE(rig.lanes->Start(p.ticket, work(&first)).ok());
+  ASSERT_TRUE(rig.lanes->Start(q.ticket, work(&second)).ok());
+  rig.gate.Open();
+  const DeviceRunInfo a = first.get_future().get();
+  const DeviceRunInfo b = second.get_future().get();
+  // The run waited for the transfer and held the device for its predicted time.
+  EXPECT_EQ(a.started_ns, now + kCopyNs);
+  EXPECT_EQ(a.device_ns, 5 * kMs);
+  EXPECT_EQ(b.started_ns, a.ended_ns);
+  EXPECT_EQ(b.ended_ns, q.predicted.end_ns);
+  EXPECT_EQ(rig.cache->state(kKey), Residency::kResident);
+  EXPECT_EQ(rig.cache->Info(kKey)->pins, 0);  // unpinned after each run
+  rig.lanes->Shutdown();
+  const DeviceLanesStats s = rig.lanes->Stats();
+  EXPECT_EQ(s.placed_device, 2u);
+  EXPECT_EQ(s.transfers, 1u);
+  EXPECT_EQ(s.bytes_transferred, kModelBytes);
+  EXPECT_EQ(s.transfer_ns, kCopyNs);
+  EXPECT_EQ(s.device_busy_ns, 10 * kMs);
+  EXPECT_TRUE(s.device.simulated);
+}
+
+TEST(DeviceLanesTest, ColdModelRunsOnTheCpuWhileItsWeightsMove) {
+  Rig rig;
+  ASSERT_TRUE(rig.cache->Register(kKey, kModelBytes).ok());
+  const int64_t now = rig.clock.NowNs();
+  // CPU done at +13 ms beats the device's +15.05 ms (transfer first), but
+  // once resident the device would take 5 ms: move the weights now.
+  DevicePlacement p = rig.lanes->Place(kKey, 5 * kMs, now + 8 * kMs, now, 0);
+  EXPECT_FALSE(p.on_device);
+  EXPECT_TRUE(p.prewarmed);
+  EXPECT_EQ(p.bytes_transferred, kModelBytes);
+  EXPECT_EQ(rig.cache->state(kKey), Residency::kMoving);
+  EXPECT_EQ(rig.cache->Info(kKey)->pins, 0);  // a pre-warm pins nothing
+  // The next one sees the transfer in flight and does not start another.
+  DevicePlacement q = rig.lanes->Place(kKey, 5 * kMs, now + 8 * kMs, now, 0);
+  EXPECT_FALSE(q.prewarmed);
+  EXPECT_EQ(q.bytes_transferred, 0);
+  EXPECT_EQ(q.placement.device_ready_ns, now + kCopyNs);
+  rig.gate.Open();
+  ASSERT_TRUE(rig.lanes->WaitResident(kKey, 10 * kNsPerSec).ok());
+  // Resident now: with the lanes busy, the device wins outright.
+  DevicePlacement r = rig.lanes->Place(kKey, 5 * kMs, rig.clock.NowNs() + 8 * kMs, rig.clock.NowNs(), 0);
+  EXPECT_TRUE(r.on_device);
+  EXPECT_EQ(r.predicted.start_ns, rig.clock.NowNs());
+  rig.lanes->Abandon(r.ticket);
+  EXPECT_EQ(rig.cache->Info(kKey)->pins, 0);
+}
+
+TEST(DeviceLanesTest, TheDeviceIsChosenOnlyWhenItMeetsTheDeadline) {
+  Rig rig;
+  ASSERT_TRUE(rig.cache->Register(kKey, kModelBytes).ok());
+  const int64_t now = rig.clock.NowNs();
+  // Device predicted at +15.05 ms: a +12 ms deadline keeps it on the CPU
+  // (where admission then rejects it) and pins nothing on the device.
+  DevicePlacement p = rig.lanes->Place(kKey, 5 * kMs, now + 20 * kMs, now, now + 12 * kMs);
+  EXPECT_FALSE(p.on_device);
+  EXPECT_EQ(p.placement.target, PlacementTarget::kCpu);
+  EXPECT_EQ(rig.cache->Info(kKey)->pins, 0);
+  DevicePlacement q = rig.lanes->Place(kKey, 5 * kMs, now + 20 * kMs, now, now + 16 * kMs);
+  EXPECT_TRUE(q.on_device);
+  rig.lanes->Abandon(q.ticket);
+}
+
+TEST(DeviceLanesTest, AModelLargerThanTheDeviceNeverGoesThere) {
+  Rig rig(16 << 20);
+  EXPECT_EQ(rig.cache->Register(kKey, 20 << 20).code(), StatusCode::kResourceExhausted);
+  const int64_t now = rig.clock.NowNs();
+  DevicePlacement p = rig.lanes->Place(kKey, 5 * kMs, now + 100 * kMs, now, 0);
+  EXPECT_FALSE(p.on_device);
+  EXPECT_EQ(p.placement.device_done_ns, INT64_MAX);
+  EXPECT_FALSE(p.prewarmed);
+}
+
+TEST(DeviceLanesTest, OperatorPinMovesTheWeightsAndKeepsThem) {
+  Rig rig;
+  ASSERT_TRUE(rig.cache->Register(kKey, kModelBytes).ok());
+  rig.gate.Open();
+  ASSERT_TRUE(rig.lanes->OperatorPin(kKey, 10 * kNsPerSec).ok());
+  EXPECT_EQ(rig.cache->state(kKey), Residency::kResident);
+  EXPECT_EQ(rig.cache->Info(kKey)->operator_pins, 1);
+  EXPECT_EQ(rig.cache->Evict(kKey).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(rig.lanes->Stats().transfers, 1u);
+}
+
+// The scheduler: four requests queued on one paused lane (20 ms of work).
+// A request due in 12 ms meets its deadline nowhere and is rejected; one due
+// in 16 ms is admitted on the device (transfer 10.05 ms + 5 ms run) and ends
+// by its deadline; its RunReport says where it ran.
+TEST(DeviceLanesTest, SchedulerAdmitsOnTheDeviceIncludingTheTransfer) {
+  Rig rig;
+  ASSERT_TRUE(rig.cache->Register(kKey, kModelBytes).ok());
+  FairScheduler scheduler(FairSchedulerOptions{
+      .lanes = 1, .clock = &rig.clock, .start_paused = true, .device = rig.lanes.get()});
+  scheduler.Calibrate("relu", 1, 5 * kMs);
+  Result<std::unique_ptr<CompiledModel>> compiled = CompiledModel::Compile(testing::ReluModelBytes());
+  ASSERT_TRUE(compiled.ok());
+  ModelCache::ModelPtr model(std::move(compiled).value());
+  auto request = [&](int64_t deadline_ns, bool placeable) {
+    Tensor x(DType::kFloat32, {1, 4});
+    for (int i = 0; i < 4; ++i) x.data<float>()[i] = static_cast<float>(i) - 1.5f;
+    InferenceRequest r{"t", model, {NamedTensor{"x", x}}};
+    r.model_id = "relu";
+    r.deadline_ns = deadline_ns;
+    if (placeable) r.cache_key = kKey;
+    return r;
+  };
+  const int64_t now = rig.clock.NowNs();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(scheduler.Submit(request(0, false), [](Result<std::vector<NamedTensor>>) {}).ok());
+  Status late = scheduler.Submit(request(now + 12 * kMs, true), [](Result<std::vector<NamedTensor>>) {});
+  EXPECT_EQ(late.code(), StatusCode::kDeadlineExceeded);
+  RunReport report;
+  InferenceRequest r = request(now + 16 * kMs, true);
+  r.report = &report;
+  std::promise<Result<std::vector<NamedTensor>>> done;
+  ASSERT_TRUE(scheduler.Submit(std::move(r), [&](Result<std::vector<NamedTensor>> out) {
+                         done.set_value(std::move(out));
+                       }).ok());
+  rig.gate.Open();
+  Result<std::vector<NamedTensor>> out = done.get_future().get();
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ(out->at(0).tensor.data<float>()[0], 0.0f);  // Relu(-1.5)
+  EXPECT_EQ(out->at(0).tensor.data<float>()[3], 1.5f);
+  EXPECT_TRUE(report.on_device);
+  EXPECT_EQ(report.lane_ns, 0);
+  EXPECT_EQ(report.device_ns, 5 * kMs);
+  EXPECT_LE(report.ended_ns, now + 16 * kMs);
+  // The rejected request's placement had started the transfer (a pre-warm);
+  // this one joined it.
+  EXPECT_EQ(report.bytes_transferred, 0);
+  const SchedulerStats st = scheduler.Stats();
+  ASSERT_TRUE(st.has_device);
+  EXPECT_EQ(st.device.placed_device, 1u);
+  ASSERT_EQ(st.tenants.size(), 1u);
+  EXPECT_EQ(st.tenants[0].device_runs, 1u);
+  EXPECT_EQ(st.tenants[0].rejected_deadline, 1u);
+  scheduler.Resume();
+  scheduler.Shutdown();
+  EXPECT_EQ(scheduler.completed(), 5u);
+}
+
+}  // namespace
+}  // namespace orrery
