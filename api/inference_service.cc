@@ -170,11 +170,27 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   if (!deadline.ok()) return ToGrpcStatus(deadline.status());
   Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
   if (!inputs.ok()) return ToGrpcStatus(inputs.status());
+  InferenceRequest scheduled{record->tenant_id(), nullptr, std::move(inputs).value()};
+  scheduled.model_id = ModelCostId(*record);
+  LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
+  scheduled.deadline_ns = *deadline;
+  scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
   // The host cache pins the version until this handler returns (the request
   // has then finished on its lane); a miss loads it on a loader thread.
   HostTier::Pin pin;
   Result<ModelCache::ModelPtr> model = Status::Internal("unset");
   if (ctx_->host != nullptr) {
+    // Load-aware admission: a version that is not resident is admitted only
+    // if it can still meet its deadline after the load's predicted end, and
+    // is rejected at once otherwise (no load started). It is queued once
+    // resident, so it never waits on a lane for its weights.
+    Result<int64_t> ready = ctx_->host->PredictReadyNs(*record);
+    if (!ready.ok()) return ToGrpcStatus(ready.status());
+    if (const int64_t load_ns = *ready - ctx_->host->clock().NowNs(); load_ns > 0) {
+      scheduled.ready_ns = ctx_->scheduler->NowNs() + load_ns;
+      if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) return ToGrpcStatus(s);
+      scheduled.ready_ns = 0;
+    }
     Result<HostTier::Pin> pinned = ctx_->host->Acquire(*record);
     if (!pinned.ok()) return ToGrpcStatus(pinned.status());
     pin = std::move(pinned).value();
@@ -186,7 +202,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // Names, dtypes, shapes and byte counts are checked here, before the
   // request takes a queue slot, not on the lane.
   std::vector<const Tensor*> ordered((*model)->signature().inputs.size());
-  if (Status s = runtime::OrderInputs((*model)->signature(), *inputs, ordered); !s.ok()) {
+  if (Status s = runtime::OrderInputs((*model)->signature(), scheduled.inputs, ordered); !s.ok()) {
     return ToGrpcStatus(s.WithPrefix("model '" + record->name() + "'"));
   }
   // Quota admission last, so that a bad request costs no token. The ticket
@@ -196,11 +212,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
 
   std::promise<Result<std::vector<NamedTensor>>> done;
   std::future<Result<std::vector<NamedTensor>>> result = done.get_future();
-  InferenceRequest scheduled{record->tenant_id(), std::move(model).value(), std::move(inputs).value()};
-  scheduled.model_id = ModelCostId(*record);
-  LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
-  scheduled.deadline_ns = *deadline;
-  scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
+  scheduled.model = std::move(model).value();
   RunReport run;
   scheduled.report = &run;
   Status submitted = ctx_->scheduler->Submit(

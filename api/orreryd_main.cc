@@ -43,6 +43,23 @@ int main(int argc, char** argv) {
   app.add_option("--host-loader-threads", options.host_loader_threads, "Model loads (segment reads) in flight")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--host-eviction", options.host_eviction,
+                 "Host cache eviction: miss-cost (expected miss cost, fair shares) or lru (plain LRU, no keep-alive)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"miss-cost", "lru"}));
+  std::string keepalive = options.keepalive ? "on" : "off";
+  app.add_option("--keepalive", keepalive,
+                 "Host cache keep-alive expiry and pre-warm from each model's idle-time histogram (on|off)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--keepalive-tick-ms", options.keepalive_tick_ms,
+                 "How often keep-alive expiry and pre-warm run (shorter than --prewarm-margin-ms)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prewarm-margin-ms", options.prewarm_margin_ms,
+                 "Start a pre-warm this long before its predicted reload must start")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--lanes", options.lanes, "CPU execution lanes (0 = one per core)")->capture_default_str();
   app.add_option("--max-batch", options.max_batch,
                  "Largest batch formed from queued same-model requests (1 = no batching)")
@@ -73,6 +90,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  options.keepalive = keepalive == "on";
   spdlog::set_level(spdlog::level::from_str(log_level));
 
   orrery::Result<orrery::DeviceSelection> selection = orrery::ParseDeviceSelection(device);

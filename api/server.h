@@ -42,6 +42,16 @@ struct ServerOptions {
   // upload, others evicted when the room is needed.
   int64_t host_cache_bytes = int64_t{4} << 30;
   int host_loader_threads = 2;  // segment loads in flight
+  // Host cache eviction: "miss-cost" (expected miss cost, fair shares) or
+  // "lru" (plain least-recently-used, the benchmarks' baseline; implies no
+  // keep-alive).
+  std::string host_eviction = "miss-cost";
+  // Keep-alive expiry and pre-warm of host-cache models from their idle-time
+  // histograms (cache/README.md), checked every `keepalive_tick_ms`, which
+  // must be shorter than `prewarm_margin_ms`.
+  bool keepalive = true;
+  int keepalive_tick_ms = 20;
+  int prewarm_margin_ms = 50;
 };
 
 class Server {

@@ -43,7 +43,7 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
         .GaugeWith({})
         .Set(static_cast<double>(host->resident));
     auto& events = registry.Family("orrery_host_cache_events_total",
-                                   "Host cache acquisitions by outcome, loads and evictions.", MetricType::kCounter,
+                                   "Host cache acquisitions by outcome, loads, evictions, keep-alive pre-warms and expirations.", MetricType::kCounter,
                                    {"event"});
     events.CounterWith({"hit"}).Mirror(static_cast<double>(host->hits));
     events.CounterWith({"join"}).Mirror(static_cast<double>(host->joins));
@@ -51,6 +51,13 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
     events.CounterWith({"load"}).Mirror(static_cast<double>(host->moves_started));
     events.CounterWith({"load_failed"}).Mirror(static_cast<double>(host->moves_failed));
     events.CounterWith({"eviction"}).Mirror(static_cast<double>(host->evictions));
+    events.CounterWith({"prewarm"}).Mirror(static_cast<double>(host->prewarms));
+    events.CounterWith({"expiration"}).Mirror(static_cast<double>(host->expirations));
+    registry.Family("orrery_host_cache_idle_byte_seconds_total",
+                    "Integral of host cache bytes resident but unpinned (held for nobody) over time.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(host->idle_byte_ns / 1e9);
     registry.Family("orrery_host_cache_pinned_bytes", "Host cache bytes resident and pinned (requests, operator pins).",
                     MetricType::kGauge)
         .GaugeWith({})

@@ -26,7 +26,8 @@ AdmissionDecision Admit(const AdmissionInput& in, const std::string& what) {
   AdmissionDecision d;
   const int lanes = std::max(in.lanes, 1);
   const int64_t wait_ns = (in.queued_ahead_ns + in.running_remaining_ns) / lanes;
-  d.predicted_completion_ns = in.now_ns + wait_ns + in.own_cost_ns;
+  const int64_t load_ns = std::max<int64_t>(in.ready_ns - in.now_ns, 0);
+  d.predicted_completion_ns = in.now_ns + std::max(wait_ns, load_ns) + in.own_cost_ns;
   if (in.max_in_flight > 0 && in.in_flight >= in.max_in_flight) {
     d.status = Status::ResourceExhausted(what + ": " + std::to_string(in.in_flight) +
                                          " requests in flight, the tenant's in-flight limit is " +
@@ -37,7 +38,8 @@ AdmissionDecision Admit(const AdmissionInput& in, const std::string& what) {
     d.status = Status::DeadlineExceeded(
         what + ": predicted completion in " + FormatDurationNs(d.predicted_completion_ns - in.now_ns) +
         " (waiting " + FormatDurationNs(wait_ns) + " for queued and running work over " + std::to_string(lanes) +
-        " lanes, then running " + FormatDurationNs(in.own_cost_ns) + ") is after the deadline, " +
+        " lanes" + (load_ns > 0 ? std::string(" and ").append(FormatDurationNs(load_ns)).append(" for the model's weights to load") : std::string()) +
+        ", then running " + FormatDurationNs(in.own_cost_ns) + ") is after the deadline, " +
         (in.deadline_ns >= in.now_ns ? "in " + FormatDurationNs(in.deadline_ns - in.now_ns)
                                      : FormatDurationNs(in.now_ns - in.deadline_ns) + " ago"));
   }

@@ -2,8 +2,10 @@
 // no clock of its own (the scheduler passes `now`).
 //
 // Completion is predicted as
-//   now + (queued work ahead under fair sharing + remaining work of running
-//          requests) / lanes + own predicted cost.
+//   max(now + (queued work ahead under fair sharing + remaining work of
+//              running requests) / lanes,
+//       the model's weights ready (host cache load's predicted end))
+//   + own predicted cost.
 // A request that cannot meet its deadline is rejected at once with
 // DEADLINE_EXCEEDED naming the predicted completion, before it consumes any
 // resource. A queued request whose deadline can no longer be met even if it
@@ -34,6 +36,7 @@ struct AdmissionInput {
   int64_t own_cost_ns = 0;            // predicted
   int64_t queued_ahead_ns = 0;        // FairQueue::WorkAheadNs
   int64_t running_remaining_ns = 0;   // predicted remainder of running requests
+  int64_t ready_ns = 0;               // absolute: the model's weights resident; <= now = already
   int lanes = 1;
   int in_flight = 0;  // the tenant's admitted, unfinished requests
   int max_in_flight = 0;

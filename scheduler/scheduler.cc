@@ -133,6 +133,55 @@ void FairScheduler::ForgetModel(const std::string& model_id) {
   costs_.Erase(model_id);
 }
 
+AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int64_t now) {
+  if (job.request.deadline_ns > 0) {
+    job.deadline_ns = job.request.deadline_ns;
+  } else if (tenant.policy.default_timeout_ns > 0) {
+    job.deadline_ns = now + tenant.policy.default_timeout_ns;
+  }
+  const CostPrediction cost = costs_.Predict(job.model_id, job.batch);
+  job.predicted_ns = cost.ns;
+  job.predicted_steps = cost.steps;
+  AdmissionInput in{.now_ns = now,
+                    .deadline_ns = job.deadline_ns,
+                    .own_cost_ns = job.predicted_ns,
+                    .queued_ahead_ns = queue_.WorkAheadNs(job.request.tenant_id),
+                    .running_remaining_ns = RunningRemainingLocked(job.deadline_ns),
+                    .ready_ns = job.request.ready_ns,
+                    .lanes = num_lanes_,
+                    .in_flight = tenant.in_flight,
+                    .max_in_flight = tenant.policy.max_in_flight};
+  AdmissionDecision decision = Admit(in, job.What());
+  if (decision.status.code() == StatusCode::kDeadlineExceeded) {
+    ++tenant.rejected_deadline;
+  } else if (decision.status.code() == StatusCode::kResourceExhausted) {
+    ++tenant.rejected_in_flight;
+  }
+  return decision;
+}
+
+Status FairScheduler::CheckAdmission(const InferenceRequest& request) {
+  Job job;
+  job.model_id = request.model_id.empty() ? AddressId(request.model.get()) : request.model_id;
+  job.batch = BatchOf(request.inputs);
+  job.request.tenant_id = request.tenant_id;
+  job.request.deadline_ns = request.deadline_ns;
+  job.request.ready_ns = request.ready_ns;
+  job.request.request_id = request.request_id;
+  Dropped dropped;
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status::Unavailable("server is shutting down");
+    if (job.request.request_id == 0) job.request.request_id = next_id_++;
+    const int64_t now = clock_->NowNs();
+    DropInfeasibleLocked(now, &dropped);
+    status = AdmitLocked(job, TenantLocked(request.tenant_id), now).status;
+  }
+  FinishDropped(std::move(dropped));
+  return status;
+}
+
 Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
   auto job = std::make_unique<Job>();
   job->model_id = request.model_id.empty() ? AddressId(request.model.get()) : request.model_id;
@@ -154,29 +203,8 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
     }
     const int64_t now = clock_->NowNs();
     DropInfeasibleLocked(now, &dropped);  // so that dead work is not counted ahead
-    if (job->request.deadline_ns > 0) {
-      job->deadline_ns = job->request.deadline_ns;
-    } else if (tenant.policy.default_timeout_ns > 0) {
-      job->deadline_ns = now + tenant.policy.default_timeout_ns;
-    }
-    const CostPrediction cost = costs_.Predict(job->model_id, job->batch);
-    job->predicted_ns = cost.ns;
-    job->predicted_steps = cost.steps;
-    AdmissionInput in{.now_ns = now,
-                      .deadline_ns = job->deadline_ns,
-                      .own_cost_ns = job->predicted_ns,
-                      .queued_ahead_ns = queue_.WorkAheadNs(job->request.tenant_id),
-                      .running_remaining_ns = RunningRemainingLocked(job->deadline_ns),
-                      .lanes = num_lanes_,
-                      .in_flight = tenant.in_flight,
-                      .max_in_flight = tenant.policy.max_in_flight};
-    AdmissionDecision decision = Admit(in, job->What());
-    status = decision.status;
-    if (status.code() == StatusCode::kDeadlineExceeded) {
-      ++tenant.rejected_deadline;
-    } else if (status.code() == StatusCode::kResourceExhausted) {
-      ++tenant.rejected_in_flight;
-    } else {
+    status = AdmitLocked(*job, tenant, now).status;
+    if (status.ok()) {
       if (!job->request.calibration) ++tenant.admitted;
       ++tenant.in_flight;
       job->admitted_ns = now;

@@ -316,6 +316,35 @@ TEST_F(HostCacheTest, PeriodicModelIsUnloadedBetweenCallsAndPrewarmedBeforeTheNe
   EXPECT_EQ(c->Stats().expirations, 1u);
 }
 
+TEST_F(HostCacheTest, PrewarmReportsTheEntriesItEvictsForItsRoom) {
+  // The caller (HostTier::Maintain) must drop what a pre-warm evicted.
+  auto c = Make(Opts(1000));
+  const ModelKey p = K("t", "periodic");
+  for (const ModelKey& k : {p, K("t", "a"), K("t", "b")}) ASSERT_TRUE(c->Register(k, 400).ok());
+  for (int i = 0; i < 7; ++i) {
+    Use(c.get(), p);
+    if (i < 6) clock_.AdvanceNs(kNsPerSec);
+  }
+  const int64_t last = c->Info(p)->last_use_ns;
+  const KeepAliveWindows w = c->Info(p)->windows;
+  ASSERT_TRUE(w.predictable);
+  clock_.AdvanceTo(last + 100 * kNsPerMs);
+  ASSERT_EQ(c->ExpireIdle(), std::vector<ModelKey>{p});
+  Use(c.get(), K("t", "a"));  // 800 of 1000 bytes: the pre-warm needs one of them out
+  Use(c.get(), K("t", "b"));
+  clock_.AdvanceTo(last + w.prewarm_ns);
+  ASSERT_EQ(c->PrewarmDue(clock_.NowNs()), std::vector<ModelKey>{p});
+  std::vector<ModelKey> evicted;
+  Result<std::optional<TierAction>> started = c->Prewarm(p, &evicted);
+  ASSERT_TRUE(started.ok());
+  ASSERT_TRUE(started->has_value());
+  ASSERT_EQ(evicted.size(), 1u);
+  EXPECT_EQ(evicted[0], K("t", "a"));  // used before b: the lower decayed rate
+  EXPECT_EQ(c->state(K("t", "a")), Residency::kAbsent);
+  EXPECT_EQ(c->state(p), Residency::kMoving);
+  EXPECT_EQ(c->Stats().evictions, 1u);
+}
+
 TEST_F(HostCacheTest, ModelExpectedSoonIsKeptOverAColderOne) {
   // other: 30 calls 5 ms apart, then silent; bursty: 8 calls 20 ms apart.
   // other's recent rate is higher, but its keep-alive window (~6 ms) has long
