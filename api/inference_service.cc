@@ -179,6 +179,8 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // has then finished on its lane); a miss loads it on a loader thread.
   HostTier::Pin pin;
   Result<ModelCache::ModelPtr> model = Status::Internal("unset");
+  int64_t load_predicted_ns = 0;  // 0: resident when the request came
+  int64_t load_wait_ns = 0;       // measured wait for the weights
   if (ctx_->host != nullptr) {
     // Load-aware admission: a version that is not resident is admitted only
     // if it can still meet its deadline after the load's predicted end, and
@@ -186,13 +188,16 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     // resident, so it never waits on a lane for its weights.
     Result<int64_t> ready = ctx_->host->PredictReadyNs(*record);
     if (!ready.ok()) return ToGrpcStatus(ready.status());
-    if (const int64_t load_ns = *ready - ctx_->host->clock().NowNs(); load_ns > 0) {
+    const int64_t acquire_start_ns = ctx_->host->clock().NowNs();
+    if (const int64_t load_ns = *ready - acquire_start_ns; load_ns > 0) {
+      load_predicted_ns = load_ns;
       scheduled.ready_ns = ctx_->scheduler->NowNs() + load_ns;
       if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) return ToGrpcStatus(s);
       scheduled.ready_ns = 0;
     }
     Result<HostTier::Pin> pinned = ctx_->host->Acquire(*record);
     if (!pinned.ok()) return ToGrpcStatus(pinned.status());
+    load_wait_ns = ctx_->host->clock().NowNs() - acquire_start_ns;
     pin = std::move(pinned).value();
     model = pin.model();
   } else {
@@ -264,6 +269,10 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   (*response->mutable_parameters())["orrery_lane_ns"].set_int64_param(run.lane_ns);
   (*response->mutable_parameters())["orrery_queue_ns"].set_int64_param(
       (run.started_ns != 0 ? run.started_ns : run.ended_ns) - run.admitted_ns);
+  // The host cache: how long this request waited for the model's weights
+  // (a load, or joining one) and what was predicted (0 when resident).
+  (*response->mutable_parameters())["orrery_load_wait_ns"].set_int64_param(load_wait_ns);
+  (*response->mutable_parameters())["orrery_load_predicted_ns"].set_int64_param(load_predicted_ns);
   return grpc::Status::OK;
 }
 

@@ -109,6 +109,8 @@ class Runner {
         if (call->status.ok()) {
           r.lane_ns = Param(call->response, "orrery_lane_ns");
           r.queue_ns = Param(call->response, "orrery_queue_ns");
+          r.load_wait_ns = Param(call->response, "orrery_load_wait_ns");
+          r.load_predicted_ns = Param(call->response, "orrery_load_predicted_ns");
         }
         std::lock_guard<std::mutex> lock(mu_);
         records_.push_back(r);

@@ -30,6 +30,8 @@ struct Record {
   int64_t lane_ns = -1;     // server-measured execution time (-1 = not reported)
   int64_t queue_ns = -1;    // server-measured queueing time (-1 = not reported)
   int64_t send_lag_ns = 0;  // actual - intended send time: the client falling behind
+  int64_t load_wait_ns = -1;       // server: waited for the model's weights (host cache load)
+  int64_t load_predicted_ns = -1;  // server: that load's prediction (0 = was resident)
 };
 
 // Classifies a finished call. `message` distinguishes the scheduler's
@@ -65,6 +67,9 @@ struct Summary {
   std::map<std::string, double> model_error_p50;
   double echo_p50_ms = -1, echo_p99_ms = -1;     // bare gRPC round trip, when measured
   double send_lag_p99_ms = 0, send_lag_max_ms = 0;  // how far the sender fell behind its schedule
+  // Server-side numbers the caller adds (host cache counters over the
+  // measured window, setup timings), written as the JSON object "server".
+  std::map<std::string, double> server;
 };
 
 struct StreamInfo {
@@ -78,7 +83,8 @@ Summary Summarise(const std::vector<Record>& records, const std::vector<StreamIn
                   const std::vector<std::pair<std::string, uint32_t>>& tenants, double window_s,
                   const std::map<std::string, int64_t>& service_ns);
 
-// Files: per request (`tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms`),
+// Files: per request (`tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,
+// load_ms,load_pred_ms`),
 // per tenant summary CSV, and the summary as one JSON object. False on an I/O error.
 bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& records,
                       const std::vector<StreamInfo>& streams);
