@@ -35,12 +35,13 @@ class Ctx:
     def model(self, name):
         return f"{name}={os.path.join(self.models, name + '.onnx')}"
 
-    def run(self, tag, args, duration=None, extra=()):
+    def run(self, tag, args, duration=None, extra=(), warmup=WARMUP, plot=True):
         """Runs orrery-loadgen; returns its JSON summary."""
         base = os.path.join(self.out, tag)
-        cmd = [self.loadgen, "--duration", str(duration or self.seconds), "--warmup", str(WARMUP),
-               "--csv", base + ".csv", "--summary-csv", base + ".summary.csv", "--json", base + ".json",
-               "--plot", base + ".png"] + list(args) + list(extra)
+        cmd = [self.loadgen, "--duration", str(duration or self.seconds), "--warmup", str(warmup),
+               "--csv", base + ".csv", "--summary-csv", base + ".summary.csv", "--json", base + ".json"]
+        cmd += ["--plot", base + ".png"] if plot else []
+        cmd += list(args) + list(extra)
         self.commands.append(" ".join(shlex.quote(c) for c in cmd))
         print(f"--- {tag}: {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
