@@ -1,5 +1,7 @@
 // orreryd: the Orrery server. Embedded defaults: data in ./orrery-data, gRPC on
 // 127.0.0.1:8500. SIGTERM / SIGINT stop it gracefully.
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +15,13 @@
 #include "cache/cuda_device.h"
 
 int main(int argc, char** argv) {
+  // Large blocks (segment read buffers that loaded models' weights live in,
+  // packed weights, request tensors) are mmapped one by one and go back to
+  // the OS when freed. glibc's default raises this threshold after the first
+  // such free, and later blocks then come from arenas that do not shrink:
+  // cycling 100 models of ~3 MiB through a 160 MiB host cache left orreryd
+  // at ~980 MB RSS instead of ~500 MB (cache/README.md, memory bound).
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   orrery::ServerOptions options;
   std::string port_file;
   std::string metrics_port_file;
