@@ -1,6 +1,6 @@
 // The host cache's keep-alive and load-aware admission against the real
 // orreryd:
-// - a model called every 150 ms becomes predictable after a few calls: the
+// - a model called every 150 ms becomes predictable after 12 gaps: the
 //   keep-alive tick unloads it right after each call (not expected for
 //   ~130 ms) and pre-warms it before the next one, which then hits, and
 //   unloads it for good once its keep-alive window passes without a call;
@@ -102,7 +102,7 @@ class KeepAliveTest : public ::testing::Test {
 TEST_F(KeepAliveTest, PeriodicModelIsExpiredAfterEachCallAndPrewarmedBeforeTheNext) {
   Start({"--keepalive", "on", "--keepalive-tick-ms", "10"});
   Upload("p");
-  CallPeriodically(12);
+  CallPeriodically(16);
   // Once its keep-alive window (~150-180 ms after the last call) has passed
   // without a call, it is unloaded (and not pre-warmed again).
   std::this_thread::sleep_for(std::chrono::milliseconds(400));

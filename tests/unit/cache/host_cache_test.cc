@@ -276,7 +276,7 @@ TEST_F(HostCacheTest, PeriodicModelIsUnloadedBetweenCallsAndPrewarmedBeforeTheNe
   auto c = Make(Opts(1'000'000));
   const ModelKey k = K("t", "periodic");
   ASSERT_TRUE(c->Register(k, 1000).ok());
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 12; ++i) {
     Use(c.get(), k);
     clock_.AdvanceNs(kNsPerSec);
   }
@@ -321,9 +321,9 @@ TEST_F(HostCacheTest, PrewarmReportsTheEntriesItEvictsForItsRoom) {
   auto c = Make(Opts(1000));
   const ModelKey p = K("t", "periodic");
   for (const ModelKey& k : {p, K("t", "a"), K("t", "b")}) ASSERT_TRUE(c->Register(k, 400).ok());
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; i < 13; ++i) {
     Use(c.get(), p);
-    if (i < 6) clock_.AdvanceNs(kNsPerSec);
+    if (i < 12) clock_.AdvanceNs(kNsPerSec);
   }
   const int64_t last = c->Info(p)->last_use_ns;
   const KeepAliveWindows w = c->Info(p)->windows;
@@ -346,7 +346,7 @@ TEST_F(HostCacheTest, PrewarmReportsTheEntriesItEvictsForItsRoom) {
 }
 
 TEST_F(HostCacheTest, ModelExpectedSoonIsKeptOverAColderOne) {
-  // other: 30 calls 5 ms apart, then silent; bursty: 8 calls 20 ms apart.
+  // other: 30 calls 5 ms apart, then silent; bursty: 13 calls 20 ms apart.
   // other's recent rate is higher, but its keep-alive window (~6 ms) has long
   // passed while bursty is inside its window: keep-alive keeps bursty, plain
   // miss-cost eviction (keep-alive off) keeps other.
@@ -361,7 +361,7 @@ TEST_F(HostCacheTest, ModelExpectedSoonIsKeptOverAColderOne) {
       Use(c.get(), other);
       clock_.AdvanceNs(5 * kNsPerMs);
     }
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 13; ++i) {
       Use(c.get(), bursty);
       clock_.AdvanceNs(20 * kNsPerMs);
     }
