@@ -34,7 +34,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scenarios import Ctx  # noqa: E402
+from scenarios import Ctx, replace_block  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -372,15 +372,7 @@ def main():
                                       "```"]
         body += [c.replace(ctx.build.rstrip("/") + "/", "$B/") for c in ctx.commands]
         body += ["```", "<!-- cache-scenarios:end -->"]
-        block = "\n".join(body) + "\n"
-        text = open(args.doc).read() if os.path.exists(args.doc) else "# Benchmarks\n"
-        b, e = "<!-- cache-scenarios:begin -->", "<!-- cache-scenarios:end -->"
-        if b in text and e in text:
-            text = text[:text.index(b)] + block + text[text.index(e) + len(e) + 1:]
-        else:
-            text = text.rstrip("\n") + "\n\n" + block
-        with open(args.doc, "w") as f:
-            f.write(text)
+        replace_block(args.doc, "cache-scenarios", body)
         print(f"wrote {args.doc}")
     sys.exit(1 if failed else 0)
 

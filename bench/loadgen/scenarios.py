@@ -203,9 +203,15 @@ def write_doc(path, ctx, cap, cap_long, results, script_cmd):
               "`--csv`):", "", "```"]
     lines += [c.replace(ctx.build.rstrip("/") + "/", "$B/") for c in ctx.commands]
     lines += ["```", "<!-- scenarios:end -->"]
+    replace_block(path, "scenarios", lines)
+
+
+def replace_block(path, name, lines):
+    """Replaces the doc's block between <!-- NAME:begin --> and <!-- NAME:end -->
+    (`lines` include both markers), or appends it."""
     block = "\n".join(lines) + "\n"
     text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    b, e = "<!-- scenarios:begin -->", "<!-- scenarios:end -->"
+    b, e = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     if b in text and e in text:
         text = text[:text.index(b)] + block + text[text.index(e) + len(e) + 1:]
     else:
