@@ -7,7 +7,8 @@
 // still running keep theirs through their shared_ptr).
 //
 // A model's size in the tier is its segment's size (the ONNX size for a
-// record without a segment). A model larger than the tier is refused at
+// record without a segment) rounded up as its read buffer is: to 2 MiB from
+// 2 MiB up, to 4 KiB below. A model larger than the tier is refused at
 // upload (CheckFits: RESOURCE_EXHAUSTED naming both sizes).
 //
 // Acquire pins the version for one request and blocks until it is resident
