@@ -290,8 +290,9 @@ def main():
         rows = s1_rows(runs, args.seconds)
         lines += ["### S1 many models", "",
                   f"{args.count} MLPs (`make_cache_models.py`: 1-2 MiB of weights each, {onnx_total / 1e9:.2f} GB "
-                  f"in all; segments {segments / 1e9:.2f} GB, {ratio:.3f} x the ONNX files) over {TENANTS} tenants; "
-                  f"`--host-cache-bytes {budget}` (half the segment bytes). Capacity with the models resident "
+                  f"in all) over {TENANTS} tenants; `--host-cache-bytes {budget}`: half of what the host tier charges for "
+                  f"them, estimated as {segments / 1e9:.2f} GB from m0000 (charged {ratio:.3f} x its ONNX file: the "
+                  f"segment, rounded up to 2 MiB). Capacity with the models resident "
                   f"(16 models of 16 tenants, one request outstanding each): {cap:.0f} req/s; offered {rate:.0f} req/s (70%), Zipf(1.0) "
                   f"over shuffled ranks plus {max(1, args.count // 50)} periodic models (every 2-8 s), "
                   f"{DEADLINE_MS} ms deadlines; {WARMUP_S:.0f} s warm-up (every model called once) + "
