@@ -136,6 +136,14 @@ TEST_F(KeepAliveTest, WithKeepAliveOffTheSameCallsExpireAndPrewarmNothing) {
   EXPECT_EQ(Event("expiration"), 0);
 }
 
+TEST(KeepAliveFlagsTest, ATickNotShorterThanThePrewarmMarginIsRefusedAtStart) {
+  // A pre-warm due between two ticks would start late.
+  OrrerydProcess server({"--keepalive-tick-ms", "60", "--prewarm-margin-ms", "50"});
+  EXPECT_FALSE(server.Start());
+  OrrerydProcess lru({"--host-eviction", "lru", "--keepalive-tick-ms", "10"});
+  EXPECT_TRUE(lru.Start());
+}
+
 TEST_F(KeepAliveTest, ColdModelWithATinyDeadlineIsRejectedAtAdmissionWithoutLoading) {
   Start({"--host-cache-bytes", "60000"});
   Upload("cold");
