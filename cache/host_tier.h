@@ -17,9 +17,9 @@
 // for a release (UNAVAILABLE after `acquire_timeout_ns`). PredictReadyNs says
 // beforehand when a version would be resident (for admission).
 //
-// Keep-alive and pre-warm (cache/README.md): with `keepalive` on, the server
-// calls Maintain() every `maintain_period_ns` (shorter than
-// `prewarm_margin_ns`): it unloads what the idle-time windows say will not
+// Keep-alive and pre-warm (cache/README.md): with `keepalive` on, the owner
+// calls Maintain() periodically, more often than `prewarm_margin_ns` (the
+// server: every --keepalive-tick-ms): it unloads what the idle-time windows say will not
 // be used before it could be reloaded, and starts the reloads that are due,
 // on the loader threads like any load. Thread-safe.
 #pragma once
@@ -65,8 +65,7 @@ class HostTier {
   };
 
   // INVALID_ARGUMENT for a budget <= 0, loader_threads < 1 or a prewarm
-  // margin <= 0. `cache` and
-  // `clock` must outlive the tier.
+  // margin <= 0. `cache` and `clock` must outlive the tier.
   static Result<std::unique_ptr<HostTier>> Create(const Options& options, ModelCache* cache,
                                                   const Clock* clock);
   ~HostTier();  // stops the loaders (after the loads they run)
