@@ -85,6 +85,9 @@ void ToTierInfo(const char* tier, const TierStats& s, v1::CacheTierInfo* out) {
   out->set_bytes_loaded(static_cast<uint64_t>(s.bytes_moved));
   out->set_load_seconds(static_cast<double>(s.move_ns) / 1e9);
   out->set_bytes_per_sec(s.bytes_per_sec);
+  out->set_prewarms(s.prewarms);
+  out->set_expirations(s.expirations);
+  out->set_idle_byte_seconds(s.idle_byte_ns / 1e9);
 }
 
 Status NoHostTier() { return Status::FailedPrecondition("this server runs without a host cache tier"); }

@@ -170,13 +170,34 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   if (!deadline.ok()) return ToGrpcStatus(deadline.status());
   Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
   if (!inputs.ok()) return ToGrpcStatus(inputs.status());
+  InferenceRequest scheduled{record->tenant_id(), nullptr, std::move(inputs).value()};
+  scheduled.model_id = ModelCostId(*record);
+  LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
+  scheduled.deadline_ns = *deadline;
+  scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
   // The host cache pins the version until this handler returns (the request
   // has then finished on its lane); a miss loads it on a loader thread.
   HostTier::Pin pin;
   Result<ModelCache::ModelPtr> model = Status::Internal("unset");
+  int64_t load_predicted_ns = 0;  // 0: resident when the request came
+  int64_t load_wait_ns = 0;       // measured wait for the weights
   if (ctx_->host != nullptr) {
+    // Load-aware admission: a version that is not resident is admitted only
+    // if it can still meet its deadline after the load's predicted end, and
+    // is rejected at once otherwise (no load started). It is queued once
+    // resident, so it never waits on a lane for its weights.
+    Result<int64_t> ready = ctx_->host->PredictReadyNs(*record);
+    if (!ready.ok()) return ToGrpcStatus(ready.status());
+    const int64_t acquire_start_ns = ctx_->host->clock().NowNs();
+    if (const int64_t load_ns = *ready - acquire_start_ns; load_ns > 0) {
+      load_predicted_ns = load_ns;
+      scheduled.ready_ns = ctx_->scheduler->NowNs() + load_ns;
+      if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) return ToGrpcStatus(s);
+      scheduled.ready_ns = 0;
+    }
     Result<HostTier::Pin> pinned = ctx_->host->Acquire(*record);
     if (!pinned.ok()) return ToGrpcStatus(pinned.status());
+    load_wait_ns = ctx_->host->clock().NowNs() - acquire_start_ns;
     pin = std::move(pinned).value();
     model = pin.model();
   } else {
@@ -186,7 +207,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // Names, dtypes, shapes and byte counts are checked here, before the
   // request takes a queue slot, not on the lane.
   std::vector<const Tensor*> ordered((*model)->signature().inputs.size());
-  if (Status s = runtime::OrderInputs((*model)->signature(), *inputs, ordered); !s.ok()) {
+  if (Status s = runtime::OrderInputs((*model)->signature(), scheduled.inputs, ordered); !s.ok()) {
     return ToGrpcStatus(s.WithPrefix("model '" + record->name() + "'"));
   }
   // Quota admission last, so that a bad request costs no token. The ticket
@@ -196,12 +217,8 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
 
   std::promise<Result<std::vector<NamedTensor>>> done;
   std::future<Result<std::vector<NamedTensor>>> result = done.get_future();
-  InferenceRequest scheduled{record->tenant_id(), std::move(model).value(), std::move(inputs).value()};
-  scheduled.model_id = ModelCostId(*record);
+  scheduled.model = std::move(model).value();
   if (ctx_->device != nullptr) scheduled.cache_key = HostTier::KeyOf(*record);
-  LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
-  scheduled.deadline_ns = *deadline;
-  scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
   RunReport run;
   scheduled.report = &run;
   Status submitted = ctx_->scheduler->Submit(
@@ -275,6 +292,10 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     (*response->mutable_parameters())["orrery_placement"].set_string_param(run.on_device ? "device" : "cpu");
     (*response->mutable_parameters())["orrery_device_ns"].set_int64_param(run.device_ns);
   }
+  // The host cache: how long this request waited for the model's weights
+  // (a load, or joining one) and what was predicted (0 when resident).
+  (*response->mutable_parameters())["orrery_load_wait_ns"].set_int64_param(load_wait_ns);
+  (*response->mutable_parameters())["orrery_load_predicted_ns"].set_int64_param(load_predicted_ns);
   return grpc::Status::OK;
 }
 

@@ -44,6 +44,24 @@ Status RegisterStoredModels(const Catalog& catalog, HostTier* host, DeviceTier* 
   return Status::Ok();
 }
 
+Result<HostTier::Options> HostTierOptionsOf(const ServerOptions& options) {
+  HostTier::Options o{.budget_bytes = options.host_cache_bytes, .loader_threads = options.host_loader_threads};
+  if (options.host_eviction == "lru") {
+    o.policy = EvictionPolicy::kLru;
+  } else if (options.host_eviction != "miss-cost") {
+    return Status::InvalidArgument("host eviction policy '" + options.host_eviction +
+                                   "' is unknown: use miss-cost or lru");
+  }
+  if (options.keepalive_tick_ms <= 0 || options.keepalive_tick_ms >= options.prewarm_margin_ms) {
+    return Status::InvalidArgument("keep-alive tick (" + std::to_string(options.keepalive_tick_ms) +
+                                   " ms) must be > 0 and shorter than the prewarm margin (" +
+                                   std::to_string(options.prewarm_margin_ms) + " ms)");
+  }
+  o.keepalive = options.keepalive && o.policy != EvictionPolicy::kLru;
+  o.prewarm_margin_ns = int64_t{options.prewarm_margin_ms} * kNsPerMs;
+  return o;
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -74,6 +92,8 @@ struct Server::Impl {
   std::unique_ptr<PeriodicTask> sampler;
   // One info line a minute: what the server did since the last one.
   std::unique_ptr<PeriodicTask> summary;
+  // Host cache keep-alive expiry and pre-warm (HostTier::Maintain).
+  std::unique_ptr<PeriodicTask> keepalive;
   ServerMetrics::Totals last_totals;
 
   void SampleStorage(int64_t interval_ms) {
@@ -152,9 +172,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                recovered.orphans_removed, recovered.temps_removed);
   impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
   impl->cache = std::make_unique<ModelCache>(impl->catalog.get(), impl->segments.get());
-  ORRERY_ASSIGN_OR_RETURN(impl->host, HostTier::Create({.budget_bytes = options.host_cache_bytes,
-                                                        .loader_threads = options.host_loader_threads},
-                                                       impl->cache.get(), SteadyClock::Get()));
+  ORRERY_ASSIGN_OR_RETURN(HostTier::Options host_options, HostTierOptionsOf(options));
+  ORRERY_ASSIGN_OR_RETURN(impl->host, HostTier::Create(host_options, impl->cache.get(), SteadyClock::Get()));
   std::shared_ptr<Device> device = options.device;
   if (!options.sim_device.empty()) {
     if (device != nullptr) return Status::InvalidArgument("--sim-device and a GPU (--device) are exclusive");
@@ -250,11 +269,20 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     const std::chrono::seconds every(options.summary_seconds);
     impl->summary = std::make_unique<PeriodicTask>(every, [raw, every] { raw->LogSummary(every); });
   }
-  spdlog::info("orreryd listening on {} ({} lanes of {} thread{}{}{}, data dir '{}'); metrics {}", impl->address,
-               lanes, options.lane_threads, options.lane_threads == 1 ? "" : "s",
+  if (host_options.keepalive) {
+    impl->keepalive = std::make_unique<PeriodicTask>(std::chrono::milliseconds(options.keepalive_tick_ms), [raw] {
+      const HostTier::MaintainReport r = raw->host->Maintain();
+      for (const ModelKey& k : r.expired) spdlog::debug("host cache: keep-alive expired {}", k.ToString());
+      for (const ModelKey& k : r.prewarmed) spdlog::debug("host cache: pre-warming {}", k.ToString());
+    });
+  }
+  spdlog::info("orreryd listening on {} ({} lanes of {} thread{}{}{}, data dir '{}'); metrics {}; host cache {} bytes, "
+               "{} eviction, keep-alive {}",
+               impl->address, lanes, options.lane_threads, options.lane_threads == 1 ? "" : "s",
                options.lane_cpus.empty() ? "" : " on CPUs " + FormatCpuList(options.lane_cpus),
                options.serving_cpus.empty() ? "" : ", serving on CPUs " + FormatCpuList(options.serving_cpus),
-               options.data_dir, impl->metrics_address.empty() ? "off" : "on http://" + impl->metrics_address + "/metrics");
+               options.data_dir, impl->metrics_address.empty() ? "off" : "on http://" + impl->metrics_address + "/metrics",
+               options.host_cache_bytes, options.host_eviction, host_options.keepalive ? "on" : "off");
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -269,6 +297,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   impl_->metrics_http.reset();
   impl_->sampler.reset();
   impl_->summary.reset();
+  impl_->keepalive.reset();
   impl_->scheduler->Shutdown();
   impl_->catalog.reset();  // closes RocksDB cleanly
   spdlog::info("shutdown complete");

@@ -60,6 +60,16 @@ struct ServerOptions {
   // on it yet: no CUDA executor). At most one of the two.
   std::string sim_device;
   std::shared_ptr<Device> device;
+  // Host cache eviction: "miss-cost" (expected miss cost, fair shares) or
+  // "lru" (plain least-recently-used, the benchmarks' baseline; implies no
+  // keep-alive).
+  std::string host_eviction = "miss-cost";
+  // Keep-alive expiry and pre-warm of host-cache models from their idle-time
+  // histograms (cache/README.md), checked every `keepalive_tick_ms`, which
+  // must be shorter than `prewarm_margin_ms`.
+  bool keepalive = true;
+  int keepalive_tick_ms = 20;
+  int prewarm_margin_ms = 50;
 };
 
 class Server {

@@ -43,7 +43,8 @@ void ServerMetrics::RenderTier(const std::string& tier, const std::string& moves
   gauge("_used_bytes", "Bytes of the " + what + " resident or loading.", static_cast<double>(t.used_bytes));
   gauge("_resident_models", "Model versions resident in the " + what + ".", static_cast<double>(t.resident));
   auto& events = registry.Family(prefix + "_events_total",
-                                 "Acquisitions of the " + what + " by outcome, loads (" + moves + ") and evictions.",
+                                 "Acquisitions of the " + what + " by outcome, loads (" + moves +
+                                     "), evictions, keep-alive pre-warms and expirations.",
                                  MetricType::kCounter, {"event"});
   events.CounterWith({"hit"}).Mirror(static_cast<double>(t.hits));
   events.CounterWith({"join"}).Mirror(static_cast<double>(t.joins));
@@ -51,6 +52,10 @@ void ServerMetrics::RenderTier(const std::string& tier, const std::string& moves
   events.CounterWith({"load"}).Mirror(static_cast<double>(t.moves_started));
   events.CounterWith({"load_failed"}).Mirror(static_cast<double>(t.moves_failed));
   events.CounterWith({"eviction"}).Mirror(static_cast<double>(t.evictions));
+  events.CounterWith({"prewarm"}).Mirror(static_cast<double>(t.prewarms));
+  events.CounterWith({"expiration"}).Mirror(static_cast<double>(t.expirations));
+  counter("_idle_byte_seconds_total",
+          "Integral of " + what + " bytes resident but unpinned (held for nobody) over time.", t.idle_byte_ns / 1e9);
   gauge("_pinned_bytes", "Bytes of the " + what + " resident and pinned (requests, operator pins).",
         static_cast<double>(t.pinned_bytes));
   gauge("_models", "Model versions registered with the " + what + ".", static_cast<double>(t.entries));

@@ -3,6 +3,7 @@
 //
 //   node bench/ort_run.js MODEL.onnx --input NAME=FILE.pb ... [--output-dir DIR]
 //        [--threads T] [--concurrency C] [--iterations N] [--node-modules DIR]
+//        [--cold]
 //
 // Inputs and outputs are ONNX TensorProto files, the same format orrery-run
 // reads and writes (outputs land as DIR/<name>.pb, '/' in names -> '_').
@@ -13,6 +14,9 @@
 // p50/p99/min/mean per run and throughput.
 // The session uses intraOpNumThreads=T, interOpNumThreads=1, sequential
 // execution and all graph optimizations (ORT's defaults for a served model).
+// With --cold: times the session creation and the first run (a cold start,
+// issue 7) and prints them as one JSON line (create_ms, first_run_ms,
+// total_ms) before anything else.
 // onnxruntime-node is loaded from --node-modules, $ORRERY_ORT_NODE_MODULES, or
 // the normal require() path (scripts/bench-deps installs it and prints the dir).
 'use strict';
@@ -23,7 +27,7 @@ const { Worker, isMainThread, parentPort, workerData } = require('worker_threads
 
 const USAGE =
   'usage: node ort_run.js MODEL.onnx --input NAME=FILE.pb ... [--output-dir DIR]\n' +
-  '       [--threads T] [--concurrency C] [--iterations N] [--node-modules DIR]\n';
+  '       [--threads T] [--concurrency C] [--iterations N] [--node-modules DIR] [--cold]\n';
 
 function fail(msg, code) {
   process.stderr.write(`ort_run: ${msg}\n`);
@@ -32,7 +36,7 @@ function fail(msg, code) {
 
 function parseArgs(argv) {
   const args = {
-    model: '', inputs: [], outputDir: '', threads: 1, concurrency: 1, iterations: 0, nodeModules: '',
+    model: '', inputs: [], outputDir: '', threads: 1, concurrency: 1, iterations: 0, nodeModules: '', cold: false,
   };
   const positiveInt = (flag, v) => {
     if (!/^[0-9]+$/.test(v || '') || Number(v) < 1) fail(`${flag} needs a positive integer\n${USAGE}`, 2);
@@ -53,6 +57,8 @@ function parseArgs(argv) {
       args.concurrency = positiveInt(a, argv[++i]);
     } else if (a === '--iterations') {
       args.iterations = positiveInt(a, argv[++i]);
+    } else if (a === '--cold') {
+      args.cold = true;
     } else if (a === '--node-modules') {
       args.nodeModules = argv[++i] || fail(`--node-modules needs a directory\n${USAGE}`, 2);
     } else if (a.startsWith('-')) {
@@ -64,7 +70,9 @@ function parseArgs(argv) {
     }
   }
   if (!args.model) fail(`missing MODEL.onnx\n${USAGE}`, 2);
-  if (!args.outputDir && !args.iterations) fail(`give --output-dir DIR and/or --iterations N\n${USAGE}`, 2);
+  if (!args.outputDir && !args.iterations && !args.cold) {
+    fail(`give --output-dir DIR, --iterations N and/or --cold\n${USAGE}`, 2);
+  }
   return args;
 }
 
@@ -270,12 +278,22 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   const ort = loadOrt(args.nodeModules);
   let opened;
+  const t0 = process.hrtime.bigint();
   try {
     opened = await openSession(ort, args);
   } catch (e) {
     fail(e.message, 1);
   }
   const { session, feeds } = opened;
+  if (args.cold) {
+    const t1 = process.hrtime.bigint();
+    await session.run(feeds);
+    const t2 = process.hrtime.bigint();
+    const ms = (a, b) => Number((Number(b - a) / 1e6).toFixed(3));
+    process.stdout.write(JSON.stringify({
+      model: args.model, threads: args.threads, create_ms: ms(t0, t1), first_run_ms: ms(t1, t2), total_ms: ms(t0, t2),
+    }) + '\n');
+  }
 
   if (args.outputDir) {
     const outs = await session.run(feeds);

@@ -7,13 +7,21 @@
 // still running keep theirs through their shared_ptr).
 //
 // A model's size in the tier is its segment's size (the ONNX size for a
-// record without a segment). A model larger than the tier is refused at
+// record without a segment) rounded up as its read buffer is: to 2 MiB from
+// 2 MiB up, to 4 KiB below. A model larger than the tier is refused at
 // upload (CheckFits: RESOURCE_EXHAUSTED naming both sizes).
 //
 // Acquire pins the version for one request and blocks until it is resident
 // (a load on a loader thread, or joining one in flight); the returned Pin
 // releases it. When pinned or loading models hold all the room, Acquire waits
-// for a release (UNAVAILABLE after `acquire_timeout_ns`). Thread-safe.
+// for a release (UNAVAILABLE after `acquire_timeout_ns`). PredictReadyNs says
+// beforehand when a version would be resident (for admission).
+//
+// Keep-alive and pre-warm (cache/README.md): with `keepalive` on, the owner
+// calls Maintain() periodically, more often than `prewarm_margin_ns` (the
+// server: every --keepalive-tick-ms): it unloads what the idle-time windows say will not
+// be used before it could be reloaded, and starts the reloads that are due,
+// on the loader threads like any load. Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -41,10 +49,23 @@ class HostTier {
     int64_t budget_bytes = int64_t{4} << 30;
     int loader_threads = 2;
     int64_t acquire_timeout_ns = 30 * kNsPerSec;
+    EvictionPolicy policy = EvictionPolicy::kMissCost;
+    // Keep-alive expiry and pre-warm by idle-time windows (needs Maintain()
+    // calls); off: residency follows demand and eviction alone.
+    bool keepalive = true;
+    // How far ahead of its predicted reload start a pre-warm is started;
+    // must exceed the period Maintain() is called with.
+    int64_t prewarm_margin_ns = 50 * kNsPerMs;
   };
 
-  // INVALID_ARGUMENT for a budget <= 0 or loader_threads < 1. `cache` and
-  // `clock` must outlive the tier.
+  // What one Maintain() call did.
+  struct MaintainReport {
+    std::vector<ModelKey> expired;    // unloaded by the keep-alive policy
+    std::vector<ModelKey> prewarmed;  // reloads started ahead of demand
+  };
+
+  // INVALID_ARGUMENT for a budget <= 0, loader_threads < 1 or a prewarm
+  // margin <= 0. `cache` and `clock` must outlive the tier.
   static Result<std::unique_ptr<HostTier>> Create(const Options& options, ModelCache* cache,
                                                   const Clock* clock);
   ~HostTier();  // stops the loaders (after the loads they run)
@@ -86,7 +107,18 @@ class HostTier {
   // With wait_for_room false, UNAVAILABLE at once instead of waiting.
   Result<Pin> Acquire(const ModelRecord& record, bool wait_for_room = true);
 
+  // Predicted time (on clock()) `record` would be resident if a request
+  // acquired it now: now when resident, a load's predicted end on the loader
+  // timeline when loading or absent. Records no request. Errors: NOT_FOUND /
+  // RESOURCE_EXHAUSTED as Register (it registers on demand).
+  Result<int64_t> PredictReadyNs(const ModelRecord& record);
+
+  // One keep-alive tick: ExpireIdle, then Prewarm for every model whose
+  // reload is due now (PrewarmDue). No-op with keepalive off. O(entries).
+  MaintainReport Maintain();
+
   TierStats stats() const { return host_->Stats(); }
+  const Options& options() const { return options_; }
 
   // ---- Operator actions (AdminService). None of them is a request: no
   // arrival, hit or miss is recorded, and nobody is billed for their loads.
@@ -151,6 +183,8 @@ class HostTier {
   };
   std::map<ModelKey, Load> loads_;
   std::map<uint64_t, std::promise<Status>> promises_;  // by action id
+  // Every registered version's record: what a pre-warm loads.
+  std::map<ModelKey, ModelRecord> records_;
   bool stop_ = false;
   std::vector<std::thread> loaders_;
 };

@@ -57,7 +57,7 @@ KeepAliveWindows IdleHistogram::Windows(const KeepAliveOptions& options) const {
     }
   }
   if (w.keepalive_ns == 0) w.keepalive_ns = INT64_MAX;
-  w.predictable = w.keepalive_ns != INT64_MAX &&
+  w.predictable = samples_ >= options.min_predictable_samples && w.keepalive_ns != INT64_MAX &&
                   static_cast<double>(w.prewarm_ns) >=
                       options.min_predictability * static_cast<double>(w.keepalive_ns);
   return w;

@@ -412,7 +412,7 @@ Status TierCache::FinishMove(uint64_t action_id, int64_t started_ns, const Statu
   return Status::Ok();
 }
 
-Result<std::optional<TierAction>> TierCache::Prewarm(const ModelKey& key) {
+Result<std::optional<TierAction>> TierCache::Prewarm(const ModelKey& key, std::vector<ModelKey>* evicted) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t now = clock_->NowNs();
   Tick(now);
@@ -423,7 +423,10 @@ Result<std::optional<TierAction>> TierCache::Prewarm(const ModelKey& key) {
   if (it->second.state != Residency::kAbsent) return std::optional<TierAction>();
   std::optional<std::vector<Entries::iterator>> plan = PlanEviction(key, it->second.charged, true, now);
   if (!plan.has_value()) return std::optional<TierAction>();
-  for (Entries::iterator v : *plan) Drop(v, /*expired=*/false);
+  for (Entries::iterator v : *plan) {
+    if (evicted != nullptr) evicted->push_back(v->first);
+    Drop(v, /*expired=*/false);
+  }
   return std::optional<TierAction>(StartMove(it, now, /*prewarm=*/true));
 }
 

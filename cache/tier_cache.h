@@ -161,8 +161,10 @@ class TierCache {
   // Starts a move ahead of demand, without pinning, if it fits in free memory
   // or by evicting only unprotected entries that are worth less (lower miss
   // cost per byte) and, when the tenant is over its share, only its own.
-  // nullopt when already resident/moving or no such room exists.
-  Result<std::optional<TierAction>> Prewarm(const ModelKey& key);
+  // nullopt when already resident/moving or no such room exists. The
+  // entries dropped for the room are appended to `evicted` when given (the
+  // caller frees their bytes).
+  Result<std::optional<TierAction>> Prewarm(const ModelKey& key, std::vector<ModelKey>* evicted = nullptr);
   // True if `key` is absent, predictable (idle_histogram.h) and should be
   // moving in at time `t_ns`: its expected window opens within the reload
   // time + margin and has not closed.

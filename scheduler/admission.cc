@@ -27,9 +27,10 @@ AdmissionDecision Admit(const AdmissionInput& in, const std::string& what) {
   AdmissionDecision d;
   const int lanes = std::max(in.lanes, 1);
   const int64_t wait_ns = (in.queued_ahead_ns + in.running_remaining_ns) / lanes;
+  const int64_t load_ns = std::max<int64_t>(in.ready_ns - in.now_ns, 0);
   const int64_t own_ns = std::llround(static_cast<double>(in.own_cost_ns) * std::max(in.slowdown, 1.0));
   d.planned_ns = own_ns + std::max<int64_t>(in.response_ns, 0);
-  d.predicted_completion_ns = in.now_ns + wait_ns + d.planned_ns;
+  d.predicted_completion_ns = in.now_ns + std::max(wait_ns, load_ns) + d.planned_ns;
   if (in.max_in_flight > 0 && in.in_flight >= in.max_in_flight) {
     d.status = Status::ResourceExhausted(what + ": " + std::to_string(in.in_flight) +
                                          " requests in flight, the tenant's in-flight limit is " +
@@ -40,8 +41,13 @@ AdmissionDecision Admit(const AdmissionInput& in, const std::string& what) {
     d.status = Status::DeadlineExceeded(
         what + ": predicted completion in " + FormatDurationNs(d.predicted_completion_ns - in.now_ns) +
         " (waiting " + FormatDurationNs(wait_ns) + " for queued and running work over " + std::to_string(lanes) +
-        " lanes, then running " + FormatDurationNs(own_ns) +
-        (own_ns != in.own_cost_ns ? " (" + FormatDurationNs(in.own_cost_ns) + " predicted, planned with this model's recent slowdown)" : "") +
+        " lanes" +
+        (load_ns > 0 ? std::string(" and ").append(FormatDurationNs(load_ns)).append(" for the model's weights to load")
+                     : std::string()) +
+        ", then running " + FormatDurationNs(own_ns) +
+        (own_ns != in.own_cost_ns
+             ? " (" + FormatDurationNs(in.own_cost_ns) + " predicted, planned with this model's recent slowdown)"
+             : "") +
         (in.response_ns > 0 ? " and answering " + FormatDurationNs(in.response_ns) : "") + ") is after the deadline, " +
         (in.deadline_ns >= in.now_ns ? "in " + FormatDurationNs(in.deadline_ns - in.now_ns)
                                      : FormatDurationNs(in.now_ns - in.deadline_ns) + " ago"));

@@ -2,8 +2,10 @@
 // no clock of its own (the scheduler passes `now`).
 //
 // Completion is predicted as
-//   now + (queued work ahead under fair sharing + remaining work of running
-//          requests) / lanes + own predicted cost x slowdown + response time,
+//   max(now + (queued work ahead under fair sharing + remaining work of
+//              running requests) / lanes,
+//       the model's weights ready (host cache load's predicted end))
+//   + own predicted cost x slowdown + response time,
 // the slowdown being how much slower than predicted this model's runs have
 // recently been (CostModel::SlowdownBound, a high quantile) and the response
 // time what the server needs after the lane (metering, the reply; measured).
@@ -39,6 +41,7 @@ struct AdmissionInput {
   int64_t response_ns = 0;            // after the lane, before the client has the answer
   int64_t queued_ahead_ns = 0;        // FairQueue::WorkAheadNs
   int64_t running_remaining_ns = 0;   // predicted remainder of running requests
+  int64_t ready_ns = 0;               // absolute: the model's weights resident; <= now = already
   int lanes = 1;
   int in_flight = 0;  // the tenant's admitted, unfinished requests
   int max_in_flight = 0;

@@ -64,6 +64,11 @@ struct InferenceRequest {
   // The model version in the caches; set (tenant non-empty) to let the
   // scheduler place the request on a device (FairSchedulerOptions::device).
   ModelKey cache_key = {};
+  // Absolute, on the scheduler's clock: when the model's weights are
+  // predicted resident (the host cache load's predicted end); 0 or <= now:
+  // they are. Admission predicts completion from the later of this and the
+  // lanes' availability (FairScheduler::CheckAdmission before the load).
+  int64_t ready_ns = 0;
   // A calibration run (synthetic inputs, see calibration.h): fair-queued and
   // charged to the tenant like any request, but never batched and not
   // recorded in the cost model (the calibration's result is, via

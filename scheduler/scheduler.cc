@@ -153,6 +153,66 @@ void FairScheduler::ForgetModel(const std::string& model_id) {
   costs_.Erase(model_id);
 }
 
+AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int64_t now, int64_t* lane_free_ns) {
+  if (job.request.deadline_ns > 0) {
+    job.deadline_ns = job.request.deadline_ns;
+  } else if (tenant.policy.default_timeout_ns > 0) {
+    job.deadline_ns = now + tenant.policy.default_timeout_ns;
+  }
+  const CostPrediction cost = costs_.Predict(job.model_id, job.batch);
+  job.predicted_ns = cost.ns;
+  job.predicted_steps = cost.steps;
+  AdmissionInput in{.now_ns = now,
+                    .deadline_ns = job.deadline_ns,
+                    .own_cost_ns = job.predicted_ns,
+                    .slowdown = costs_.SlowdownBound(job.model_id),
+                    .response_ns = response_margin_ns_,
+                    .queued_ahead_ns = queue_.WorkAheadNs(job.request.tenant_id),
+                    .running_remaining_ns = RunningRemainingLocked(job.deadline_ns),
+                    .ready_ns = job.request.ready_ns,
+                    .lanes = num_lanes_,
+                    .in_flight = tenant.in_flight,
+                    .max_in_flight = tenant.policy.max_in_flight};
+  if (lane_free_ns != nullptr) {
+    *lane_free_ns = now + (in.queued_ahead_ns + in.running_remaining_ns) / std::max(num_lanes_, 1);
+  }
+  AdmissionDecision decision = Admit(in, job.What());
+  job.planned_ns = decision.planned_ns;
+  return decision;
+}
+
+void FairScheduler::CountRejectionLocked(TenantState& tenant, const Status& status) {
+  if (status.code() == StatusCode::kDeadlineExceeded) {
+    ++tenant.rejected_deadline;
+  } else if (status.code() == StatusCode::kResourceExhausted) {
+    ++tenant.rejected_in_flight;
+  }
+}
+
+Status FairScheduler::CheckAdmission(const InferenceRequest& request) {
+  Job job;
+  job.model_id = request.model_id.empty() ? AddressId(request.model.get()) : request.model_id;
+  job.batch = BatchOf(request.inputs);
+  job.request.tenant_id = request.tenant_id;
+  job.request.deadline_ns = request.deadline_ns;
+  job.request.ready_ns = request.ready_ns;
+  job.request.request_id = request.request_id;
+  Dropped dropped;
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status::Unavailable("server is shutting down");
+    if (job.request.request_id == 0) job.request.request_id = next_id_++;
+    const int64_t now = clock_->NowNs();
+    DropInfeasibleLocked(now, &dropped);
+    TenantState& tenant = TenantLocked(request.tenant_id);
+    status = AdmitLocked(job, tenant, now).status;
+    CountRejectionLocked(tenant, status);
+  }
+  FinishDropped(std::move(dropped));
+  return status;
+}
+
 Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
   auto job = std::make_unique<Job>();
   job->model_id = request.model_id.empty() ? AddressId(request.model.get()) : request.model_id;
@@ -174,34 +234,14 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
     }
     const int64_t now = clock_->NowNs();
     DropInfeasibleLocked(now, &dropped);  // so that dead work is not counted ahead
-    if (job->request.deadline_ns > 0) {
-      job->deadline_ns = job->request.deadline_ns;
-    } else if (tenant.policy.default_timeout_ns > 0) {
-      job->deadline_ns = now + tenant.policy.default_timeout_ns;
-    }
-    const CostPrediction cost = costs_.Predict(job->model_id, job->batch);
-    job->predicted_ns = cost.ns;
-    job->predicted_steps = cost.steps;
-    AdmissionInput in{.now_ns = now,
-                      .deadline_ns = job->deadline_ns,
-                      .own_cost_ns = job->predicted_ns,
-                      .slowdown = costs_.SlowdownBound(job->model_id),
-                      .response_ns = response_margin_ns_,
-                      .queued_ahead_ns = queue_.WorkAheadNs(job->request.tenant_id),
-                      .running_remaining_ns = RunningRemainingLocked(job->deadline_ns),
-                      .lanes = num_lanes_,
-                      .in_flight = tenant.in_flight,
-                      .max_in_flight = tenant.policy.max_in_flight};
-    AdmissionDecision decision = Admit(in, job->What());
-    job->planned_ns = decision.planned_ns;
-    status = decision.status;
+    int64_t lane_free = now;
+    status = AdmitLocked(*job, tenant, now, &lane_free).status;
     DevicePlacement placed;
     if (options_.device != nullptr && !job->request.calibration && !job->request.cache_key.tenant.empty() &&
         status.code() != StatusCode::kResourceExhausted) {
       // The lanes could start it once the work ahead and in the way is
       // done, as admission predicts; the handler holds the host pin, so
       // the weights are in RAM now.
-      const int64_t lane_free = now + (in.queued_ahead_ns + in.running_remaining_ns) / std::max(num_lanes_, 1);
       placed = options_.device->Place(job->request.cache_key, job->predicted_ns, lane_free, now, job->deadline_ns);
       job->bytes_transferred = placed.bytes_transferred;
       if (placed.on_device) status = Status::Ok();
@@ -215,10 +255,8 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
         --tenant.admitted;
         --tenant.in_flight;
       }
-    } else if (status.code() == StatusCode::kDeadlineExceeded) {
-      ++tenant.rejected_deadline;
-    } else if (status.code() == StatusCode::kResourceExhausted) {
-      ++tenant.rejected_in_flight;
+    } else if (!status.ok()) {
+      CountRejectionLocked(tenant, status);
     } else {
       if (!job->request.calibration) ++tenant.admitted;
       ++tenant.in_flight;

@@ -159,6 +159,14 @@ class FairScheduler {
   // RESOURCE_EXHAUSTED over the tenant's in-flight limit, DEADLINE_EXCEEDED
   // when the predicted completion is after the deadline.
   Status Submit(InferenceRequest request, InferenceCallback done);
+  // Admission alone, for a request that cannot be queued yet because its
+  // model is still loading (request.ready_ns, in the future; request.model
+  // may be null, request.model_id is then required): the same prediction
+  // and rejections as Submit, counted the same way, but nothing is queued.
+  // OK means it would be admitted now; the caller submits it once the model
+  // is resident (admission runs again then), so it never reaches a lane
+  // before its weights are ready.
+  Status CheckAdmission(const InferenceRequest& request);
 
   // Weight, in-flight limit and default timeout of a tenant; effective for
   // the next admission and charge.
@@ -202,6 +210,11 @@ class FairScheduler {
   using Dropped = std::vector<std::unique_ptr<Job>>;
 
   TenantState& TenantLocked(const std::string& tenant);
+  // Fills the job's deadline (the request's, else the tenant's default),
+  // predicted and planned cost, and decides admission; `lane_free_ns` (if
+  // given) gets when the lanes are predicted free for it. Counts nothing.
+  AdmissionDecision AdmitLocked(Job& job, TenantState& tenant, int64_t now, int64_t* lane_free_ns = nullptr);
+  void CountRejectionLocked(TenantState& tenant, const Status& status);
   // Removes queued jobs that can no longer meet their deadline into `dropped`.
   void DropInfeasibleLocked(int64_t now, Dropped* dropped);
   // The next job by fair order, or an earlier-deadline one at risk of

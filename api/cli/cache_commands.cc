@@ -52,6 +52,8 @@ void PrintTier(const v1::CacheTierInfo& t) {
               t.hits(), t.joins(), t.misses(), t.loads(), t.loads_failed(), t.evictions(), t.bytes_loaded(),
               t.load_seconds(), t.tier() == "device" ? "link" : "loader", t.bytes_per_sec() / 1e6);
   if (!t.device().empty()) std::printf("  device: %s\n", t.device().c_str());
+  std::printf("  keep-alive: %" PRIu64 " pre-warms, %" PRIu64 " expirations; idle resident %.1f MB.s\n",
+              t.prewarms(), t.expirations(), t.idle_byte_seconds() / 1e6);
 }
 
 }  // namespace

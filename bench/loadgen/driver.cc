@@ -111,6 +111,8 @@ class Runner {
           r.queue_ns = Param(call->response, "orrery_queue_ns");
           r.server_ns = Param(call->response, "orrery_server_ns");
           r.predicted_lane_ns = Param(call->response, "orrery_predicted_lane_ns");
+          r.load_wait_ns = Param(call->response, "orrery_load_wait_ns");
+          r.load_predicted_ns = Param(call->response, "orrery_load_predicted_ns");
         }
         std::lock_guard<std::mutex> lock(mu_);
         records_.push_back(r);

@@ -6,9 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -23,6 +26,7 @@
 
 #include "api/proto/grpc_predict_v2.grpc.pb.h"
 #include "api/proto/orrery.grpc.pb.h"
+#include "bench/loadgen/cold_start.h"
 #include "bench/loadgen/driver.h"
 #include "bench/loadgen/report.h"
 #include "bench/loadgen/server_calls.h"
@@ -44,6 +48,7 @@ struct Options {
   std::vector<std::string> orreryd_args;
   std::vector<std::string> tenants;
   std::vector<std::string> models;  // NAME=PATH.onnx
+  std::string model_dir;            // every NAME.onnx in it
   std::vector<std::string> streams;
   std::string trace;
   double duration_s = 10;
@@ -58,6 +63,8 @@ struct Options {
   int channels = 2;
   int completion_threads = 2;
   std::string client_cpus;
+  int upload_threads = 4;
+  int cold_start = 0;
 };
 
 int Fail(const std::string& what) {
@@ -77,6 +84,7 @@ int Main(int argc, char** argv) {
       ->allow_extra_args(false);
   app.add_option("--model", o.models, "NAME=PATH.onnx, uploaded for every tenant that uses it (repeatable)")
       ->allow_extra_args(false);
+  app.add_option("--model-dir", o.model_dir, "Directory whose every NAME.onnx is a model NAME (as --model)");
   app.add_option("--stream", o.streams,
                  "TENANT:MODEL:RATE[:DEADLINE_MS]; RATE req/s Poisson, or cN for closed loop with N outstanding")
       ->allow_extra_args(false);
@@ -101,6 +109,13 @@ int Main(int argc, char** argv) {
   app.add_option("--completion-threads", o.completion_threads, "Threads draining the completion queue")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--upload-threads", o.upload_threads, "Uploads in flight while setting up")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--cold-start", o.cold_start,
+                 "Instead of the load: N times per stream, evict its model from the host cache, time one "
+                 "inference (cold) and the next (warm); rates are ignored")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   // Workload first: bad flags fail before anything starts.
@@ -122,6 +137,13 @@ int Main(int argc, char** argv) {
   }
   if (streams.empty()) return Fail("no load: give --stream or --trace");
   std::map<std::string, std::string> model_paths;
+  if (!o.model_dir.empty()) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(o.model_dir, ec)) {
+      if (entry.path().extension() == ".onnx") model_paths[entry.path().stem().string()] = entry.path().string();
+    }
+    if (ec || model_paths.empty()) return Fail("--model-dir '" + o.model_dir + "': no NAME.onnx files");
+  }
   for (const std::string& m : o.models) {
     size_t eq = m.find('=');
     if (eq == std::string::npos || eq == 0) return Fail("--model '" + m + "': expected NAME=PATH.onnx");
@@ -204,16 +226,42 @@ int Main(int argc, char** argv) {
     ids[resp.tenant().id()] = name;
   }
   std::map<std::string, std::string> model_bytes;
+  std::vector<std::pair<std::string, std::string>> to_upload;  // tenant, model
   for (const auto& [tenant, used] : uses) {
     for (const std::string& m : used) {
       if (!model_bytes.count(m)) {
         model_bytes[m] = ReadAll(model_paths[m]);
         if (model_bytes[m].empty()) return Fail("model file '" + model_paths[m] + "' is empty or unreadable");
       }
-      grpc::Status st = Upload(models.get(), keys[tenant], m, model_bytes[m]);
-      if (!st.ok()) return Fail("upload " + m + " for " + tenant + ": " + st.error_message());
+      to_upload.emplace_back(tenant, m);
     }
   }
+  const auto upload_start = std::chrono::steady_clock::now();
+  {
+    std::atomic<size_t> next{0};
+    std::mutex failed_mu;
+    std::string failed;
+    std::vector<std::thread> uploaders;
+    for (int i = 0; i < o.upload_threads; ++i) {
+      uploaders.emplace_back([&] {
+        for (size_t k = next++; k < to_upload.size(); k = next++) {
+          const auto& [tenant, m] = to_upload[k];
+          grpc::Status st = Upload(models.get(), keys[tenant], m, model_bytes[m]);
+          if (!st.ok()) {
+            std::lock_guard<std::mutex> lock(failed_mu);
+            failed = "upload " + m + " for " + tenant + ": " + st.error_message();
+            next = to_upload.size();
+          }
+        }
+      });
+    }
+    for (std::thread& t : uploaders) t.join();
+    if (!failed.empty()) return Fail(failed);
+  }
+  const size_t uploads = to_upload.size();
+  const double upload_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - upload_start).count();
+  std::cerr << "orrery-loadgen: uploaded " << uploads << " models in " << upload_s << " s\n";
   std::vector<Target> targets;
   std::vector<StreamInfo> infos;
   for (size_t i = 0; i < streams.size(); ++i) {
@@ -230,15 +278,45 @@ int Main(int argc, char** argv) {
     infos.push_back({s.tenant, s.model});
   }
 
+  if (o.cold_start > 0) {
+    std::string json = "{\"cold_start\":[";
+    for (size_t i = 0; i < streams.size(); ++i) {
+      std::vector<ColdStart> runs;
+      grpc::Status st = MeasureColdStarts(admin.get(), admin_token, infer_stubs[0].get(),
+                                          "lg-" + run_id + "-" + streams[i].tenant, targets[i].api_key,
+                                          targets[i].request, o.cold_start, &runs);
+      if (!st.ok()) return Fail("cold start of " + streams[i].model + ": " + st.error_message());
+      std::cout << ColdStartTable(streams[i].model, runs);
+      json += (i ? "," : "") + ColdStartJson(streams[i].model, runs);
+    }
+    v1::CacheTierInfo cache;
+    if (HostCacheInfo(admin.get(), admin_token, &cache).ok()) {
+      json += "],\"host_loader_bytes_per_sec\":" + std::to_string(cache.bytes_per_sec()) + "}";
+    } else {
+      json += "]}";
+    }
+    if (!o.json.empty()) {
+      std::ofstream out(o.json);
+      out << json << "\n";
+      if (!out) return Fail("cannot write " + o.json);
+    }
+    if (proc) proc->Stop();
+    return 0;
+  }
+
   // The run. Server stats are snapshotted at the end of the warm-up and after
   // the last response, so service counts the measured window only (plus the
   // warm-up's tail still running at the snapshot).
   v1::SchedulerStatsResponse before, after;
+  v1::CacheTierInfo cache_before, cache_after;
   RunOptions ro;
   ro.warmup_ns = warmup_ns;
   ro.duration_ns = duration_ns;
   ro.completion_threads = o.completion_threads;
-  ro.on_warmup_end = [&] { (void)SchedulerStats(admin.get(), admin_token, &before); };
+  ro.on_warmup_end = [&] {
+    (void)SchedulerStats(admin.get(), admin_token, &before);
+    (void)HostCacheInfo(admin.get(), admin_token, &cache_before);
+  };
   std::cerr << "orrery-loadgen: " << tenants.size() << " tenants, " << streams.size() << " streams, "
             << arrivals.size() << " scheduled arrivals, " << o.warmup_s << " s warm-up + " << o.duration_s << " s\n";
   std::vector<Record> records = RunWorkload(targets, arrivals, ro);
@@ -259,6 +337,25 @@ int Main(int argc, char** argv) {
               << " ms\n";
   }
   Summary summary = Summarise(records, infos, tenants, o.duration_s, service);
+  summary.server["upload_seconds"] = upload_s;
+  summary.server["models_uploaded"] = static_cast<double>(uploads);
+  if (HostCacheInfo(admin.get(), admin_token, &cache_after).ok()) {
+    // Counters over the measured window (from the end of the warm-up).
+    const auto delta = [&](const char* name, double a, double b) { summary.server[name] = a - b; };
+    delta("host_hits", cache_after.hits(), cache_before.hits());
+    delta("host_joins", cache_after.joins(), cache_before.joins());
+    delta("host_misses", cache_after.misses(), cache_before.misses());
+    delta("host_loads", cache_after.loads(), cache_before.loads());
+    delta("host_evictions", cache_after.evictions(), cache_before.evictions());
+    delta("host_prewarms", cache_after.prewarms(), cache_before.prewarms());
+    delta("host_expirations", cache_after.expirations(), cache_before.expirations());
+    delta("host_bytes_loaded", cache_after.bytes_loaded(), cache_before.bytes_loaded());
+    delta("host_load_seconds", cache_after.load_seconds(), cache_before.load_seconds());
+    delta("host_idle_byte_seconds", cache_after.idle_byte_seconds(), cache_before.idle_byte_seconds());
+    summary.server["host_capacity_bytes"] = static_cast<double>(cache_after.capacity_bytes());
+    summary.server["host_resident_bytes_end"] = static_cast<double>(cache_after.resident_bytes());
+    summary.server["host_loader_bytes_per_sec"] = cache_after.bytes_per_sec();
+  }
   for (const auto& m : after.models()) {
     // model_id is tenant_id/name@version: report as tenant/model.
     const std::string& id = m.model_id();

@@ -168,7 +168,7 @@ Summary Summarise(const std::vector<Record>& records, const std::vector<StreamIn
 bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& records,
                       const std::vector<StreamInfo>& streams) {
   std::ofstream o(path);
-  o << "tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,server_ms,predicted_lane_ms\n";
+  o << "tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,server_ms,predicted_lane_ms,load_ms,load_pred_ms\n";
   for (const Record& r : records) {
     const StreamInfo& st = streams[static_cast<size_t>(r.stream)];
     o << st.tenant << ',' << st.model << ',' << Num(static_cast<double>(r.sent_ns) / 1e9) << ','
@@ -178,7 +178,9 @@ bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& record
       << (r.queue_ns >= 0 ? Num(static_cast<double>(r.queue_ns) / 1e6) : "") << ','
       << Num(static_cast<double>(r.send_lag_ns) / 1e6) << ','
       << (r.server_ns >= 0 ? Num(static_cast<double>(r.server_ns) / 1e6) : "") << ','
-      << (r.predicted_lane_ns > 0 ? Num(static_cast<double>(r.predicted_lane_ns) / 1e6) : "") << '\n';
+      << (r.predicted_lane_ns > 0 ? Num(static_cast<double>(r.predicted_lane_ns) / 1e6) : "") << ','
+      << (r.load_wait_ns >= 0 ? Num(static_cast<double>(r.load_wait_ns) / 1e6) : "") << ','
+      << (r.load_predicted_ns >= 0 ? Num(static_cast<double>(r.load_predicted_ns) / 1e6) : "") << '\n';
   }
   return static_cast<bool>(o);
 }
@@ -216,6 +218,12 @@ std::string SummaryJson(const Summary& s) {
     o << (first ? "" : ",") << '"' << m << "\":" << Num(e);
     first = false;
   }
+  o << "},\"server\":{";
+  first = true;
+  for (const auto& [k, v] : s.server) {
+    o << (first ? "" : ",") << '"' << k << "\":" << Num(v);
+    first = false;
+  }
   o << "}}";
   return o.str();
 }
@@ -248,6 +256,14 @@ std::string SummaryTable(const Summary& s) {
     std::snprintf(buf, sizeof(buf), "model %s: prediction error p50 %.4f p99 %.4f\n", m.c_str(),
                   s.model_error_p50.count(m) ? s.model_error_p50.at(m) : 0.0, e);
     o << buf;
+  }
+  if (!s.server.empty()) {
+    o << "server:";
+    for (const auto& [k, v] : s.server) {
+      std::snprintf(buf, sizeof(buf), " %s=%.6g", k.c_str(), v);
+      o << buf;
+    }
+    o << "\n";
   }
   if (s.echo_p50_ms >= 0) {
     std::snprintf(buf, sizeof(buf), "echo round trip p50 %.3f ms p99 %.3f ms\n", s.echo_p50_ms, s.echo_p99_ms);

@@ -32,6 +32,8 @@ struct Record {
   int64_t send_lag_ns = 0;  // actual - intended send time: the client falling behind
   int64_t server_ns = -1;   // time in orreryd's handler, arrival to response (-1 = not reported)
   int64_t predicted_lane_ns = -1;  // the scheduler's prediction of lane_ns (-1 = not reported)
+  int64_t load_wait_ns = -1;       // server: waited for the model's weights (host cache load)
+  int64_t load_predicted_ns = -1;  // server: that load's prediction (0 = was resident)
 };
 
 // Classifies a finished call. `message` distinguishes the scheduler's
@@ -67,6 +69,9 @@ struct Summary {
   std::map<std::string, double> model_error_p50;
   double echo_p50_ms = -1, echo_p99_ms = -1;     // bare gRPC round trip, when measured
   double send_lag_p99_ms = 0, send_lag_max_ms = 0;  // how far the sender fell behind its schedule
+  // Server-side numbers the caller adds (host cache counters over the
+  // measured window, setup timings), written as the JSON object "server".
+  std::map<std::string, double> server;
 };
 
 struct StreamInfo {
@@ -80,7 +85,8 @@ Summary Summarise(const std::vector<Record>& records, const std::vector<StreamIn
                   const std::vector<std::pair<std::string, uint32_t>>& tenants, double window_s,
                   const std::map<std::string, int64_t>& service_ns);
 
-// Files: per request (`tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,server_ms,predicted_lane_ms`),
+// Files: per request (`tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,
+// server_ms,predicted_lane_ms,load_ms,load_pred_ms`),
 // per tenant summary CSV, and the summary as one JSON object. False on an I/O error.
 bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& records,
                       const std::vector<StreamInfo>& streams);

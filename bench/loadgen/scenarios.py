@@ -44,12 +44,13 @@ class Ctx:
     def model(self, name):
         return f"{name}={os.path.join(self.models, name + '.onnx')}"
 
-    def run(self, tag, args, duration=None, extra=()):
+    def run(self, tag, args, duration=None, extra=(), warmup=WARMUP, plot=True):
         """Runs orrery-loadgen; returns its JSON summary."""
         base = os.path.join(self.out, tag)
-        cmd = [self.loadgen, "--duration", str(duration or self.seconds), "--warmup", str(WARMUP),
-               "--csv", base + ".csv", "--summary-csv", base + ".summary.csv", "--json", base + ".json",
-               "--plot", base + ".png"] + self.pin_args + list(args) + list(extra)
+        cmd = [self.loadgen, "--duration", str(duration or self.seconds), "--warmup", str(warmup),
+               "--csv", base + ".csv", "--summary-csv", base + ".summary.csv", "--json", base + ".json"]
+        cmd += ["--plot", base + ".png"] if plot else []
+        cmd += self.pin_args + list(args) + list(extra)
         self.commands.append(" ".join(shlex.quote(c) for c in cmd))
         print(f"--- {tag}: {' '.join(shlex.quote(c) for c in cmd)}", flush=True)
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -229,9 +230,15 @@ def write_doc(path, ctx, cap, cap_long, results, script_cmd):
               "`--csv`):", "", "```"]
     lines += [c.replace(ctx.build.rstrip("/") + "/", "$B/") for c in ctx.commands]
     lines += ["```", "<!-- scenarios:end -->"]
+    replace_block(path, "scenarios", lines)
+
+
+def replace_block(path, name, lines):
+    """Replaces the doc's block between <!-- NAME:begin --> and <!-- NAME:end -->
+    (`lines` include both markers), or appends it."""
     block = "\n".join(lines) + "\n"
     text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    b, e = "<!-- scenarios:begin -->", "<!-- scenarios:end -->"
+    b, e = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     if b in text and e in text:
         text = text[:text.index(b)] + block + text[text.index(e) + len(e) + 1:]
     else:

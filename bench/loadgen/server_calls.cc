@@ -81,4 +81,17 @@ grpc::Status SchedulerStats(v1::AdminService::Stub* admin, const std::string& to
   return admin->SchedulerStats(&ctx, v1::SchedulerStatsRequest(), out);
 }
 
+grpc::Status HostCacheInfo(v1::AdminService::Stub* admin, const std::string& token, v1::CacheTierInfo* out) {
+  grpc::ClientContext ctx;
+  WithAuth(&ctx, token);
+  v1::CacheListRequest req;
+  req.set_tier("host");
+  v1::CacheListResponse resp;
+  grpc::Status s = admin->CacheList(&ctx, req, &resp);
+  if (!s.ok()) return s;
+  if (resp.tiers_size() == 0) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no host cache tier");
+  *out = resp.tiers(0);
+  return grpc::Status::OK;
+}
+
 }  // namespace orrery::loadgen

@@ -32,4 +32,7 @@ grpc::Status BuildRequest(v1::ModelService::Stub* stub, const std::string& key, 
 grpc::Status SchedulerStats(v1::AdminService::Stub* admin, const std::string& token,
                             v1::SchedulerStatsResponse* out);
 
+// The host tier's counters (AdminService.CacheList, tier "host").
+grpc::Status HostCacheInfo(v1::AdminService::Stub* admin, const std::string& token, v1::CacheTierInfo* out);
+
 }  // namespace orrery::loadgen

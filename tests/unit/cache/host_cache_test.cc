@@ -276,7 +276,7 @@ TEST_F(HostCacheTest, PeriodicModelIsUnloadedBetweenCallsAndPrewarmedBeforeTheNe
   auto c = Make(Opts(1'000'000));
   const ModelKey k = K("t", "periodic");
   ASSERT_TRUE(c->Register(k, 1000).ok());
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 12; ++i) {
     Use(c.get(), k);
     clock_.AdvanceNs(kNsPerSec);
   }
@@ -316,8 +316,37 @@ TEST_F(HostCacheTest, PeriodicModelIsUnloadedBetweenCallsAndPrewarmedBeforeTheNe
   EXPECT_EQ(c->Stats().expirations, 1u);
 }
 
+TEST_F(HostCacheTest, PrewarmReportsTheEntriesItEvictsForItsRoom) {
+  // The caller (HostTier::Maintain) must drop what a pre-warm evicted.
+  auto c = Make(Opts(1000));
+  const ModelKey p = K("t", "periodic");
+  for (const ModelKey& k : {p, K("t", "a"), K("t", "b")}) ASSERT_TRUE(c->Register(k, 400).ok());
+  for (int i = 0; i < 13; ++i) {
+    Use(c.get(), p);
+    if (i < 12) clock_.AdvanceNs(kNsPerSec);
+  }
+  const int64_t last = c->Info(p)->last_use_ns;
+  const KeepAliveWindows w = c->Info(p)->windows;
+  ASSERT_TRUE(w.predictable);
+  clock_.AdvanceTo(last + 100 * kNsPerMs);
+  ASSERT_EQ(c->ExpireIdle(), std::vector<ModelKey>{p});
+  Use(c.get(), K("t", "a"));  // 800 of 1000 bytes: the pre-warm needs one of them out
+  Use(c.get(), K("t", "b"));
+  clock_.AdvanceTo(last + w.prewarm_ns);
+  ASSERT_EQ(c->PrewarmDue(clock_.NowNs()), std::vector<ModelKey>{p});
+  std::vector<ModelKey> evicted;
+  Result<std::optional<TierAction>> started = c->Prewarm(p, &evicted);
+  ASSERT_TRUE(started.ok());
+  ASSERT_TRUE(started->has_value());
+  ASSERT_EQ(evicted.size(), 1u);
+  EXPECT_EQ(evicted[0], K("t", "a"));  // used before b: the lower decayed rate
+  EXPECT_EQ(c->state(K("t", "a")), Residency::kAbsent);
+  EXPECT_EQ(c->state(p), Residency::kMoving);
+  EXPECT_EQ(c->Stats().evictions, 1u);
+}
+
 TEST_F(HostCacheTest, ModelExpectedSoonIsKeptOverAColderOne) {
-  // other: 30 calls 5 ms apart, then silent; bursty: 8 calls 20 ms apart.
+  // other: 30 calls 5 ms apart, then silent; bursty: 13 calls 20 ms apart.
   // other's recent rate is higher, but its keep-alive window (~6 ms) has long
   // passed while bursty is inside its window: keep-alive keeps bursty, plain
   // miss-cost eviction (keep-alive off) keeps other.
@@ -332,7 +361,7 @@ TEST_F(HostCacheTest, ModelExpectedSoonIsKeptOverAColderOne) {
       Use(c.get(), other);
       clock_.AdvanceNs(5 * kNsPerMs);
     }
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 13; ++i) {
       Use(c.get(), bursty);
       clock_.AdvanceNs(20 * kNsPerMs);
     }

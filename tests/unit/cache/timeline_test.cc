@@ -90,6 +90,19 @@ TEST(IdleHistogramTest, WindowsArePercentilesOfGaps) {
   EXPECT_EQ(IdleHistogram::BucketOf(INT64_MAX), IdleHistogram::kBuckets - 1);
 }
 
+TEST(IdleHistogramTest, AFewNarrowGapsAreNotYetPredictable) {
+  // Four similar gaps happen by chance with Poisson arrivals: valid windows,
+  // but not predictable until min_predictable_samples gaps agree.
+  IdleHistogram h;
+  KeepAliveOptions o;
+  for (int i = 0; i < 4; ++i) h.Add((100 + 5 * i) * 1'000'000LL);
+  KeepAliveWindows w = h.Windows(o);
+  ASSERT_TRUE(w.valid);
+  EXPECT_FALSE(w.predictable);
+  for (int i = 4; i < o.min_predictable_samples; ++i) h.Add((100 + 5 * (i % 4)) * 1'000'000LL);
+  EXPECT_TRUE(h.Windows(o).predictable);
+}
+
 TEST(IdleHistogramTest, AgingFollowsAChangeOfPattern) {
   IdleHistogram h;
   KeepAliveOptions o;

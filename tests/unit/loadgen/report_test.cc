@@ -1,5 +1,8 @@
 #include "bench/loadgen/report.h"
 
+#include <fstream>
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace orrery::loadgen {
@@ -77,6 +80,28 @@ TEST(SummariseTest, PerTenantCountsSharesAndJain) {
   EXPECT_EQ(r.tenants[0].service_ns, 11'000'000);
   EXPECT_EQ(r.tenants[1].service_ns, 2'000'000);
   EXPECT_LT(r.jain_index, 1.0);
+}
+
+TEST(ReportFilesTest, ServerCountersAndLoadTimesAreWritten) {
+  Summary s;
+  s.server["host_misses"] = 3;
+  s.server["upload_seconds"] = 1.5;
+  const std::string json = SummaryJson(s);
+  EXPECT_NE(json.find("\"server\":{\"host_misses\":3,\"upload_seconds\":1.5}"), std::string::npos) << json;
+  Record cold;
+  cold.load_wait_ns = 2'500'000;
+  cold.load_predicted_ns = 2'000'000;
+  Record warm;  // no load reported
+  const std::string path = ::testing::TempDir() + "/requests.csv";
+  ASSERT_TRUE(WriteRequestsCsv(path, {cold, warm}, {{"a", "m"}}));
+  std::ifstream in(path);
+  std::string header, first, second;
+  std::getline(in, header);
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(header.substr(header.size() - 21), ",load_ms,load_pred_ms");
+  EXPECT_EQ(first.substr(first.size() - 6), ",2.5,2") << first;
+  EXPECT_EQ(second.substr(second.size() - 2), ",,") << second;
 }
 
 }  // namespace

@@ -49,6 +49,28 @@ TEST(AdmissionTest, OwnCostIsPlannedWithTheSlowdownAndTheResponseTime) {
   EXPECT_EQ(Admit(in, "m").planned_ns, 2 * kMs);
 }
 
+TEST(AdmissionTest, ALoadingModelStartsWhenItsWeightsAreReadyNotBefore) {
+  // Lanes free in 6 ms, weights ready in 9 ms: the run starts at 9 ms.
+  AdmissionInput in{.now_ns = 100 * kMs, .deadline_ns = 110 * kMs, .own_cost_ns = 2 * kMs,
+                    .queued_ahead_ns = 12 * kMs, .ready_ns = 109 * kMs, .lanes = 2};
+  AdmissionDecision d = Admit(in, "model 'cold' of tenant 't'");
+  EXPECT_EQ(d.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(d.predicted_completion_ns, 111 * kMs);
+  EXPECT_NE(d.status.message().find("predicted completion in 11.000 ms"), std::string::npos) << d.status.message();
+  EXPECT_NE(d.status.message().find("9.000 ms for the model's weights to load"), std::string::npos)
+      << d.status.message();
+  // The load hides behind the queue when the lanes are busy for longer.
+  in.queued_ahead_ns = 20 * kMs;  // lanes free in 10 ms
+  in.deadline_ns = 112 * kMs;
+  d = Admit(in, "m");
+  EXPECT_TRUE(d.status.ok()) << d.status.ToString();
+  EXPECT_EQ(d.predicted_completion_ns, 112 * kMs);
+  // Weights already resident (ready in the past): no load in the prediction.
+  in.ready_ns = 50 * kMs;
+  in.queued_ahead_ns = 0;
+  EXPECT_EQ(Admit(in, "m").predicted_completion_ns, 102 * kMs);
+}
+
 TEST(AdmissionTest, PassedDeadlineReadsAsAgo) {
   AdmissionInput in{.now_ns = 10 * kMs, .deadline_ns = 9 * kMs, .own_cost_ns = 1};
   AdmissionDecision d = Admit(in, "x");

@@ -177,6 +177,35 @@ TEST(FairSchedulerTest, AdmissionPlansForTheObservedResponseTime) {
   EXPECT_EQ(ok.load(), 2);
 }
 
+TEST(FairSchedulerTest, CheckAdmissionCountsTheModelLoadAndQueuesNothing) {
+  FakeClock clock;
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});
+  scheduler.Calibrate("relu", 1, 1 * kMs);
+  // Not loaded yet: no compiled model, weights predicted resident in 8 ms.
+  InferenceRequest cold = Request("t", nullptr, 1, clock.NowNs() + 5 * kMs);
+  cold.ready_ns = clock.NowNs() + 8 * kMs;
+  Status s = scheduler.CheckAdmission(cold);
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("predicted completion in 9.000 ms"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("8.000 ms for the model's weights to load"), std::string::npos) << s.message();
+  // Without the load the same request would be admitted.
+  cold.ready_ns = 0;
+  EXPECT_TRUE(scheduler.CheckAdmission(cold).ok());
+  cold.ready_ns = clock.NowNs() + 4 * kMs;  // ready at 4 ms, done at 5 ms: just in time
+  EXPECT_TRUE(scheduler.CheckAdmission(cold).ok());
+  SchedulerStats st = scheduler.Stats();
+  ASSERT_EQ(st.tenants.size(), 1u);
+  EXPECT_EQ(st.tenants[0].rejected_deadline, 1u);
+  EXPECT_EQ(st.tenants[0].admitted, 0u);  // a check admits nothing
+  EXPECT_EQ(scheduler.queue_depth(), 0u);
+  // Submit applies the same rule to a request that carries a ready time.
+  auto model = ReluModel();
+  InferenceRequest late = Request("t", model, 1, clock.NowNs() + 5 * kMs);
+  late.ready_ns = clock.NowNs() + 6 * kMs;
+  EXPECT_EQ(scheduler.Submit(std::move(late), [](Outputs) {}).code(), StatusCode::kDeadlineExceeded);
+  scheduler.Shutdown();
+}
+
 TEST(FairSchedulerTest, QueuedRequestThatBecomesInfeasibleIsDroppedBeforeItRuns) {
   FakeClock clock;
   FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});

@@ -1,0 +1,387 @@
+#!/usr/bin/python3
+"""The issue-7 host-cache scenarios, run by bench/run_cache_scenarios.sh.
+
+    cache_scenarios.py --build DIR --out DIR --doc docs/benchmarks.md [--only 1,2,4] [--seconds S]
+
+S1 many models: COUNT (1,000) MLPs of 1-2 MiB (make_cache_models.py) over 50
+   tenants (model i belongs to tenant i % 50), --host-cache-bytes = half of
+   their segment bytes, a trace of Zipf(1.0) popularity (ranks shuffled) plus
+   a few periodic models, Poisson at 70% of the measured capacity, 100 ms
+   deadlines; every model is called once during the warm-up so that all are
+   uploaded. Run three times: miss-cost eviction with keep-alive (the
+   default), with `--keepalive off`, and `--host-eviction lru`.
+S2 cold start: ResNet-50 (~/.cache/orrery-bench/models, bench/run_real_models.sh
+   exports it) evicted from the host cache, then one request, N times
+   (orrery-loadgen --cold-start); against `segment bytes / disk bandwidth
+   (dd O_DIRECT on the same file system) + one warm inference`, and against
+   ONNX Runtime's session creation + first run (bench/ort_run.js --cold).
+S4 memory bound: the COUNT models called round robin (every request a miss)
+   while orreryd's peak RSS (VmHWM) is read from /proc; bound = the cache
+   budget + a fixed 256 MiB. Uploaded with --calibrate-uploads false, so its
+   upload time against S1's (calibrating) says what calibration costs.
+Replaces the block between <!-- cache-scenarios:begin --> and
+<!-- cache-scenarios:end --> in the doc.
+"""
+import argparse
+import datetime
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scenarios import Ctx, replace_block  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TENANTS = 50
+DEADLINE_MS = 100
+WARMUP_S = 6.0
+OVERHEAD_BYTES = 256 << 20
+
+
+def tenant_of(i):
+    return f"t{i % TENANTS:02d}"
+
+
+def write_trace(path, count, rate, warmup, seconds, periodic, seed=1):
+    """Zipf(1.0) Poisson arrivals plus `periodic` models called every 2-8 s
+    (+-2%), and one call of every model spread over the first 2/3 of the
+    warm-up. Returns the number of arrivals."""
+    rng = random.Random(seed)
+    ranks = list(range(count))
+    rng.shuffle(ranks)  # model ranks[k] has popularity rank k
+    zipf = [1.0 / (k + 1) for k in range(count)]
+    cum, acc = [], 0.0
+    for w in zipf:
+        acc += w
+        cum.append(acc)
+    periodic_models = ranks[count - periodic:]  # from the unpopular tail
+    rows = []
+    for i in range(count):
+        rows.append((warmup * 2 / 3 * i / count, i))
+    t, end = 0.0, warmup + seconds
+    while True:
+        t += rng.expovariate(rate)
+        if t >= end:
+            break
+        x = rng.random() * acc
+        lo, hi = 0, count - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if cum[mid] < x:
+                lo = mid + 1
+            else:
+                hi = mid
+        rows.append((t, ranks[lo]))
+    for m in periodic_models:
+        period = rng.uniform(2.0, 8.0)
+        t = rng.uniform(0, period)
+        while t < end:
+            rows.append((t, m))
+            t += period * rng.uniform(0.98, 1.02)
+    rows.sort()
+    with open(path, "w") as f:
+        for t, m in rows:
+            f.write(f"{t:.6f},{tenant_of(m)},m{m:04d},{DEADLINE_MS}\n")
+    return len(rows)
+
+
+def round_robin_trace(path, count, rate, cycles):
+    with open(path, "w") as f:
+        for k in range(count * cycles):
+            m = k % count
+            f.write(f"{k / rate:.6f},{tenant_of(m)},m{m:04d},\n")
+
+
+class RssWatch(threading.Thread):
+    """Peak RSS (VmHWM) of the orreryd started from `binary` while running."""
+
+    def __init__(self, binary):
+        super().__init__(daemon=True)
+        self.binary = os.path.realpath(binary)
+        self.stop = threading.Event()
+        self.peak_kib = 0
+        self.first_kib = 0
+
+    def find(self):
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                argv0 = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0].decode()
+            except OSError:
+                continue
+            if argv0 and os.path.realpath(argv0) == self.binary:
+                return pid
+        return None
+
+    def run(self):
+        pid = None
+        while not self.stop.is_set():
+            pid = pid or self.find()
+            if pid:
+                try:
+                    status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+                    rss = int(status["VmRSS"].split()[0])
+                    self.first_kib = self.first_kib or rss
+                    self.peak_kib = max(self.peak_kib, int(status["VmHWM"].split()[0]), rss)
+                except (OSError, KeyError, ValueError):
+                    pid = None
+            time.sleep(0.05)
+
+
+def segment_ratio(ctx, models_dir):
+    """Segment bytes / ONNX file bytes of m0000 (a --cold-start run)."""
+    path = os.path.join(models_dir, "m0000.onnx")
+    s = ctx.run("ratio", ["--model", f"m0000={path}", "--stream", "a:m0000:1", "--cold-start", "1",
+                          "--orreryd-arg=--calibrate-uploads=false"], duration=1, warmup=0, plot=False)
+    return s["cold_start"][0]["cycles"][0]["segment_bytes"] / os.path.getsize(path)
+
+
+def s1_many(ctx, models_dir, count, budget, seconds):
+    # Capacity with every model resident: 16 models of 16 tenants, one
+    # request outstanding each (closed loop), so that nothing is batched (as
+    # with 1,000 models, where two requests for one model rarely meet).
+    args = []
+    for i in range(16):
+        args += ["--model", f"m{i:04d}={os.path.join(models_dir, f'm{i:04d}.onnx')}",
+                 "--stream", f"{tenant_of(i)}:m{i:04d}:c1"]
+    s = ctx.run("s1_capacity", args, duration=5, warmup=1, plot=False)
+    cap = s["total"]["goodput_rps"]
+    rate = 0.7 * cap
+    trace = os.path.join(ctx.out, "s1_trace.csv")
+    n = write_trace(trace, count, rate, WARMUP_S, seconds, periodic=max(1, count // 50))
+    runs = {}
+    for tag, flags in (("keepalive", []), ("no_keepalive", ["--orreryd-arg=--keepalive=off"]),
+                       ("lru", ["--orreryd-arg=--host-eviction=lru"])):
+        runs[tag] = ctx.run(f"s1_{tag}", ["--model-dir", models_dir, "--trace", trace,
+                                          f"--orreryd-arg=--host-cache-bytes={budget}"] + flags,
+                            duration=seconds, warmup=WARMUP_S, plot=False)
+    return cap, rate, n, runs
+
+
+def s1_rows(runs, seconds):
+    rows = []
+    for tag, s in runs.items():
+        t, v = s["total"], s["server"]
+        acq = v["host_hits"] + v["host_joins"] + v["host_misses"]
+        rows.append({
+            "policy": {"keepalive": "miss cost + keep-alive", "no_keepalive": "miss cost, keep-alive off",
+                       "lru": "LRU"}[tag],
+            "attainment": t["attainment"], "sent": t["sent"], "rejected_early": t["rejected_early"],
+            "late": t["late"], "dropped": t["rejected_late"], "errors": t["errors"], "p99_ms": t["p99_ms"],
+            "hit_ratio": v["host_hits"] / acq if acq else 0, "cold_loads": v["host_misses"] + v["host_joins"],
+            "loads_per_s": v["host_loads"] / seconds, "gb_loaded": v["host_bytes_loaded"] / 1e9,
+            "prewarms": v["host_prewarms"], "expirations": v["host_expirations"],
+            "idle_mb": v["host_idle_byte_seconds"] / seconds / 1e6, "upload_s": v["upload_seconds"],
+            "uploaded": v["models_uploaded"]})
+    return rows
+
+
+def disk_bandwidth(directory, size):
+    """Median of 3 O_DIRECT reads (dd) of a `size`-byte file in `directory`."""
+    path = os.path.join(directory, "disk_probe.bin")
+    mib = max(1, size >> 20)
+    subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={mib}", "conv=fsync"],
+                   check=True, stderr=subprocess.DEVNULL)
+    rates = []
+    for _ in range(3):
+        t0 = time.monotonic()
+        subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M", "iflag=direct"], check=True,
+                       stderr=subprocess.DEVNULL)
+        rates.append((mib << 20) / (time.monotonic() - t0))
+    os.remove(path)
+    return statistics.median(rates)
+
+
+def ort_cold(model, inp, reps=3):
+    node_modules = os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
+                                "orrery-bench", "node_modules")
+    out = []
+    for _ in range(reps):
+        fd = os.open(model, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # the ONNX file from disk, as Orrery's segment
+        os.close(fd)
+        r = subprocess.run(["node", os.path.join(ROOT, "bench", "ort_run.js"), model, "--input", f"input={inp}",
+                            "--cold", "--node-modules", node_modules], stdout=subprocess.PIPE, text=True, check=True)
+        out.append(json.loads(r.stdout.splitlines()[0]))
+    return out
+
+
+def s2_cold(ctx, cycles):
+    model_dir = os.environ.get("ORRERY_BENCH_MODELS", os.path.expanduser("~/.cache/orrery-bench/models"))
+    model = os.path.join(model_dir, "resnet50", "model.onnx")
+    inp = os.path.join(model_dir, "resnet50", "test_data_set_0", "input_0.pb")
+    if not os.path.exists(model):
+        return None
+    s = ctx.run("s2_cold", ["--model", f"resnet50={model}", "--stream", "a:resnet50:1", "--cold-start",
+                            str(cycles)], duration=1, warmup=0, plot=False)
+    runs = s["cold_start"][0]["cycles"]
+    bw = disk_bandwidth(os.environ.get("TMPDIR", "/tmp"), int(runs[0]["segment_bytes"]))
+    ort = ort_cold(model, inp)
+    return {"runs": runs, "disk_bps": bw, "loader_bps": s.get("host_loader_bytes_per_sec", 0), "ort": ort}
+
+
+def s4_memory(ctx, models_dir, count, budget):
+    trace = os.path.join(ctx.out, "s4_trace.csv")
+    rate = 150
+    round_robin_trace(trace, count, rate, 2)
+    watch = RssWatch(ctx.orreryd)
+    watch.start()
+    try:
+        s = ctx.run("s4_memory", ["--model-dir", models_dir, "--trace", trace,
+                                  f"--orreryd-arg=--host-cache-bytes={budget}",
+                                  "--orreryd-arg=--calibrate-uploads=false"],
+                    duration=2 * count / rate, warmup=0, plot=False)
+    finally:
+        watch.stop.set()
+        watch.join()
+    return s, watch.first_kib << 10, watch.peak_kib << 10
+
+
+def load_average():
+    return open("/proc/loadavg").read().split()[:3]
+
+
+def git_commit():
+    r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE, text=True)
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           stdout=subprocess.PIPE, text=True).stdout.strip()
+    return r.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
+
+
+def fmt_mb(b):
+    return f"{b / (1 << 20):.0f} MiB"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--doc", default="")
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--count", type=int, default=1000)
+    p.add_argument("--cold-cycles", type=int, default=5)
+    p.add_argument("--only", default="1,2,4")
+    p.add_argument("--command", default="bench/run_cache_scenarios.sh")
+    args = p.parse_args()
+    only = set(args.only.split(","))
+    os.makedirs(args.out, exist_ok=True)
+    ctx = Ctx(argparse.Namespace(build=args.build, models=args.out, out=args.out, seconds=args.seconds,
+                                 noisy_factor=1))
+    started = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")
+    load_before = load_average()
+    models_dir = os.path.join(args.out, "cache-models")
+    onnx_total = int(subprocess.run([sys.executable, os.path.join(HERE, "make_cache_models.py"), models_dir,
+                                     str(args.count)], stdout=subprocess.PIPE, text=True, check=True).stdout)
+    files = sum(os.path.getsize(os.path.join(models_dir, f"m{i:04d}.onnx")) for i in range(args.count))
+    ratio = segment_ratio(ctx, models_dir) if ("1" in only or "4" in only) else 1.0
+    segments = int(files * ratio)
+    budget = segments // 2
+    lines = []
+    results = []
+    if "1" in only:
+        cap, rate, n, runs = s1_many(ctx, models_dir, args.count, budget, args.seconds)
+        rows = s1_rows(runs, args.seconds)
+        lines += ["### S1 many models", "",
+                  f"{args.count} MLPs (`make_cache_models.py`: 1-2 MiB of weights each, {onnx_total / 1e9:.2f} GB "
+                  f"in all) over {TENANTS} tenants; `--host-cache-bytes {budget}`: half of what the host tier charges for "
+                  f"them, estimated as {segments / 1e9:.2f} GB from m0000 (charged {ratio:.3f} x its ONNX file: the "
+                  f"segment, rounded up to 2 MiB). Capacity with the models resident "
+                  f"(16 models of 16 tenants, one request outstanding each): {cap:.0f} req/s; offered {rate:.0f} req/s (70%), Zipf(1.0) "
+                  f"over shuffled ranks plus {max(1, args.count // 50)} periodic models (every 2-8 s), "
+                  f"{DEADLINE_MS} ms deadlines; {WARMUP_S:.0f} s warm-up (every model called once) + "
+                  f"{args.seconds:.0f} s measured, {n} arrivals in the trace.", "",
+                  "| policy | admitted in time | sent / rejected at admission / late / dropped / errors | p99 ms | "
+                  "host hit ratio | cold loads (misses + joins) | loads/s | GB loaded | pre-warms / expirations | "
+                  "mean idle resident MB | upload of all models |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['policy']} | {100 * r['attainment']:.2f}% | {r['sent']} / {r['rejected_early']} / "
+                         f"{r['late']} / {r['dropped']} / {r['errors']} | {r['p99_ms']:.1f} | {r['hit_ratio']:.4f} | "
+                         f"{r['cold_loads']:.0f} | {r['loads_per_s']:.1f} | {r['gb_loaded']:.2f} | "
+                         f"{r['prewarms']:.0f} / {r['expirations']:.0f} | {r['idle_mb']:.0f} | "
+                         f"{r['uploaded']:.0f} in {r['upload_s']:.1f} s |")
+        lines.append("")
+        ka = rows[0]
+        results.append(("S1 admitted requests in time (keep-alive on)", ">= 99.9%",
+                        f"{100 * ka['attainment']:.2f}%", ka["attainment"] >= 0.999))
+    if "2" in only:
+        c = s2_cold(ctx, args.cold_cycles)
+        if c is None:
+            results.append(("S2 cold start", "within 1.2x of bytes / disk bandwidth + one inference",
+                            "SKIP: no ResNet-50 export (bench/run_real_models.sh exports it)", None))
+        else:
+            lines += ["### S2 cold start", "",
+                      f"ResNet-50 (`~/.cache/orrery-bench/models/resnet50`), evicted from the host cache before "
+                      f"each cycle (`orrery-loadgen --cold-start {args.cold_cycles}`). Disk: "
+                      f"{c['disk_bps'] / 1e6:.0f} MB/s (dd O_DIRECT, 1 MiB blocks, same file system, median of 3); "
+                      f"the loader's learned bandwidth at the end {c['loader_bps'] / 1e6:.0f} MB/s. Bound = segment "
+                      f"bytes / disk bandwidth + the warm request that follows (client-side, ms).", "",
+                      "| cycle | segment MB | request to response | predicted (load + warm run) | "
+                      "bound | ratio to bound | load waited / predicted | warm request |",
+                      "|---|---|---|---|---|---|---|---|"]
+            ratios = []
+            for i, r in enumerate(c["runs"]):
+                bound = r["segment_bytes"] / c["disk_bps"] * 1e3 + r["warm_ms"]
+                pred = r["load_predicted_ms"] + r["warm_lane_ms"]
+                ratios.append(r["cold_ms"] / bound)
+                lines.append(f"| {i} | {r['segment_bytes'] / 1e6:.1f} | {r['cold_ms']:.1f} | {pred:.1f} | "
+                             f"{bound:.1f} | {r['cold_ms'] / bound:.2f} | {r['load_wait_ms']:.1f} / "
+                             f"{r['load_predicted_ms']:.1f} | {r['warm_ms']:.1f} |")
+            ort = c["ort"]
+            lines += ["", "ONNX Runtime (onnxruntime-node, 1 intra-op thread, the ONNX file dropped from the page "
+                      "cache first): session creation + first run " +
+                      ", ".join(f"{o['create_ms']:.0f} + {o['first_run_ms']:.0f} = {o['total_ms']:.0f} ms"
+                                for o in ort) + ".", ""]
+            med = statistics.median(ratios)
+            results.append(("S2 cold start vs bytes / disk bandwidth + one inference", "<= 1.2x (median of cycles)",
+                            f"{med:.2f}x (cycles {', '.join(f'{x:.2f}' for x in ratios)}); ORT cold "
+                            f"{statistics.median(o['total_ms'] for o in ort):.0f} ms vs Orrery "
+                            f"{statistics.median(r['cold_ms'] for r in c['runs']):.0f} ms", med <= 1.2))
+    if "4" in only:
+        s, first, peak = s4_memory(ctx, models_dir, args.count, budget)
+        v = s["server"]
+        bound = budget + OVERHEAD_BYTES
+        lines += ["### S4 memory bound", "",
+                  f"The {args.count} models called round robin, twice (150 req/s, no deadline; nearly every request "
+                  f"a miss: {v['host_misses']:.0f} misses, {v['host_loads']:.0f} loads, "
+                  f"{v['host_bytes_loaded'] / 1e9:.2f} GB loaded), `--host-cache-bytes {budget}` "
+                  f"({fmt_mb(budget)}), `--calibrate-uploads false`. orreryd RSS: {fmt_mb(first)} when first seen, "
+                  f"peak (VmHWM, whole life including the uploads) {fmt_mb(peak)}; bound = budget + 256 MiB = "
+                  f"{fmt_mb(bound)}; peak - budget = {fmt_mb(peak - budget)}. Upload of {v['models_uploaded']:.0f} "
+                  f"models without calibration: {v['upload_seconds']:.1f} s.", ""]
+        results.append(("S4 peak RSS while cycling the models", f"<= budget + 256 MiB = {fmt_mb(bound)}",
+                        fmt_mb(peak), peak <= bound))
+    load_after = load_average()
+    print("\n=== cache scenario results ===")
+    failed = 0
+    for name, target, got, ok in results:
+        verdict = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
+        failed += ok is False
+        print(f"{verdict:4}  {name}: target {target}, got {got}")
+    if args.doc:
+        head = ["<!-- cache-scenarios:begin -->", "## Host cache scenarios (issue 7)", "",
+                f"Written by `{args.command}` on {started} UTC at commit {git_commit()} ({os.cpu_count()} cores, "
+                f"shared with other work; load average {' '.join(load_before)} before, {' '.join(load_after)} after). "
+                "Each run starts its own orreryd (default flags besides those named) on loopback; orrery-loadgen "
+                "runs on the same machine.", "",
+                "| scenario | target | result | verdict |", "|---|---|---|---|"]
+        for name, target, got, ok in results:
+            head.append(f"| {name} | {target} | {got} | {'SKIP' if ok is None else ('PASS' if ok else '**FAIL**')} |")
+        body = head + [""] + lines + ["Commands (`$B` = the build dir; CSV / JSON per run in the output dir):", "",
+                                      "```"]
+        body += [c.replace(ctx.build.rstrip("/") + "/", "$B/") for c in ctx.commands]
+        body += ["```", "<!-- cache-scenarios:end -->"]
+        replace_block(args.doc, "cache-scenarios", body)
+        print(f"wrote {args.doc}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
