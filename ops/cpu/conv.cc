@@ -22,6 +22,7 @@
 
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/gemm/depthwise_flat.h"
 #include "ops/cpu/gemm/fusion.h"
 #include "ops/cpu/gemm/kernels.h"
 #include "ops/cpu/gemm/sgemm.h"
@@ -224,6 +225,9 @@ struct ConvPrepared final : PreparedKernel {
   WindowGeometry g2;
   std::vector<int64_t> inner_begin, inner_end;
   gemm_internal::Im2ColGeometry im2col;  // points into inner_begin / inner_end
+  // Depthwise: the plane geometry (points into inner_* and flat).
+  gemm_internal::DepthwiseGeometry depthwise;
+  gemm_internal::DepthwiseFlatTable flat;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
   // so that the positions, not the channels, pad the 8-row panels; Y^T goes
   // to scratch after the GEMM's own part and is transposed into Y.
@@ -301,6 +305,25 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
                  .inner_begin = p->inner_begin.data(),
                  .inner_end = p->inner_end.data()};
   }
+  if (p->path == ConvPath::kDepthwise) {
+    const WindowGeometry& g2 = p->g2;
+    p->depthwise = {.h_in = g2.input[0],
+                    .w_in = g2.input[1],
+                    .h_out = g2.output[0],
+                    .w_out = g2.output[1],
+                    .kh = g2.kernel[0],
+                    .kw = g2.kernel[1],
+                    .sh = g2.strides[0],
+                    .sw = g2.strides[1],
+                    .dh = g2.dilations[0],
+                    .dw = g2.dilations[1],
+                    .ph = g2.pad_begin[0],
+                    .pw = g2.pad_begin[1],
+                    .inner_begin = p->inner_begin.data(),
+                    .inner_end = p->inner_end.data()};
+    p->flat = gemm_internal::BuildDepthwiseFlatTable(p->depthwise);
+    p->flat.AttachTo(&p->depthwise);
+  }
   const Tensor* w = ctx.value(1);
   const bool gemm_path = p->path == ConvPath::kPointwise || p->path == ConvPath::kIm2Col2D;
   p->transposed = gemm_path && w != nullptr && p->kdim > 0 &&
@@ -345,21 +368,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
 // Depthwise planes (every image's channels) with the epilogue fused in.
 Status RunDepthwise(const KernelContext& ctx, const ConvPrepared& p, const float* xd,
                     const float* wd, float* yd, const Epilogue& ep) {
-  const WindowGeometry& g = p.g2;
-  const gemm_internal::DepthwiseGeometry dg{.h_in = g.input[0],
-                                            .w_in = g.input[1],
-                                            .h_out = g.output[0],
-                                            .w_out = g.output[1],
-                                            .kh = g.kernel[0],
-                                            .kw = g.kernel[1],
-                                            .sh = g.strides[0],
-                                            .sw = g.strides[1],
-                                            .dh = g.dilations[0],
-                                            .dw = g.dilations[1],
-                                            .ph = g.pad_begin[0],
-                                            .pw = g.pad_begin[1],
-                                            .inner_begin = p.inner_begin.data(),
-                                            .inner_end = p.inner_end.data()};
+  const gemm_internal::DepthwiseGeometry& dg = p.depthwise;
   const gemm_internal::GemmKernels& kern = gemm_internal::ActiveKernels();
   const int64_t planes = p.s.n * p.s.c;
   const int64_t c = p.s.c;

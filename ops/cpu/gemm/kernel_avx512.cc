@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "ops/cpu/gemm/kernels.h"
 
@@ -206,8 +207,101 @@ void DepthwiseStride(const gemm_internal::DepthwiseGeometry& g, const float* x, 
   }
 }
 
+// Small planes as one flattened row of NV vectors (see depthwise_flat.h):
+// every (tap, vector) is one masked load, or a masked gather when its lanes
+// do not read consecutive inputs (stride 2), plus one FMA; the plane's NV
+// accumulators stay in registers, then get the in-register epilogue (bias,
+// residual, Relu / Clip) and one masked store each.
+bool FlatDisabled() {
+  static const bool off = std::getenv("NOFLAT") != nullptr;
+  return off;
+}
+
+template <int NV>
+void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
+                   float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
+  const bool in_regs = ep.col_bias == nullptr &&
+                       (ep.act == Activation::kNone || ep.act == Activation::kRelu ||
+                        ep.act == Activation::kClip);
+  const bool clamp = ep.act != Activation::kNone;
+  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
+  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  const __mmask16 tail = FirstLanes(out_vol - (NV - 1) * 16);
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t ch = p % c;
+    const float* xp = x + p * in_vol;
+    const float* wp = w + ch * k_vol;
+    float* yp = y + p * out_vol;
+    __m512 acc[NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) acc[v] = zero;
+    for (int64_t t = 0; t < k_vol; ++t) {
+      const __m512 wv = _mm512_set1_ps(wp[t]);
+      const uint16_t* mask = g.flat_mask + t * NV;
+      const int32_t* base = g.flat_base + t * NV;
+      const int32_t* slot = g.flat_slot + t * NV;
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) {
+        const __mmask16 m = mask[v];
+        __m512 xv;
+        if (slot[v] < 0) {
+          xv = _mm512_maskz_loadu_ps(m, xp + base[v]);
+        } else {
+          const __m512i idx = _mm512_loadu_si512(g.flat_gather + slot[v] * 16);
+          xv = _mm512_mask_i32gather_ps(zero, m, idx, xp, 4);
+        }
+        acc[v] = _mm512_fmadd_ps(wv, xv, acc[v]);
+      }
+    }
+    const bool add_bias = in_regs && ep.row_bias != nullptr;
+    const __m512 bias = _mm512_set1_ps(add_bias ? ep.row_bias[ch] : 0.0f);
+    const float* zp = in_regs && ep.residual != nullptr ? ep.residual + p * out_vol : nullptr;
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) {
+      const __mmask16 m = v == NV - 1 ? tail : __mmask16(0xffff);
+      __m512 r = acc[v];
+      if (add_bias) r = _mm512_add_ps(r, bias);
+      if (zp != nullptr) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, zp + v * 16));
+      if (in_regs && clamp) r = (__m512)Min(Max((VF)r, lo), hi);
+      _mm512_mask_storeu_ps(yp + v * 16, m, r);
+    }
+    if (!in_regs && ep.has_post()) {
+      Epilogue e = ep;
+      if (e.residual != nullptr) e.residual += (p - ch) * out_vol;
+      ApplyEpilogueImpl(e, yp, out_vol, ch, 0, 1, out_vol);
+    }
+  }
+}
+
+void DepthwiseFlatAny(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
+                      float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  switch (g.flat_vectors) {
+    case 1: return DepthwiseFlat<1>(g, x, w, y, c, p0, p1, ep);
+    case 2: return DepthwiseFlat<2>(g, x, w, y, c, p0, p1, ep);
+    case 3: return DepthwiseFlat<3>(g, x, w, y, c, p0, p1, ep);
+    case 4: return DepthwiseFlat<4>(g, x, w, y, c, p0, p1, ep);
+    case 5: return DepthwiseFlat<5>(g, x, w, y, c, p0, p1, ep);
+    case 6: return DepthwiseFlat<6>(g, x, w, y, c, p0, p1, ep);
+    case 7: return DepthwiseFlat<7>(g, x, w, y, c, p0, p1, ep);
+    case 8: return DepthwiseFlat<8>(g, x, w, y, c, p0, p1, ep);
+    case 9: return DepthwiseFlat<9>(g, x, w, y, c, p0, p1, ep);
+    case 10: return DepthwiseFlat<10>(g, x, w, y, c, p0, p1, ep);
+    case 11: return DepthwiseFlat<11>(g, x, w, y, c, p0, p1, ep);
+    case 12: return DepthwiseFlat<12>(g, x, w, y, c, p0, p1, ep);
+    case 13: return DepthwiseFlat<13>(g, x, w, y, c, p0, p1, ep);
+    case 14: return DepthwiseFlat<14>(g, x, w, y, c, p0, p1, ep);
+    case 15: return DepthwiseFlat<15>(g, x, w, y, c, p0, p1, ep);
+    default: return DepthwiseFlat<16>(g, x, w, y, c, p0, p1, ep);
+  }
+}
+
 void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  if (g.flat_vectors >= 1 && g.flat_vectors <= 16 && !FlatDisabled()) {
+    return DepthwiseFlatAny(g, x, w, y, c, p0, p1, ep);
+  }
   if (g.w_out >= 1 && g.w_out <= 128 && g.kw <= 8) {
     if (g.sw == 1) return DepthwiseStride<1>(g, x, w, y, c, p0, p1, ep);
     if (g.sw == 2) return DepthwiseStride<2>(g, x, w, y, c, p0, p1, ep);

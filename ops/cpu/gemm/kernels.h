@@ -34,6 +34,14 @@ struct DepthwiseGeometry {
   int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
   const int64_t* inner_begin = nullptr;  // [kw]
   const int64_t* inner_end = nullptr;    // [kw]
+  // Optional lane table of the flat kernel for small planes (see
+  // depthwise_flat.h); flat_vectors == 0 when absent. Kernels that do not
+  // use it ignore it.
+  int64_t flat_vectors = 0;
+  const uint16_t* flat_mask = nullptr;
+  const int32_t* flat_base = nullptr;
+  const int32_t* flat_slot = nullptr;
+  const int32_t* flat_gather = nullptr;
 };
 // Planes [p0, p1) of a stack of N * c depthwise planes: plane p reads
 // x + p * h_in * w_in and filter w + (p % c) * kh * kw, overwrites
