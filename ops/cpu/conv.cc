@@ -14,6 +14,7 @@
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
 // Bias, residual and activation are the GEMM's epilogue.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/gemm/conv_direct.h"
 #include "ops/cpu/gemm/depthwise_flat.h"
 #include "ops/cpu/gemm/fusion.h"
 #include "ops/cpu/gemm/kernels.h"
@@ -228,6 +230,10 @@ struct ConvPrepared final : PreparedKernel {
   // Depthwise: the plane geometry (points into inner_* and flat).
   gemm_internal::DepthwiseGeometry depthwise;
   gemm_internal::DepthwiseFlatTable flat;
+  // Stride-1 convolutions whose output keeps the input's size, W constant:
+  // the tables of the im2col-free tile (used when the ISA has one).
+  bool direct = false;
+  gemm_internal::ConvDirectPlan direct_plan;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
   // so that the positions, not the channels, pad the 8-row panels; Y^T goes
   // to scratch after the GEMM's own part and is transposed into Y.
@@ -239,6 +245,11 @@ struct ConvPrepared final : PreparedKernel {
 // channels per group, take the transposed GEMM.
 constexpr int64_t kTransposedMaxPositions = 64;
 constexpr int64_t kTransposedMinChannels = 64;
+// The im2col-free tile (gemm/conv_direct.h) reloads its input rows for every
+// 8 output channels, where panels are made once for all of them: it won on
+// ResNet-18's 64- and 128-channel 3x3 layers (10-15%) and lost on
+// GoogLeNet's 192-channel one (~12%).
+constexpr int64_t kDirectMaxChannels = 128;
 
 // W per group as the left operand W_g [mg x kdim], or transposed as the
 // right operand W_g^T [kdim x mg].
@@ -354,6 +365,14 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     }
     p->packed = std::static_pointer_cast<const PackedGroups>(got);
   }
+  if (p->path == ConvPath::kIm2Col2D && !p->transposed && p->packed != nullptr &&
+      p->mg <= kDirectMaxChannels) {
+    const WindowGeometry& g2 = p->g2;
+    p->direct = gemm_internal::BuildConvDirectPlan(
+        g2.input[0], g2.input[1], g2.output[0], g2.output[1], g2.kernel[0], g2.kernel[1],
+        g2.strides[0], g2.strides[1], g2.dilations[0], g2.dilations[1], g2.pad_begin[0],
+        g2.pad_begin[1], &p->direct_plan);
+  }
   int64_t scratch = 0;
   if (p->transposed) {
     p->gemm_scratch = static_cast<int64_t>(
@@ -413,6 +432,11 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   });
 }
 
+bool DirectDisabled() {
+  static const bool off = std::getenv("NODIRECT") != nullptr;
+  return off;
+}
+
 Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (ctx.prepared == nullptr) {
     const TensorType out_type{DType::kFloat32, outputs[0].shape()};
@@ -466,6 +490,10 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       if (p.path == ConvPath::kPointwise) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
+      } else if (p.path == ConvPath::kIm2Col2D && p.direct && kern.conv_tile != nullptr &&
+                 !DirectDisabled()) {
+        gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
+                                     ctx.threads, kern);
       } else if (p.path == ConvPath::kIm2Col2D) {
         auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
                          float* dst) { kern.im2col(p.im2col, xg, k0, kc, j0, cols, w, dst); };

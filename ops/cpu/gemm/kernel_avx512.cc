@@ -18,6 +18,75 @@ namespace {
 
 using gemm_internal::TileArgs;
 
+// The direct convolution tile (ConvTileArgs): Tile's register blocking, with
+// each B row made of masked loads from the input plane at the tap's offset.
+template <int R, int NV>
+void ConvTile(const gemm_internal::ConvTileArgs& t) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  const float* a = t.a;
+  const int64_t k_vol = t.k_vol;
+  int64_t tap = t.k0 % k_vol;
+  const float* xc = t.x + (t.k0 / k_vol) * t.in_vol;
+  for (int64_t k = 0; k < t.kc; ++k) {
+    const float* b = xc + t.off[tap];
+    const uint16_t* m = t.masks + tap * 3;
+    __m512 bv[NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_maskz_loadu_ps(m[v], b + v * 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+    a += kPanelRows;
+    if (++tap == k_vol) {
+      tap = 0;
+      xc += t.in_vol;
+    }
+  }
+  __mmask16 masks[NV];
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v) masks[v] = FirstLanes(t.cols - v * 16);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float* c = t.c + r * t.ldc;
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) {
+      __m512 y = acc[r][v];
+      if (t.load_c) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(masks[v], c + v * 16));
+      _mm512_mask_storeu_ps(c + v * 16, masks[v], y);
+    }
+  }
+}
+
+template <int NV>
+void ConvTileRows(const gemm_internal::ConvTileArgs& t) {
+  switch (t.rows) {
+    case 1: return ConvTile<1, NV>(t);
+    case 2: return ConvTile<2, NV>(t);
+    case 3: return ConvTile<3, NV>(t);
+    case 4: return ConvTile<4, NV>(t);
+    case 5: return ConvTile<5, NV>(t);
+    case 6: return ConvTile<6, NV>(t);
+    case 7: return ConvTile<7, NV>(t);
+    default: return ConvTile<8, NV>(t);
+  }
+}
+
+void ConvTileAny(const gemm_internal::ConvTileArgs& t) {
+  switch ((t.cols + 15) / 16) {
+    case 1: return ConvTileRows<1>(t);
+    case 2: return ConvTileRows<2>(t);
+    default: return ConvTileRows<3>(t);
+  }
+}
+
 template <int R, int NV>
 void Tile(const TileArgs& t) {
   __m512 acc[R][NV];
@@ -29,7 +98,12 @@ void Tile(const TileArgs& t) {
   const float* a = t.a;
   const float* b = t.b;
   const int64_t ldb = t.ldb;
+  static const int64_t pfd = std::getenv("PFD") ? std::atoll(std::getenv("PFD")) : 0;
   for (int64_t k = 0; k < t.kc; ++k) {
+    if (pfd > 0) {
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(b + pfd * ldb + v * 16), _MM_HINT_T0);
+    }
     __m512 bv[NV];
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * 16);
@@ -316,7 +390,7 @@ namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& Avx512Kernels() {
   static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
-                             avx512::Im2ColPanelImpl};
+                             avx512::Im2ColPanelImpl, avx512::ConvTileAny};
   return k;
 }
 

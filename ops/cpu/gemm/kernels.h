@@ -65,11 +65,33 @@ struct Im2ColGeometry {
 using Im2ColFn = void (*)(const Im2ColGeometry& g, const float* x, int64_t k0, int64_t kc,
                           int64_t j0, int64_t cols, int64_t w, float* dst);
 
+// One output tile of a stride-1 convolution whose output plane has the
+// input's size (see conv_direct.h), read straight from the input instead of
+// im2col panels: C[rows x cols] (=|+) A_panel * B over depth [k0, k0 + kc),
+// where B[k][j] = x[c * in_vol + j + off[t]] for k = c * k_vol + t, masked
+// by masks[t * 3 + v] for the columns [16 v, 16 v + 16) of the tile (taps in
+// the padding and columns past the plane are masked off and read as zero).
+struct ConvTileArgs {
+  int64_t kc = 0, k0 = 0;
+  const float* a = nullptr;  // packed left panel at depth k0: a[k * kPanelRows + i]
+  const float* x = nullptr;  // the group's input plus the tile's first column
+  int64_t in_vol = 0, k_vol = 0;
+  const int64_t* off = nullptr;     // [k_vol]
+  const uint16_t* masks = nullptr;  // [k_vol][3] for this tile's columns
+  int rows = 0;                     // 1..kPanelRows
+  int cols = 0;                     // 1..kPanelCols
+  float* c = nullptr;
+  int64_t ldc = 0;
+  bool load_c = false;
+};
+using ConvTileFn = void (*)(const ConvTileArgs& t);
+
 struct GemmKernels {
   TileFn tile;
   EpilogueFn epilogue;
   DepthwiseFn depthwise;
   Im2ColFn im2col;
+  ConvTileFn conv_tile;  // null: the ISA has none (conv.cc uses im2col panels)
 };
 
 const GemmKernels& PortableKernels();
