@@ -1,5 +1,6 @@
 #include "ops/cpu/gemm/depthwise_flat.h"
 
+#include <cstdlib>
 #include <limits>
 
 namespace orrery::ops::cpu::gemm_internal {
@@ -15,7 +16,8 @@ void DepthwiseFlatTable::AttachTo(DepthwiseGeometry* g) const {
 DepthwiseFlatTable BuildDepthwiseFlatTable(const DepthwiseGeometry& g) {
   DepthwiseFlatTable t;
   const int64_t out_vol = g.h_out * g.w_out;
-  if (out_vol <= 0 || out_vol > kFlatMaxPositions || g.kh <= 0 || g.kw <= 0 ||
+  static const int64_t maxp = std::getenv("FLATMAX") ? std::atoll(std::getenv("FLATMAX")) : kFlatMaxPositions;
+  if (out_vol <= 0 || out_vol > maxp || g.kh <= 0 || g.kw <= 0 ||
       g.h_in * g.w_in > std::numeric_limits<int32_t>::max()) {
     return t;
   }
@@ -65,7 +67,9 @@ DepthwiseFlatTable BuildDepthwiseFlatTable(const DepthwiseGeometry& g) {
   // Gathers cost several loads each: worth it only where the row kernel
   // would fill at most half its lanes (w_out <= 8, e.g. 14x14 -> 7x7 with
   // stride 2); measured slower than the rows at 28x28 -> 14x14.
-  if (!t.gather.empty() && g.w_out > kFlatLanes / 2) return DepthwiseFlatTable{};
+  if (!t.gather.empty() && (g.w_out > kFlatLanes / 2 || out_vol > kFlatMaxGatherPositions)) {
+    return DepthwiseFlatTable{};
+  }
   t.vectors = vectors;
   return t;
 }

@@ -14,9 +14,8 @@
 namespace orrery::ops::cpu::gemm_internal {
 
 inline constexpr int64_t kFlatLanes = 16;
-// Larger planes fill their rows well enough (28 of 32 lanes at 28x28 and
-// up) and their tables would not stay in L1.
-inline constexpr int64_t kFlatMaxPositions = 256;
+inline constexpr int64_t kFlatMaxPositions = 4096;
+inline constexpr int64_t kFlatMaxGatherPositions = 256;
 
 // For tap t (kh * kw order) and output vector v (positions [16 v, 16 v + 16)
 // of the flattened plane), entry e = t * vectors + v:

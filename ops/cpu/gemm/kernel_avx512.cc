@@ -98,12 +98,7 @@ void Tile(const TileArgs& t) {
   const float* a = t.a;
   const float* b = t.b;
   const int64_t ldb = t.ldb;
-  static const int64_t pfd = std::getenv("PFD") ? std::atoll(std::getenv("PFD")) : 0;
   for (int64_t k = 0; k < t.kc; ++k) {
-    if (pfd > 0) {
-#pragma GCC unroll 3
-      for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(b + pfd * ldb + v * 16), _MM_HINT_T0);
-    }
     __m512 bv[NV];
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * 16);
@@ -281,65 +276,93 @@ void DepthwiseStride(const gemm_internal::DepthwiseGeometry& g, const float* x, 
   }
 }
 
-// Small planes as one flattened row of NV vectors (see depthwise_flat.h):
-// every (tap, vector) is one masked load, or a masked gather when its lanes
-// do not read consecutive inputs (stride 2), plus one FMA; the plane's NV
-// accumulators stay in registers, then get the in-register epilogue (bias,
-// residual, Relu / Clip) and one masked store each.
 bool FlatDisabled() {
   static const bool off = std::getenv("NOFLAT") != nullptr;
   return off;
 }
 
-template <int NV>
+// Planes as one flattened row of 16-lane vectors (see depthwise_flat.h),
+// NV (<= 8) vectors [v0, v0 + NV) at a time: every (tap, vector) is one
+// masked load, or a masked gather when its lanes do not read consecutive
+// inputs (Gathers: stride 2 into narrow rows), plus one FMA; the
+// accumulators get the in-register epilogue (bias, residual, Relu / Clip)
+// and one masked store each.
+template <int NV, bool Gathers>
+ORRERY_GEMM_INLINE void DepthwiseFlatGroup(const gemm_internal::DepthwiseGeometry& g,
+                                           const float* xp, const float* wp, float* yp,
+                                           int64_t v0, int64_t out_vol, int64_t k_vol,
+                                           bool add_bias, __m512 bias, const float* zp,
+                                           bool clamp, VF lo, VF hi) {
+  const int64_t vectors = g.flat_vectors;
+  __m512 acc[NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < k_vol; ++t) {
+    const __m512 wv = _mm512_set1_ps(wp[t]);
+    const int64_t e0 = t * vectors + v0;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      const __mmask16 m = g.flat_mask[e0 + v];
+      __m512 xv;
+      if (!Gathers || g.flat_slot[e0 + v] < 0) {
+        xv = _mm512_maskz_loadu_ps(m, xp + g.flat_base[e0 + v]);
+      } else {
+        const __m512i idx = _mm512_loadu_si512(g.flat_gather + g.flat_slot[e0 + v] * 16);
+        xv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, xp, 4);
+      }
+      acc[v] = _mm512_fmadd_ps(wv, xv, acc[v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const int64_t o = (v0 + v) * 16;
+    const __mmask16 m = FirstLanes(out_vol - o);
+    __m512 r = acc[v];
+    if (add_bias) r = _mm512_add_ps(r, bias);
+    if (zp != nullptr) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, zp + o));
+    if (clamp) r = (__m512)Min(Max((VF)r, lo), hi);
+    _mm512_mask_storeu_ps(yp + o, m, r);
+  }
+}
+
+template <bool Gathers>
 void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                    float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
   const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
+  const int64_t vectors = g.flat_vectors;
   const bool in_regs = ep.col_bias == nullptr &&
                        (ep.act == Activation::kNone || ep.act == Activation::kRelu ||
                         ep.act == Activation::kClip);
-  const bool clamp = ep.act != Activation::kNone;
+  const bool clamp = in_regs && ep.act != Activation::kNone;
   const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
   const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
-  const __mmask16 tail = FirstLanes(out_vol - (NV - 1) * 16);
-  const __m512 zero = _mm512_setzero_ps();
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t ch = p % c;
     const float* xp = x + p * in_vol;
     const float* wp = w + ch * k_vol;
     float* yp = y + p * out_vol;
-    __m512 acc[NV];
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) acc[v] = zero;
-    for (int64_t t = 0; t < k_vol; ++t) {
-      const __m512 wv = _mm512_set1_ps(wp[t]);
-      const uint16_t* mask = g.flat_mask + t * NV;
-      const int32_t* base = g.flat_base + t * NV;
-      const int32_t* slot = g.flat_slot + t * NV;
-#pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) {
-        const __mmask16 m = mask[v];
-        __m512 xv;
-        if (slot[v] < 0) {
-          xv = _mm512_maskz_loadu_ps(m, xp + base[v]);
-        } else {
-          const __m512i idx = _mm512_loadu_si512(g.flat_gather + slot[v] * 16);
-          xv = _mm512_mask_i32gather_ps(zero, m, idx, xp, 4);
-        }
-        acc[v] = _mm512_fmadd_ps(wv, xv, acc[v]);
-      }
-    }
     const bool add_bias = in_regs && ep.row_bias != nullptr;
     const __m512 bias = _mm512_set1_ps(add_bias ? ep.row_bias[ch] : 0.0f);
     const float* zp = in_regs && ep.residual != nullptr ? ep.residual + p * out_vol : nullptr;
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) {
-      const __mmask16 m = v == NV - 1 ? tail : __mmask16(0xffff);
-      __m512 r = acc[v];
-      if (add_bias) r = _mm512_add_ps(r, bias);
-      if (zp != nullptr) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, zp + v * 16));
-      if (in_regs && clamp) r = (__m512)Min(Max((VF)r, lo), hi);
-      _mm512_mask_storeu_ps(yp + v * 16, m, r);
+    for (int64_t v0 = 0; v0 < vectors; v0 += 8) {
+      switch (vectors - v0) {
+#define ORRERY_FLAT_GROUP(n)                                                                 \
+  case n:                                                                                    \
+    DepthwiseFlatGroup<n, Gathers>(g, xp, wp, yp, v0, out_vol, k_vol, add_bias, bias, zp, \
+                                   clamp, lo, hi);                                          \
+    break;
+        ORRERY_FLAT_GROUP(1)
+        ORRERY_FLAT_GROUP(2)
+        ORRERY_FLAT_GROUP(3)
+        ORRERY_FLAT_GROUP(4)
+        ORRERY_FLAT_GROUP(5)
+        ORRERY_FLAT_GROUP(6)
+        ORRERY_FLAT_GROUP(7)
+#undef ORRERY_FLAT_GROUP
+        default:
+          DepthwiseFlatGroup<8, Gathers>(g, xp, wp, yp, v0, out_vol, k_vol, add_bias, bias, zp,
+                                         clamp, lo, hi);
+      }
     }
     if (!in_regs && ep.has_post()) {
       Epilogue e = ep;
@@ -349,32 +372,11 @@ void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, co
   }
 }
 
-void DepthwiseFlatAny(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
-                      float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
-  switch (g.flat_vectors) {
-    case 1: return DepthwiseFlat<1>(g, x, w, y, c, p0, p1, ep);
-    case 2: return DepthwiseFlat<2>(g, x, w, y, c, p0, p1, ep);
-    case 3: return DepthwiseFlat<3>(g, x, w, y, c, p0, p1, ep);
-    case 4: return DepthwiseFlat<4>(g, x, w, y, c, p0, p1, ep);
-    case 5: return DepthwiseFlat<5>(g, x, w, y, c, p0, p1, ep);
-    case 6: return DepthwiseFlat<6>(g, x, w, y, c, p0, p1, ep);
-    case 7: return DepthwiseFlat<7>(g, x, w, y, c, p0, p1, ep);
-    case 8: return DepthwiseFlat<8>(g, x, w, y, c, p0, p1, ep);
-    case 9: return DepthwiseFlat<9>(g, x, w, y, c, p0, p1, ep);
-    case 10: return DepthwiseFlat<10>(g, x, w, y, c, p0, p1, ep);
-    case 11: return DepthwiseFlat<11>(g, x, w, y, c, p0, p1, ep);
-    case 12: return DepthwiseFlat<12>(g, x, w, y, c, p0, p1, ep);
-    case 13: return DepthwiseFlat<13>(g, x, w, y, c, p0, p1, ep);
-    case 14: return DepthwiseFlat<14>(g, x, w, y, c, p0, p1, ep);
-    case 15: return DepthwiseFlat<15>(g, x, w, y, c, p0, p1, ep);
-    default: return DepthwiseFlat<16>(g, x, w, y, c, p0, p1, ep);
-  }
-}
-
 void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
-  if (g.flat_vectors >= 1 && g.flat_vectors <= 16 && !FlatDisabled()) {
-    return DepthwiseFlatAny(g, x, w, y, c, p0, p1, ep);
+  if (g.flat_vectors >= 1 && !FlatDisabled()) {
+    if (g.flat_gather != nullptr) return DepthwiseFlat<true>(g, x, w, y, c, p0, p1, ep);
+    return DepthwiseFlat<false>(g, x, w, y, c, p0, p1, ep);
   }
   if (g.w_out >= 1 && g.w_out <= 128 && g.kw <= 8) {
     if (g.sw == 1) return DepthwiseStride<1>(g, x, w, y, c, p0, p1, ep);
