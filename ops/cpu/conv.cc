@@ -14,7 +14,6 @@
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
 // Bias, residual and activation are the GEMM's epilogue.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -432,11 +431,6 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   });
 }
 
-bool DirectDisabled() {
-  static const bool off = std::getenv("NODIRECT") != nullptr;
-  return off;
-}
-
 Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (ctx.prepared == nullptr) {
     const TensorType out_type{DType::kFloat32, outputs[0].shape()};
@@ -490,8 +484,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       if (p.path == ConvPath::kPointwise) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
-      } else if (p.path == ConvPath::kIm2Col2D && p.direct && kern.conv_tile != nullptr &&
-                 !DirectDisabled()) {
+      } else if (p.path == ConvPath::kIm2Col2D && p.direct && kern.conv_tile != nullptr) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
                                      ctx.threads, kern);
       } else if (p.path == ConvPath::kIm2Col2D) {

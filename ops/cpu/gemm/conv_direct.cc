@@ -81,6 +81,8 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   const int64_t tasks = CeilDiv(n_panels, n_per) * CeilDiv(m_panels, m_per);
   const int64_t n_count = CeilDiv(n_panels, n_per);
   const float* wd = w.data();
+  const bool post_in_tile = ep.has_post() && kern.tile_post && PostInTile(ep);
+  const bool post_after = ep.has_post() && !post_in_tile;
   ParallelFor(threads, tasks, [&](int64_t task, int) {
     const int64_t q0 = (task % n_count) * n_per, q1 = std::min(n_panels, q0 + n_per);
     const int64_t p0 = (task / n_count) * m_per, p1 = std::min(m_panels, p0 + m_per);
@@ -108,8 +110,11 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
                             .cols = cols,
                             .c = ct,
                             .ldc = n,
-                            .load_c = pc > 0});
-            if (last && ep.has_post()) kern.epilogue(ep, ct, n, i0, j0, rows, cols);
+                            .load_c = pc > 0,
+                            .post = last && post_in_tile ? &ep : nullptr,
+                            .i0 = i0,
+                            .j0 = j0});
+            if (last && post_after) kern.epilogue(ep, ct, n, i0, j0, rows, cols);
           }
         }
       }

@@ -1,6 +1,5 @@
 #include "ops/cpu/gemm/depthwise_flat.h"
 
-#include <cstdlib>
 #include <limits>
 
 namespace orrery::ops::cpu::gemm_internal {
@@ -16,8 +15,7 @@ void DepthwiseFlatTable::AttachTo(DepthwiseGeometry* g) const {
 DepthwiseFlatTable BuildDepthwiseFlatTable(const DepthwiseGeometry& g) {
   DepthwiseFlatTable t;
   const int64_t out_vol = g.h_out * g.w_out;
-  static const int64_t maxp = std::getenv("FLATMAX") ? std::atoll(std::getenv("FLATMAX")) : kFlatMaxPositions;
-  if (out_vol <= 0 || out_vol > maxp || g.kh <= 0 || g.kw <= 0 ||
+  if (out_vol <= 0 || out_vol > kFlatMaxPositions || g.kh <= 0 || g.kw <= 0 ||
       g.h_in * g.w_in > std::numeric_limits<int32_t>::max()) {
     return t;
   }

@@ -5,7 +5,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "ops/cpu/gemm/kernels.h"
 
@@ -17,6 +16,52 @@ namespace orrery::ops::cpu::avx512 {
 namespace {
 
 using gemm_internal::TileArgs;
+
+// Stores a tile's accumulators: * alpha, + C when load_c, then the post
+// epilogue in registers when `post` is set (the order of EpilogueRows:
+// + row bias, + column bias, + residual, clamp).
+template <int R, int NV>
+ORRERY_GEMM_INLINE void StoreTile(__m512 (&acc)[R][NV], float* c0, int64_t ldc, int cols,
+                                  float alpha, bool load_c, const Epilogue* post, int64_t i0,
+                                  int64_t j0) {
+  const __m512 va = _mm512_set1_ps(alpha);
+  __mmask16 masks[NV];
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v) masks[v] = FirstLanes(cols - v * 16);
+  __m512 cb[NV];
+  const float* cbias = post != nullptr && post->col_bias != nullptr ? post->col_bias + j0 : nullptr;
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v) {
+    cb[v] = cbias != nullptr ? _mm512_maskz_loadu_ps(masks[v], cbias + v * 16)
+                             : _mm512_setzero_ps();
+  }
+  const bool clamp = post != nullptr && post->act != Activation::kNone;
+  const VF lo = Splat(post != nullptr && post->act == Activation::kClip ? post->act_alpha : 0.0f);
+  const VF hi = Splat(post != nullptr && post->act == Activation::kClip ? post->act_beta
+                                                                         : __builtin_huge_valf());
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float* c = c0 + r * ldc;
+    const float* z = post != nullptr && post->residual != nullptr
+                         ? post->residual + (i0 + r) * post->ld_residual + j0
+                         : nullptr;
+    const __m512 rb = _mm512_set1_ps(post != nullptr && post->row_bias != nullptr
+                                         ? post->row_bias[i0 + r]
+                                         : 0.0f);
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) {
+      __m512 y = alpha == 1.0f ? acc[r][v] : _mm512_mul_ps(acc[r][v], va);
+      if (load_c) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(masks[v], c + v * 16));
+      if (post != nullptr) {
+        y = _mm512_add_ps(y, rb);
+        if (cbias != nullptr) y = _mm512_add_ps(y, cb[v]);
+        if (z != nullptr) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(masks[v], z + v * 16));
+        if (clamp) y = (__m512)Min(Max((VF)y, lo), hi);
+      }
+      _mm512_mask_storeu_ps(c + v * 16, masks[v], y);
+    }
+  }
+}
 
 // The direct convolution tile (ConvTileArgs): Tile's register blocking, with
 // each B row made of masked loads from the input plane at the tap's offset.
@@ -50,19 +95,7 @@ void ConvTile(const gemm_internal::ConvTileArgs& t) {
       xc += t.in_vol;
     }
   }
-  __mmask16 masks[NV];
-#pragma GCC unroll 3
-  for (int v = 0; v < NV; ++v) masks[v] = FirstLanes(t.cols - v * 16);
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    float* c = t.c + r * t.ldc;
-#pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) {
-      __m512 y = acc[r][v];
-      if (t.load_c) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(masks[v], c + v * 16));
-      _mm512_mask_storeu_ps(c + v * 16, masks[v], y);
-    }
-  }
+  StoreTile<R, NV>(acc, t.c, t.ldc, t.cols, 1.0f, t.load_c, t.post, t.i0, t.j0);
 }
 
 template <int NV>
@@ -111,23 +144,7 @@ void Tile(const TileArgs& t) {
     a += kPanelRows;
     b += ldb;
   }
-  const __m512 alpha = _mm512_set1_ps(t.alpha);
-  __mmask16 masks[NV];
-#pragma GCC unroll 3
-  for (int v = 0; v < NV; ++v) {
-    const int n = t.cols - v * 16;
-    masks[v] = n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    float* c = t.c + r * t.ldc;
-#pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) {
-      __m512 y = _mm512_mul_ps(acc[r][v], alpha);
-      if (t.load_c) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(masks[v], c + v * 16));
-      _mm512_mask_storeu_ps(c + v * 16, masks[v], y);
-    }
-  }
+  StoreTile<R, NV>(acc, t.c, t.ldc, t.cols, t.alpha, t.load_c, t.post, t.i0, t.j0);
 }
 
 template <int NV>
@@ -276,11 +293,6 @@ void DepthwiseStride(const gemm_internal::DepthwiseGeometry& g, const float* x, 
   }
 }
 
-bool FlatDisabled() {
-  static const bool off = std::getenv("NOFLAT") != nullptr;
-  return off;
-}
-
 // Planes as one flattened row of 16-lane vectors (see depthwise_flat.h),
 // NV (<= 8) vectors [v0, v0 + NV) at a time: every (tap, vector) is one
 // masked load, or a masked gather when its lanes do not read consecutive
@@ -374,7 +386,7 @@ void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, co
 
 void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
-  if (g.flat_vectors >= 1 && !FlatDisabled()) {
+  if (g.flat_vectors >= 1) {
     if (g.flat_gather != nullptr) return DepthwiseFlat<true>(g, x, w, y, c, p0, p1, ep);
     return DepthwiseFlat<false>(g, x, w, y, c, p0, p1, ep);
   }
@@ -392,7 +404,7 @@ namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& Avx512Kernels() {
   static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
-                             avx512::Im2ColPanelImpl, avx512::ConvTileAny};
+                             avx512::Im2ColPanelImpl, avx512::ConvTileAny, true};
   return k;
 }
 

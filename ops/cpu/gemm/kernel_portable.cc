@@ -40,7 +40,7 @@ namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& PortableKernels() {
   static const GemmKernels k{portable::TileAny, portable::ApplyEpilogueImpl,
-                             portable::DepthwisePlanesImpl, portable::Im2ColPanelImpl, nullptr};
+                             portable::DepthwisePlanesImpl, portable::Im2ColPanelImpl, nullptr, false};
   return k;
 }
 

@@ -22,7 +22,19 @@ struct TileArgs {
   int64_t ldc = 0;
   float alpha = 1.0f;
   bool load_c = false;  // add to C's content (later K blocks, accumulate)
+  // Set on the last K block when GemmKernels::tile_post and PostInTile(*post):
+  // the tile applies the post-GEMM epilogue to its registers before the
+  // store (C's rows i0.., columns j0.. of the whole product).
+  const Epilogue* post = nullptr;
+  int64_t i0 = 0, j0 = 0;
 };
+
+// Epilogues a tile can apply in registers: biases, residual and an
+// activation that is a clamp (none, Relu, Clip).
+inline bool PostInTile(const Epilogue& ep) {
+  return ep.act == Activation::kNone || ep.act == Activation::kRelu ||
+         ep.act == Activation::kClip;
+}
 
 using TileFn = void (*)(const TileArgs& t);
 
@@ -83,6 +95,8 @@ struct ConvTileArgs {
   float* c = nullptr;
   int64_t ldc = 0;
   bool load_c = false;
+  const Epilogue* post = nullptr;  // as TileArgs::post
+  int64_t i0 = 0, j0 = 0;
 };
 using ConvTileFn = void (*)(const ConvTileArgs& t);
 
@@ -92,6 +106,7 @@ struct GemmKernels {
   DepthwiseFn depthwise;
   Im2ColFn im2col;
   ConvTileFn conv_tile;  // null: the ISA has none (conv.cc uses im2col panels)
+  bool tile_post;        // tile / conv_tile apply TileArgs::post
 };
 
 const GemmKernels& PortableKernels();
