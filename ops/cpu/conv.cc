@@ -8,7 +8,11 @@
 //     group) straight over NCHW, no copies;
 //   - depthwise (group == C == M, 1-D / 2-D): a direct per-plane kernel whose
 //     tap and output ranges are precomputed, so padding costs no branches,
-//     then the epilogue on the plane while it is in cache;
+//     then the epilogue on the plane while it is in cache; on AVX-512, planes
+//     up to 4096 outputs as one flattened row of vectors (gemm/depthwise_flat.h);
+//   - stride 1 with the output plane the input's size, <= 128 channels per
+//     group, >= 256 positions, AVX-512: the im2col-free tile reading the
+//     input at per-tap offsets (gemm/conv_direct.h);
 //   - other 1-D / 2-D convolutions: GEMM of the packed W with im2col panels
 //     made block by block inside the GEMM's packing (no col buffer);
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
