@@ -268,6 +268,28 @@ Result<std::shared_ptr<const PackedGroups>> PackWeights(const Tensor& w, const C
   return std::shared_ptr<const PackedGroups>(std::move(p));
 }
 
+// The 2-D window fields that Im2ColGeometry and DepthwiseGeometry share,
+// from p.g2 and p.inner_begin / inner_end (which must outlive the result).
+template <typename G>
+G PlaneGeometry(const ConvPrepared& p) {
+  const WindowGeometry& g2 = p.g2;
+  G r;
+  r.h_in = g2.input[0];
+  r.w_in = g2.input[1];
+  r.w_out = g2.output[1];
+  r.kh = g2.kernel[0];
+  r.kw = g2.kernel[1];
+  r.sh = g2.strides[0];
+  r.sw = g2.strides[1];
+  r.dh = g2.dilations[0];
+  r.dw = g2.dilations[1];
+  r.ph = g2.pad_begin[0];
+  r.pw = g2.pad_begin[1];
+  r.inner_begin = p.inner_begin.data();
+  r.inner_end = p.inner_end.data();
+  return r;
+}
+
 Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   auto p = std::make_shared<ConvPrepared>();
   ORRERY_ASSIGN_OR_RETURN(p->fusion, ReadFusion(ctx.attrs, "Conv"));
@@ -303,38 +325,12 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     }
   }
   if (g.rank() <= 2) {
-    const WindowGeometry& g2 = p->g2;
-    p->im2col = {.h_in = g2.input[0],
-                 .w_in = g2.input[1],
-                 .w_out = g2.output[1],
-                 .kh = g2.kernel[0],
-                 .kw = g2.kernel[1],
-                 .sh = g2.strides[0],
-                 .sw = g2.strides[1],
-                 .dh = g2.dilations[0],
-                 .dw = g2.dilations[1],
-                 .ph = g2.pad_begin[0],
-                 .pw = g2.pad_begin[1],
-                 .in_vol = p->in_vol,
-                 .inner_begin = p->inner_begin.data(),
-                 .inner_end = p->inner_end.data()};
+    p->im2col = PlaneGeometry<gemm_internal::Im2ColGeometry>(*p);
+    p->im2col.in_vol = p->in_vol;
   }
   if (p->path == ConvPath::kDepthwise) {
-    const WindowGeometry& g2 = p->g2;
-    p->depthwise = {.h_in = g2.input[0],
-                    .w_in = g2.input[1],
-                    .h_out = g2.output[0],
-                    .w_out = g2.output[1],
-                    .kh = g2.kernel[0],
-                    .kw = g2.kernel[1],
-                    .sh = g2.strides[0],
-                    .sw = g2.strides[1],
-                    .dh = g2.dilations[0],
-                    .dw = g2.dilations[1],
-                    .ph = g2.pad_begin[0],
-                    .pw = g2.pad_begin[1],
-                    .inner_begin = p->inner_begin.data(),
-                    .inner_end = p->inner_end.data()};
+    p->depthwise = PlaneGeometry<gemm_internal::DepthwiseGeometry>(*p);
+    p->depthwise.h_out = p->g2.output[0];
     p->flat = gemm_internal::BuildDepthwiseFlatTable(p->depthwise);
     p->flat.AttachTo(&p->depthwise);
   }

@@ -98,28 +98,6 @@ void ConvTile(const gemm_internal::ConvTileArgs& t) {
   StoreTile<R, NV>(acc, t.c, t.ldc, t.cols, 1.0f, t.load_c, t.post, t.i0, t.j0);
 }
 
-template <int NV>
-void ConvTileRows(const gemm_internal::ConvTileArgs& t) {
-  switch (t.rows) {
-    case 1: return ConvTile<1, NV>(t);
-    case 2: return ConvTile<2, NV>(t);
-    case 3: return ConvTile<3, NV>(t);
-    case 4: return ConvTile<4, NV>(t);
-    case 5: return ConvTile<5, NV>(t);
-    case 6: return ConvTile<6, NV>(t);
-    case 7: return ConvTile<7, NV>(t);
-    default: return ConvTile<8, NV>(t);
-  }
-}
-
-void ConvTileAny(const gemm_internal::ConvTileArgs& t) {
-  switch ((t.cols + 15) / 16) {
-    case 1: return ConvTileRows<1>(t);
-    case 2: return ConvTileRows<2>(t);
-    default: return ConvTileRows<3>(t);
-  }
-}
-
 template <int R, int NV>
 void Tile(const TileArgs& t) {
   __m512 acc[R][NV];
@@ -147,29 +125,38 @@ void Tile(const TileArgs& t) {
   StoreTile<R, NV>(acc, t.c, t.ldc, t.cols, t.alpha, t.load_c, t.post, t.i0, t.j0);
 }
 
-template <int NV>
-void TileRows(const TileArgs& t) {
-  switch (t.rows) {
-    case 1: return Tile<1, NV>(t);
-    case 2: return Tile<2, NV>(t);
-    case 3: return Tile<3, NV>(t);
-    case 4: return Tile<4, NV>(t);
-    case 5: return Tile<5, NV>(t);
-    case 6: return Tile<6, NV>(t);
-    case 7: return Tile<7, NV>(t);
-    default: return Tile<8, NV>(t);
+// Calls f.template operator()<R, NV>() for a tile of `rows` (1..8) rows
+// and the vector count NV (1..3) that `cols` (1..48) columns need (a
+// 48-wide panel with 20 valid columns needs two vectors, not three).
+template <int NV, typename F>
+ORRERY_GEMM_INLINE void WithRows(int rows, F& f) {
+  switch (rows) {
+    case 1: return f.template operator()<1, NV>();
+    case 2: return f.template operator()<2, NV>();
+    case 3: return f.template operator()<3, NV>();
+    case 4: return f.template operator()<4, NV>();
+    case 5: return f.template operator()<5, NV>();
+    case 6: return f.template operator()<6, NV>();
+    case 7: return f.template operator()<7, NV>();
+    default: return f.template operator()<8, NV>();
+  }
+}
+
+template <typename F>
+ORRERY_GEMM_INLINE void WithTileShape(int rows, int cols, F&& f) {
+  switch ((cols + 15) / 16) {
+    case 1: return WithRows<1>(rows, f);
+    case 2: return WithRows<2>(rows, f);
+    default: return WithRows<3>(rows, f);
   }
 }
 
 void TileAny(const TileArgs& t) {
-  // Narrow the vector count to the columns in use (a 48-wide panel with 20
-  // valid columns needs two vectors, not three).
-  const int64_t used = (t.cols + 15) / 16;
-  switch (used) {
-    case 1: return TileRows<1>(t);
-    case 2: return TileRows<2>(t);
-    default: return TileRows<3>(t);
-  }
+  WithTileShape(t.rows, t.cols, [&]<int R, int NV>() { Tile<R, NV>(t); });
+}
+
+void ConvTileAny(const gemm_internal::ConvTileArgs& t) {
+  WithTileShape(t.rows, t.cols, [&]<int R, int NV>() { ConvTile<R, NV>(t); });
 }
 
 // Depthwise planes with each output row held in up to 8 zmm accumulators
