@@ -159,6 +159,20 @@ void ConvTileAny(const gemm_internal::ConvTileArgs& t) {
   WithTileShape(t.rows, t.cols, [&]<int R, int NV>() { ConvTile<R, NV>(t); });
 }
 
+// The depthwise kernels' in-register epilogue: + row bias, + residual and
+// a clamp to [lo, hi] (Relu, Clip) when there is no column bias and the
+// activation is a clamp or none; otherwise the generic epilogue runs on the
+// plane afterwards. Max / Min of epilogue_impl.h, so NaNs clamp as there.
+struct PlanePost {
+  bool in_regs, clamp;
+  VF lo, hi;
+  explicit PlanePost(const Epilogue& ep)
+      : in_regs(ep.col_bias == nullptr && gemm_internal::PostInTile(ep)),
+        clamp(in_regs && ep.act != Activation::kNone),
+        lo(Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f)),
+        hi(Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf())) {}
+};
+
 // Depthwise planes with each output row held in up to 8 zmm accumulators
 // (w_out <= 128): every tap is one masked load + FMA per vector, the masks
 // (computed once per call from the valid output ranges) replace padding
@@ -200,14 +214,9 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
   const __m512i evens =
       _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
-  // In-register epilogue: a clamp to [lo, hi] (Relu, Clip) or none.
-  const bool in_regs = ep.col_bias == nullptr &&
-                       (ep.act == Activation::kNone || ep.act == Activation::kRelu ||
-                        ep.act == Activation::kClip);
-  const bool clamp = ep.act != Activation::kNone;
-  // Max / Min of epilogue_impl.h, so NaNs clamp as in the generic epilogue.
-  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
-  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  const PlanePost post(ep);
+  const bool in_regs = post.in_regs, clamp = post.clamp;
+  const VF lo = post.lo, hi = post.hi;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t ch = p % c;
     const float* xp = x + p * in_vol;
@@ -329,12 +338,9 @@ void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, co
                    float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
   const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
   const int64_t vectors = g.flat_vectors;
-  const bool in_regs = ep.col_bias == nullptr &&
-                       (ep.act == Activation::kNone || ep.act == Activation::kRelu ||
-                        ep.act == Activation::kClip);
-  const bool clamp = in_regs && ep.act != Activation::kNone;
-  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
-  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  const PlanePost post(ep);
+  const bool in_regs = post.in_regs, clamp = post.clamp;
+  const VF lo = post.lo, hi = post.hi;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t ch = p % c;
     const float* xp = x + p * in_vol;
