@@ -366,11 +366,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   }
   if (p->path == ConvPath::kIm2Col2D && !p->transposed && p->packed != nullptr &&
       p->mg <= kDirectMaxChannels) {
-    const WindowGeometry& g2 = p->g2;
-    p->direct = gemm_internal::BuildConvDirectPlan(
-        g2.input[0], g2.input[1], g2.output[0], g2.output[1], g2.kernel[0], g2.kernel[1],
-        g2.strides[0], g2.strides[1], g2.dilations[0], g2.dilations[1], g2.pad_begin[0],
-        g2.pad_begin[1], &p->direct_plan);
+    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], &p->direct_plan);
   }
   int64_t scratch = 0;
   if (p->transposed) {

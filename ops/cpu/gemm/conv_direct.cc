@@ -19,32 +19,32 @@ constexpr int64_t kDirectMinPositions = 256;
 
 }  // namespace
 
-bool BuildConvDirectPlan(int64_t h_in, int64_t w_in, int64_t h_out, int64_t w_out, int64_t kh,
-                         int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph,
-                         int64_t pw, ConvDirectPlan* plan) {
-  if (sh != 1 || sw != 1 || h_in != h_out || w_in != w_out || h_in <= 0 || w_in <= 0 ||
-      kh <= 0 || kw <= 0 || h_in * w_in < kDirectMinPositions) {
+bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan) {
+  if (g.sh != 1 || g.sw != 1 || g.h_in != h_out || g.w_in != g.w_out || g.h_in <= 0 ||
+      g.w_in <= 0 || g.kh <= 0 || g.kw <= 0 || g.h_in * g.w_in < kDirectMinPositions) {
     return false;
   }
   ConvDirectPlan p;
-  p.h = h_in;
-  p.w = w_in;
-  p.k_vol = kh * kw;
-  for (int64_t i = 0; i < kh; ++i) {
-    for (int64_t j = 0; j < kw; ++j) p.off.push_back((i * dh - ph) * p.w + (j * dw - pw));
+  p.h = g.h_in;
+  p.w = g.w_in;
+  p.k_vol = g.kh * g.kw;
+  for (int64_t i = 0; i < g.kh; ++i) {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      p.off.push_back((i * g.dh - g.ph) * p.w + (j * g.dw - g.pw));
+    }
   }
   const int64_t n = p.positions();
   p.masks.assign(static_cast<size_t>(p.panels() * p.k_vol * 3), 0);
   for (int64_t q = 0; q < p.panels(); ++q) {
-    for (int64_t i = 0; i < kh; ++i) {
-      for (int64_t j = 0; j < kw; ++j) {
-        const int64_t tap = i * kw + j;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t tap = i * g.kw + j;
         uint16_t* m = &p.masks[static_cast<size_t>((q * p.k_vol + tap) * 3)];
         for (int64_t l = 0; l < kPanelCols; ++l) {
           const int64_t pos = q * kPanelCols + l;
           if (pos >= n) break;
-          const int64_t ih = pos / p.w + i * dh - ph;
-          const int64_t iw = pos % p.w + j * dw - pw;
+          const int64_t ih = pos / p.w + i * g.dh - g.ph;
+          const int64_t iw = pos % p.w + j * g.dw - g.pw;
           if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
           m[l / 16] = static_cast<uint16_t>(m[l / 16] | (1u << (l % 16)));
         }

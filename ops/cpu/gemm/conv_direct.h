@@ -32,10 +32,9 @@ struct ConvDirectPlan {
 
 // The plan when the geometry fits (stride 1, output size == input size,
 // at least 256 positions: smaller planes measured faster with panels),
-// else false. Arguments as in DepthwiseGeometry (one group's plane).
-bool BuildConvDirectPlan(int64_t h_in, int64_t w_in, int64_t h_out, int64_t w_out, int64_t kh,
-                         int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t ph,
-                         int64_t pw, ConvDirectPlan* plan);
+// else false. `g` is the convolution's im2col geometry, h_out its output
+// height.
+bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan);
 
 // Y[m x positions] = epilogue(W * im2col(X)) for one image and group: W is
 // packed (m x k, k = channels * k_vol), x the group's channels. Splits tiles
