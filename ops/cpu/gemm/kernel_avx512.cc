@@ -1,7 +1,9 @@
 // AVX-512 micro-kernel: up to 8 rows x 48 columns (24 zmm accumulators, one
-// broadcast of A and three loads of B per k). Compiled with -mavx512f
-// -mavx512bw -mavx512vl -mfma; only called after dispatch.cc has checked the
-// CPU.
+// broadcast of A and three loads of B per k), with the bias / residual /
+// clamp epilogue applied in registers; the same tile reading B straight from
+// a convolution's input (conv_direct.h); depthwise rows and flat planes
+// (depthwise_flat.h). Compiled with -mavx512f -mavx512bw -mavx512vl -mfma;
+// only called after dispatch.cc has checked the CPU.
 #include <immintrin.h>
 
 #include <cstdint>
