@@ -8,7 +8,11 @@
 //     group) straight over NCHW, no copies;
 //   - depthwise (group == C == M, 1-D / 2-D): a direct per-plane kernel whose
 //     tap and output ranges are precomputed, so padding costs no branches,
-//     then the epilogue on the plane while it is in cache;
+//     then the epilogue on the plane while it is in cache; on AVX-512, planes
+//     up to 4096 outputs as one flattened row of vectors (gemm/depthwise_flat.h);
+//   - stride 1 with the output plane the input's size, <= 128 channels per
+//     group, >= 256 positions, AVX-512: the im2col-free tile reading the
+//     input at per-tap offsets (gemm/conv_direct.h);
 //   - other 1-D / 2-D convolutions: GEMM of the packed W with im2col panels
 //     made block by block inside the GEMM's packing (no col buffer);
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
@@ -22,6 +26,8 @@
 
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/gemm/conv_direct.h"
+#include "ops/cpu/gemm/depthwise_flat.h"
 #include "ops/cpu/gemm/fusion.h"
 #include "ops/cpu/gemm/kernels.h"
 #include "ops/cpu/gemm/sgemm.h"
@@ -224,6 +230,13 @@ struct ConvPrepared final : PreparedKernel {
   WindowGeometry g2;
   std::vector<int64_t> inner_begin, inner_end;
   gemm_internal::Im2ColGeometry im2col;  // points into inner_begin / inner_end
+  // Depthwise: the plane geometry (points into inner_* and flat).
+  gemm_internal::DepthwiseGeometry depthwise;
+  gemm_internal::DepthwiseFlatTable flat;
+  // Stride-1 convolutions whose output keeps the input's size, W constant:
+  // the tables of the im2col-free tile (used when the ISA has one).
+  bool direct = false;
+  gemm_internal::ConvDirectPlan direct_plan;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
   // so that the positions, not the channels, pad the 8-row panels; Y^T goes
   // to scratch after the GEMM's own part and is transposed into Y.
@@ -235,6 +248,11 @@ struct ConvPrepared final : PreparedKernel {
 // channels per group, take the transposed GEMM.
 constexpr int64_t kTransposedMaxPositions = 64;
 constexpr int64_t kTransposedMinChannels = 64;
+// The im2col-free tile (gemm/conv_direct.h) reloads its input rows for every
+// 8 output channels, where panels are made once for all of them: it won on
+// ResNet-18's 64- and 128-channel 3x3 layers (10-15%) and lost on
+// GoogLeNet's 192-channel one (~12%).
+constexpr int64_t kDirectMaxChannels = 128;
 
 // W per group as the left operand W_g [mg x kdim], or transposed as the
 // right operand W_g^T [kdim x mg].
@@ -248,6 +266,28 @@ Result<std::shared_ptr<const PackedGroups>> PackWeights(const Tensor& w, const C
                                    : PackedMatrix::PackLeft(wg, kdim, false, mg, kdim));
   }
   return std::shared_ptr<const PackedGroups>(std::move(p));
+}
+
+// The 2-D window fields that Im2ColGeometry and DepthwiseGeometry share,
+// from p.g2 and p.inner_begin / inner_end (which must outlive the result).
+template <typename G>
+G PlaneGeometry(const ConvPrepared& p) {
+  const WindowGeometry& g2 = p.g2;
+  G r;
+  r.h_in = g2.input[0];
+  r.w_in = g2.input[1];
+  r.w_out = g2.output[1];
+  r.kh = g2.kernel[0];
+  r.kw = g2.kernel[1];
+  r.sh = g2.strides[0];
+  r.sw = g2.strides[1];
+  r.dh = g2.dilations[0];
+  r.dw = g2.dilations[1];
+  r.ph = g2.pad_begin[0];
+  r.pw = g2.pad_begin[1];
+  r.inner_begin = p.inner_begin.data();
+  r.inner_end = p.inner_end.data();
+  return r;
 }
 
 Result<Prepared> PrepareConv(const PrepareContext& ctx) {
@@ -285,21 +325,14 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     }
   }
   if (g.rank() <= 2) {
-    const WindowGeometry& g2 = p->g2;
-    p->im2col = {.h_in = g2.input[0],
-                 .w_in = g2.input[1],
-                 .w_out = g2.output[1],
-                 .kh = g2.kernel[0],
-                 .kw = g2.kernel[1],
-                 .sh = g2.strides[0],
-                 .sw = g2.strides[1],
-                 .dh = g2.dilations[0],
-                 .dw = g2.dilations[1],
-                 .ph = g2.pad_begin[0],
-                 .pw = g2.pad_begin[1],
-                 .in_vol = p->in_vol,
-                 .inner_begin = p->inner_begin.data(),
-                 .inner_end = p->inner_end.data()};
+    p->im2col = PlaneGeometry<gemm_internal::Im2ColGeometry>(*p);
+    p->im2col.in_vol = p->in_vol;
+  }
+  if (p->path == ConvPath::kDepthwise) {
+    p->depthwise = PlaneGeometry<gemm_internal::DepthwiseGeometry>(*p);
+    p->depthwise.h_out = p->g2.output[0];
+    p->flat = gemm_internal::BuildDepthwiseFlatTable(p->depthwise);
+    p->flat.AttachTo(&p->depthwise);
   }
   const Tensor* w = ctx.value(1);
   const bool gemm_path = p->path == ConvPath::kPointwise || p->path == ConvPath::kIm2Col2D;
@@ -331,6 +364,10 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     }
     p->packed = std::static_pointer_cast<const PackedGroups>(got);
   }
+  if (p->path == ConvPath::kIm2Col2D && !p->transposed && p->packed != nullptr &&
+      p->mg <= kDirectMaxChannels) {
+    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], &p->direct_plan);
+  }
   int64_t scratch = 0;
   if (p->transposed) {
     p->gemm_scratch = static_cast<int64_t>(
@@ -345,21 +382,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
 // Depthwise planes (every image's channels) with the epilogue fused in.
 Status RunDepthwise(const KernelContext& ctx, const ConvPrepared& p, const float* xd,
                     const float* wd, float* yd, const Epilogue& ep) {
-  const WindowGeometry& g = p.g2;
-  const gemm_internal::DepthwiseGeometry dg{.h_in = g.input[0],
-                                            .w_in = g.input[1],
-                                            .h_out = g.output[0],
-                                            .w_out = g.output[1],
-                                            .kh = g.kernel[0],
-                                            .kw = g.kernel[1],
-                                            .sh = g.strides[0],
-                                            .sw = g.strides[1],
-                                            .dh = g.dilations[0],
-                                            .dw = g.dilations[1],
-                                            .ph = g.pad_begin[0],
-                                            .pw = g.pad_begin[1],
-                                            .inner_begin = p.inner_begin.data(),
-                                            .inner_end = p.inner_end.data()};
+  const gemm_internal::DepthwiseGeometry& dg = p.depthwise;
   const gemm_internal::GemmKernels& kern = gemm_internal::ActiveKernels();
   const int64_t planes = p.s.n * p.s.c;
   const int64_t c = p.s.c;
@@ -457,6 +480,9 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       if (p.path == ConvPath::kPointwise) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
+      } else if (p.path == ConvPath::kIm2Col2D && p.direct && kern.conv_tile != nullptr) {
+        gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
+                                     ctx.threads, kern);
       } else if (p.path == ConvPath::kIm2Col2D) {
         auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
                          float* dst) { kern.im2col(p.im2col, xg, k0, kc, j0, cols, w, dst); };

@@ -170,6 +170,8 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
   const int64_t m_panels = CeilDiv(s.m, kPanelRows);
   const int64_t n_panels = CeilDiv(s.n, kPanelCols);
   const bool pack_a = a.packed == nullptr;
+  const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
+  const bool post_after = ep.has_post() && !post_in_tile;
   // Phase 1: every (panel, K block) of the on-the-fly operand, once.
   const int64_t pack_panels = pack_a ? m_panels : n_panels;
   ParallelFor(threads, pack_panels * kblocks, [&](int64_t task, int) {
@@ -228,8 +230,11 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
                      .c = ct,
                      .ldc = ldc,
                      .alpha = ep.alpha,
-                     .load_c = ep.accumulate || pc > 0});
-          if (last && ep.has_post()) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
+                     .load_c = ep.accumulate || pc > 0,
+                     .post = last && post_in_tile ? &ep : nullptr,
+                     .i0 = i0,
+                     .j0 = q0});
+          if (last && post_after) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
         }
       }
     }
@@ -315,6 +320,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     }
   }
   const Blocking bl = ChooseBlocking(s, nthreads);
+  const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
+  const bool post_after = ep.has_post() && !post_in_tile;
   const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);
   const size_t stride = scratch.size() / static_cast<size_t>(nthreads);
 
@@ -371,8 +378,11 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
                        .c = ct,
                        .ldc = ldc,
                        .alpha = ep.alpha,
-                       .load_c = ep.accumulate || pc > 0});
-            if (last && ep.has_post()) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
+                       .load_c = ep.accumulate || pc > 0,
+                       .post = last && post_in_tile ? &ep : nullptr,
+                       .i0 = i0,
+                       .j0 = q0});
+            if (last && post_after) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
           }
         }
       }

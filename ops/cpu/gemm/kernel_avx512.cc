@@ -1,7 +1,9 @@
 // AVX-512 micro-kernel: up to 8 rows x 48 columns (24 zmm accumulators, one
-// broadcast of A and three loads of B per k). Compiled with -mavx512f
-// -mavx512bw -mavx512vl -mfma; only called after dispatch.cc has checked the
-// CPU.
+// broadcast of A and three loads of B per k), with the bias / residual /
+// clamp epilogue applied in registers; the same tile reading B straight from
+// a convolution's input (conv_direct.h); depthwise rows and flat planes
+// (depthwise_flat.h). Compiled with -mavx512f -mavx512bw -mavx512vl -mfma;
+// only called after dispatch.cc has checked the CPU.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -16,6 +18,87 @@ namespace orrery::ops::cpu::avx512 {
 namespace {
 
 using gemm_internal::TileArgs;
+
+// Stores a tile's accumulators: * alpha, + C when load_c, then the post
+// epilogue in registers when `post` is set (the order of EpilogueRows:
+// + row bias, + column bias, + residual, clamp).
+template <int R, int NV>
+ORRERY_GEMM_INLINE void StoreTile(__m512 (&acc)[R][NV], float* c0, int64_t ldc, int cols,
+                                  float alpha, bool load_c, const Epilogue* post, int64_t i0,
+                                  int64_t j0) {
+  const __m512 va = _mm512_set1_ps(alpha);
+  __mmask16 masks[NV];
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v) masks[v] = FirstLanes(cols - v * 16);
+  __m512 cb[NV];
+  const float* cbias = post != nullptr && post->col_bias != nullptr ? post->col_bias + j0 : nullptr;
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v) {
+    cb[v] = cbias != nullptr ? _mm512_maskz_loadu_ps(masks[v], cbias + v * 16)
+                             : _mm512_setzero_ps();
+  }
+  const bool clamp = post != nullptr && post->act != Activation::kNone;
+  const VF lo = Splat(post != nullptr && post->act == Activation::kClip ? post->act_alpha : 0.0f);
+  const VF hi = Splat(post != nullptr && post->act == Activation::kClip ? post->act_beta
+                                                                         : __builtin_huge_valf());
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float* c = c0 + r * ldc;
+    const float* z = post != nullptr && post->residual != nullptr
+                         ? post->residual + (i0 + r) * post->ld_residual + j0
+                         : nullptr;
+    const __m512 rb = _mm512_set1_ps(post != nullptr && post->row_bias != nullptr
+                                         ? post->row_bias[i0 + r]
+                                         : 0.0f);
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) {
+      __m512 y = alpha == 1.0f ? acc[r][v] : _mm512_mul_ps(acc[r][v], va);
+      if (load_c) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(masks[v], c + v * 16));
+      if (post != nullptr) {
+        y = _mm512_add_ps(y, rb);
+        if (cbias != nullptr) y = _mm512_add_ps(y, cb[v]);
+        if (z != nullptr) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(masks[v], z + v * 16));
+        if (clamp) y = (__m512)Min(Max((VF)y, lo), hi);
+      }
+      _mm512_mask_storeu_ps(c + v * 16, masks[v], y);
+    }
+  }
+}
+
+// The direct convolution tile (ConvTileArgs): Tile's register blocking, with
+// each B row made of masked loads from the input plane at the tap's offset.
+template <int R, int NV>
+void ConvTile(const gemm_internal::ConvTileArgs& t) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  const float* a = t.a;
+  const int64_t k_vol = t.k_vol;
+  int64_t tap = t.k0 % k_vol;
+  const float* xc = t.x + (t.k0 / k_vol) * t.in_vol;
+  for (int64_t k = 0; k < t.kc; ++k) {
+    const float* b = xc + t.off[tap];
+    const uint16_t* m = t.masks + tap * 3;
+    __m512 bv[NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_maskz_loadu_ps(m[v], b + v * 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+    a += kPanelRows;
+    if (++tap == k_vol) {
+      tap = 0;
+      xc += t.in_vol;
+    }
+  }
+  StoreTile<R, NV>(acc, t.c, t.ldc, t.cols, 1.0f, t.load_c, t.post, t.i0, t.j0);
+}
 
 template <int R, int NV>
 void Tile(const TileArgs& t) {
@@ -41,49 +124,56 @@ void Tile(const TileArgs& t) {
     a += kPanelRows;
     b += ldb;
   }
-  const __m512 alpha = _mm512_set1_ps(t.alpha);
-  __mmask16 masks[NV];
-#pragma GCC unroll 3
-  for (int v = 0; v < NV; ++v) {
-    const int n = t.cols - v * 16;
-    masks[v] = n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    float* c = t.c + r * t.ldc;
-#pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) {
-      __m512 y = _mm512_mul_ps(acc[r][v], alpha);
-      if (t.load_c) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(masks[v], c + v * 16));
-      _mm512_mask_storeu_ps(c + v * 16, masks[v], y);
-    }
+  StoreTile<R, NV>(acc, t.c, t.ldc, t.cols, t.alpha, t.load_c, t.post, t.i0, t.j0);
+}
+
+// Calls f.template operator()<R, NV>() for a tile of `rows` (1..8) rows
+// and the vector count NV (1..3) that `cols` (1..48) columns need (a
+// 48-wide panel with 20 valid columns needs two vectors, not three).
+template <int NV, typename F>
+ORRERY_GEMM_INLINE void WithRows(int rows, F& f) {
+  switch (rows) {
+    case 1: return f.template operator()<1, NV>();
+    case 2: return f.template operator()<2, NV>();
+    case 3: return f.template operator()<3, NV>();
+    case 4: return f.template operator()<4, NV>();
+    case 5: return f.template operator()<5, NV>();
+    case 6: return f.template operator()<6, NV>();
+    case 7: return f.template operator()<7, NV>();
+    default: return f.template operator()<8, NV>();
   }
 }
 
-template <int NV>
-void TileRows(const TileArgs& t) {
-  switch (t.rows) {
-    case 1: return Tile<1, NV>(t);
-    case 2: return Tile<2, NV>(t);
-    case 3: return Tile<3, NV>(t);
-    case 4: return Tile<4, NV>(t);
-    case 5: return Tile<5, NV>(t);
-    case 6: return Tile<6, NV>(t);
-    case 7: return Tile<7, NV>(t);
-    default: return Tile<8, NV>(t);
+template <typename F>
+ORRERY_GEMM_INLINE void WithTileShape(int rows, int cols, F&& f) {
+  switch ((cols + 15) / 16) {
+    case 1: return WithRows<1>(rows, f);
+    case 2: return WithRows<2>(rows, f);
+    default: return WithRows<3>(rows, f);
   }
 }
 
 void TileAny(const TileArgs& t) {
-  // Narrow the vector count to the columns in use (a 48-wide panel with 20
-  // valid columns needs two vectors, not three).
-  const int64_t used = (t.cols + 15) / 16;
-  switch (used) {
-    case 1: return TileRows<1>(t);
-    case 2: return TileRows<2>(t);
-    default: return TileRows<3>(t);
-  }
+  WithTileShape(t.rows, t.cols, [&]<int R, int NV>() { Tile<R, NV>(t); });
 }
+
+void ConvTileAny(const gemm_internal::ConvTileArgs& t) {
+  WithTileShape(t.rows, t.cols, [&]<int R, int NV>() { ConvTile<R, NV>(t); });
+}
+
+// The depthwise kernels' in-register epilogue: + row bias, + residual and
+// a clamp to [lo, hi] (Relu, Clip) when there is no column bias and the
+// activation is a clamp or none; otherwise the generic epilogue runs on the
+// plane afterwards. Max / Min of epilogue_impl.h, so NaNs clamp as there.
+struct PlanePost {
+  bool in_regs, clamp;
+  VF lo, hi;
+  explicit PlanePost(const Epilogue& ep)
+      : in_regs(ep.col_bias == nullptr && gemm_internal::PostInTile(ep)),
+        clamp(in_regs && ep.act != Activation::kNone),
+        lo(Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f)),
+        hi(Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf())) {}
+};
 
 // Depthwise planes with each output row held in up to 8 zmm accumulators
 // (w_out <= 128): every tap is one masked load + FMA per vector, the masks
@@ -126,14 +216,9 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
   const __m512i evens =
       _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
-  // In-register epilogue: a clamp to [lo, hi] (Relu, Clip) or none.
-  const bool in_regs = ep.col_bias == nullptr &&
-                       (ep.act == Activation::kNone || ep.act == Activation::kRelu ||
-                        ep.act == Activation::kClip);
-  const bool clamp = ep.act != Activation::kNone;
-  // Max / Min of epilogue_impl.h, so NaNs clamp as in the generic epilogue.
-  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
-  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  const PlanePost post(ep);
+  const bool in_regs = post.in_regs, clamp = post.clamp;
+  const VF lo = post.lo, hi = post.hi;
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t ch = p % c;
     const float* xp = x + p * in_vol;
@@ -206,8 +291,100 @@ void DepthwiseStride(const gemm_internal::DepthwiseGeometry& g, const float* x, 
   }
 }
 
+// Planes as one flattened row of 16-lane vectors (see depthwise_flat.h),
+// NV (<= 8) vectors [v0, v0 + NV) at a time: every (tap, vector) is one
+// masked load, or a masked gather when its lanes do not read consecutive
+// inputs (Gathers: stride 2 into narrow rows), plus one FMA; the
+// accumulators get the in-register epilogue (bias, residual, Relu / Clip)
+// and one masked store each.
+template <int NV, bool Gathers>
+ORRERY_GEMM_INLINE void DepthwiseFlatGroup(const gemm_internal::DepthwiseGeometry& g,
+                                           const float* xp, const float* wp, float* yp,
+                                           int64_t v0, int64_t out_vol, int64_t k_vol,
+                                           bool add_bias, __m512 bias, const float* zp,
+                                           bool clamp, VF lo, VF hi) {
+  const int64_t vectors = g.flat_vectors;
+  __m512 acc[NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < k_vol; ++t) {
+    const __m512 wv = _mm512_set1_ps(wp[t]);
+    const int64_t e0 = t * vectors + v0;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      const __mmask16 m = g.flat_mask[e0 + v];
+      __m512 xv;
+      if (!Gathers || g.flat_slot[e0 + v] < 0) {
+        xv = _mm512_maskz_loadu_ps(m, xp + g.flat_base[e0 + v]);
+      } else {
+        const __m512i idx = _mm512_loadu_si512(g.flat_gather + g.flat_slot[e0 + v] * 16);
+        xv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, xp, 4);
+      }
+      acc[v] = _mm512_fmadd_ps(wv, xv, acc[v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const int64_t o = (v0 + v) * 16;
+    const __mmask16 m = FirstLanes(out_vol - o);
+    __m512 r = acc[v];
+    if (add_bias) r = _mm512_add_ps(r, bias);
+    if (zp != nullptr) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, zp + o));
+    if (clamp) r = (__m512)Min(Max((VF)r, lo), hi);
+    _mm512_mask_storeu_ps(yp + o, m, r);
+  }
+}
+
+template <bool Gathers>
+void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
+                   float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
+  const int64_t vectors = g.flat_vectors;
+  const PlanePost post(ep);
+  const bool in_regs = post.in_regs, clamp = post.clamp;
+  const VF lo = post.lo, hi = post.hi;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t ch = p % c;
+    const float* xp = x + p * in_vol;
+    const float* wp = w + ch * k_vol;
+    float* yp = y + p * out_vol;
+    const bool add_bias = in_regs && ep.row_bias != nullptr;
+    const __m512 bias = _mm512_set1_ps(add_bias ? ep.row_bias[ch] : 0.0f);
+    const float* zp = in_regs && ep.residual != nullptr ? ep.residual + p * out_vol : nullptr;
+    for (int64_t v0 = 0; v0 < vectors; v0 += 8) {
+      switch (vectors - v0) {
+#define ORRERY_FLAT_GROUP(n)                                                                 \
+  case n:                                                                                    \
+    DepthwiseFlatGroup<n, Gathers>(g, xp, wp, yp, v0, out_vol, k_vol, add_bias, bias, zp, \
+                                   clamp, lo, hi);                                          \
+    break;
+        ORRERY_FLAT_GROUP(1)
+        ORRERY_FLAT_GROUP(2)
+        ORRERY_FLAT_GROUP(3)
+        ORRERY_FLAT_GROUP(4)
+        ORRERY_FLAT_GROUP(5)
+        ORRERY_FLAT_GROUP(6)
+        ORRERY_FLAT_GROUP(7)
+#undef ORRERY_FLAT_GROUP
+        default:
+          DepthwiseFlatGroup<8, Gathers>(g, xp, wp, yp, v0, out_vol, k_vol, add_bias, bias, zp,
+                                         clamp, lo, hi);
+      }
+    }
+    if (!in_regs && ep.has_post()) {
+      Epilogue e = ep;
+      if (e.residual != nullptr) e.residual += (p - ch) * out_vol;
+      ApplyEpilogueImpl(e, yp, out_vol, ch, 0, 1, out_vol);
+    }
+  }
+}
+
 void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  if (g.flat_vectors >= 1) {
+    if (g.flat_gather != nullptr) return DepthwiseFlat<true>(g, x, w, y, c, p0, p1, ep);
+    return DepthwiseFlat<false>(g, x, w, y, c, p0, p1, ep);
+  }
   if (g.w_out >= 1 && g.w_out <= 128 && g.kw <= 8) {
     if (g.sw == 1) return DepthwiseStride<1>(g, x, w, y, c, p0, p1, ep);
     if (g.sw == 2) return DepthwiseStride<2>(g, x, w, y, c, p0, p1, ep);
@@ -222,7 +399,7 @@ namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& Avx512Kernels() {
   static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
-                             avx512::Im2ColPanelImpl};
+                             avx512::Im2ColPanelImpl, avx512::ConvTileAny, true};
   return k;
 }
 

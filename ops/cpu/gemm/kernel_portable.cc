@@ -40,7 +40,8 @@ namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& PortableKernels() {
   static const GemmKernels k{portable::TileAny, portable::ApplyEpilogueImpl,
-                             portable::DepthwisePlanesImpl, portable::Im2ColPanelImpl};
+                             portable::DepthwisePlanesImpl, portable::Im2ColPanelImpl,
+                             /*conv_tile=*/nullptr, /*tile_post=*/false};
   return k;
 }
 

@@ -22,7 +22,19 @@ struct TileArgs {
   int64_t ldc = 0;
   float alpha = 1.0f;
   bool load_c = false;  // add to C's content (later K blocks, accumulate)
+  // Set on the last K block when GemmKernels::tile_post and PostInTile(*post):
+  // the tile applies the post-GEMM epilogue to its registers before the
+  // store (C's rows i0.., columns j0.. of the whole product).
+  const Epilogue* post = nullptr;
+  int64_t i0 = 0, j0 = 0;
 };
+
+// Epilogues a tile can apply in registers: biases, residual and an
+// activation that is a clamp (none, Relu, Clip).
+inline bool PostInTile(const Epilogue& ep) {
+  return ep.act == Activation::kNone || ep.act == Activation::kRelu ||
+         ep.act == Activation::kClip;
+}
 
 using TileFn = void (*)(const TileArgs& t);
 
@@ -34,6 +46,14 @@ struct DepthwiseGeometry {
   int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
   const int64_t* inner_begin = nullptr;  // [kw]
   const int64_t* inner_end = nullptr;    // [kw]
+  // Optional lane table of the flat kernel for small planes (see
+  // depthwise_flat.h); flat_vectors == 0 when absent. Kernels that do not
+  // use it ignore it.
+  int64_t flat_vectors = 0;
+  const uint16_t* flat_mask = nullptr;
+  const int32_t* flat_base = nullptr;
+  const int32_t* flat_slot = nullptr;
+  const int32_t* flat_gather = nullptr;
 };
 // Planes [p0, p1) of a stack of N * c depthwise planes: plane p reads
 // x + p * h_in * w_in and filter w + (p % c) * kh * kw, overwrites
@@ -57,11 +77,36 @@ struct Im2ColGeometry {
 using Im2ColFn = void (*)(const Im2ColGeometry& g, const float* x, int64_t k0, int64_t kc,
                           int64_t j0, int64_t cols, int64_t w, float* dst);
 
+// One output tile of a stride-1 convolution whose output plane has the
+// input's size (see conv_direct.h), read straight from the input instead of
+// im2col panels: C[rows x cols] (=|+) A_panel * B over depth [k0, k0 + kc),
+// where B[k][j] = x[c * in_vol + j + off[t]] for k = c * k_vol + t, masked
+// by masks[t * 3 + v] for the columns [16 v, 16 v + 16) of the tile (taps in
+// the padding and columns past the plane are masked off and read as zero).
+struct ConvTileArgs {
+  int64_t kc = 0, k0 = 0;
+  const float* a = nullptr;  // packed left panel at depth k0: a[k * kPanelRows + i]
+  const float* x = nullptr;  // the group's input plus the tile's first column
+  int64_t in_vol = 0, k_vol = 0;
+  const int64_t* off = nullptr;     // [k_vol]
+  const uint16_t* masks = nullptr;  // [k_vol][3] for this tile's columns
+  int rows = 0;                     // 1..kPanelRows
+  int cols = 0;                     // 1..kPanelCols
+  float* c = nullptr;
+  int64_t ldc = 0;
+  bool load_c = false;
+  const Epilogue* post = nullptr;  // as TileArgs::post
+  int64_t i0 = 0, j0 = 0;
+};
+using ConvTileFn = void (*)(const ConvTileArgs& t);
+
 struct GemmKernels {
   TileFn tile;
   EpilogueFn epilogue;
   DepthwiseFn depthwise;
   Im2ColFn im2col;
+  ConvTileFn conv_tile;  // null: the ISA has none (conv.cc uses im2col panels)
+  bool tile_post;        // tile / conv_tile apply TileArgs::post
 };
 
 const GemmKernels& PortableKernels();

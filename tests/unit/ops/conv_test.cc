@@ -457,6 +457,42 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         }
       }
     }
+    // Small planes (<= 256 outputs, the flat AVX-512 kernel): consecutive
+    // lanes (stride 1, w_in == w_out), gathers (stride 2 into <= 8 columns),
+    // tails of 1 and 15 lanes, 1 to 16 vectors, dilation, uneven pads,
+    // 1-D, and shapes the flat kernel declines (gathers on wide rows).
+    const std::vector<ConvCase> flat = {
+        {.x = {1, 4, 7, 7}, .w = {4, 1, 3, 3}, .group = 4, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {2, 3, 14, 14}, .w = {3, 1, 3, 3}, .group = 3, .pads = {1, 1, 1, 1}},
+        {.x = {1, 3, 14, 14}, .w = {3, 1, 3, 3}, .group = 3, .strides = {2, 2},
+         .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 2, 15, 13}, .w = {2, 1, 5, 5}, .group = 2, .strides = {2, 2},
+         .pads = {2, 2, 2, 2}},
+        {.x = {1, 2, 16, 16}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 2, 1, 1}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 3, 9, 9}, .w = {3, 1, 3, 3}, .group = 3, .dilations = {2, 2},
+         .pads = {2, 2, 2, 2}},
+        {.x = {1, 2, 6, 11}, .w = {2, 1, 3, 2}, .group = 2, .pads = {0, 1, 2, 0}},
+        {.x = {1, 3, 5, 17}, .w = {3, 1, 3, 3}, .group = 3, .pads = {1, 1, 1, 1}},
+        {.x = {1, 2, 40}, .w = {2, 1, 5}, .group = 2, .pads = {2, 2}},
+        {.x = {1, 2, 12, 40}, .w = {2, 1, 3, 3}, .group = 2, .strides = {2, 2},
+         .pads = {1, 1, 1, 1}},
+    };
+    for (const ConvCase& c : flat) CheckConv(c, seed++);
+    // Stride 1, output plane == input plane, >= 256 positions, <= 128
+    // channels (the im2col-free AVX-512 tile): 3x3 / 5x5 / dilated / 1-D /
+    // asymmetric pads, K over one 256-deep block (40 * 9), row tails of
+    // 1..7 channels, a 16-column panel tail, groups and two images.
+    const std::vector<ConvCase> direct = {
+        {.x = {1, 40, 16, 16}, .w = {13, 40, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {2, 6, 20, 13}, .w = {9, 6, 5, 5}, .pads = {2, 2, 2, 2}},
+        {.x = {1, 5, 16, 17}, .w = {8, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
+        {.x = {1, 4, 300}, .w = {7, 4, 3}, .pads = {1, 1}, .bias = true},
+        {.x = {1, 3, 18, 19}, .w = {5, 3, 2, 4}, .pads = {1, 2, 0, 1}},
+        {.x = {1, 8, 17, 16}, .w = {6, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 2, 16, 16}, .w = {1, 2, 3, 3}, .auto_pad = "SAME_LOWER"},
+    };
+    for (const ConvCase& c : direct) CheckConv(c, seed++);
     CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
     // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
     CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},

@@ -89,10 +89,12 @@ struct ConvCase {
 TEST(FusedConvTest, EveryActivationWithAndWithoutResidual) {
   const std::vector<ConvCase> cases = {
       {{1, 5, 9, 9}, {12, 5, 3, 3}, {1, 1}, {1, 1, 1, 1}},   // im2col
+      {{2, 5, 16, 17}, {12, 5, 3, 3}, {1, 1}, {1, 1, 1, 1}}, // im2col-free tile
       {{2, 8, 6, 7}, {16, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}},   // pointwise
       {{1, 6, 11, 11}, {6, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, 6},  // depthwise
       {{1, 4, 7, 7}, {4, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}, 4},    // depthwise 5x5
       {{2, 3, 5, 37}, {3, 1, 3, 3}, {1, 2}, {1, 0, 1, 2}, 3},   // depthwise, 2 images
+      {{2, 5, 14, 14}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, 5},  // flat depthwise, 2 images
       {{1, 4, 8, 8}, {6, 2, 3, 3}, {2, 1}, {0, 1, 1, 0}, 2},    // grouped
       {{1, 8, 6, 6}, {64, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}},      // transposed GEMM
       {{1, 16, 4, 4}, {80, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}},    // transposed pointwise

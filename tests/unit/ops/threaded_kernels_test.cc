@@ -88,8 +88,9 @@ TEST(ThreadedKernelsTest, RowsAndPlanes) {
 }
 
 // Convolutions whose GEMM packs the activations once for both threads (few
-// output positions: transposed; 14x14: im2col panels shared), and depthwise
-// planes in chunks, two images.
+// output positions: transposed; 14x14: im2col panels shared), the
+// im2col-free tile (32x32 plane, 3x3 pad 1), depthwise planes in chunks
+// (two images) and flat small planes.
 TEST(ThreadedKernelsTest, ConvolutionPaths) {
   Attributes pad1;
   pad1.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
@@ -100,6 +101,9 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor x14 = F32({1, 16, 14, 14}, Wave(16 * 14 * 14));
   const Tensor w14 = F32({24, 16, 3, 3}, Wave(24 * 16 * 9));
   ExpectSameOnTwoThreads("Conv", {&x14, &w14}, pad1);
+  const Tensor x32 = F32({1, 24, 32, 32}, Wave(24 * 32 * 32));
+  const Tensor w32 = F32({40, 24, 3, 3}, Wave(40 * 24 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x32, &w32}, pad1);
   const Tensor xp = F32({1, 40, 9, 9}, Wave(40 * 9 * 9));
   const Tensor wp = F32({96, 40, 1, 1}, Wave(96 * 40));
   ExpectSameOnTwoThreads("Conv", {&xp, &wp});
@@ -110,6 +114,11 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor wd = F32({24, 1, 3, 3}, Wave(24 * 9));
   const Tensor b24 = F32({24}, Wave(24));
   ExpectSameOnTwoThreads("Conv", {&xd, &wd, &b24}, dw);
+  Attributes flat = pad1;
+  flat.Set("group", int64_t{64});
+  const Tensor xf = F32({1, 64, 7, 7}, Wave(64 * 7 * 7));
+  const Tensor wf = F32({64, 1, 3, 3}, Wave(64 * 9));
+  ExpectSameOnTwoThreads("Conv", {&xf, &wf, &b64}, flat);
 }
 
 }  // namespace

@@ -1,0 +1,46 @@
+// Internal to ops/cpu: a convolution GEMM without im2col panels, for 1-D /
+// 2-D convolutions with stride 1 whose output plane has the input's size
+// (3x3 pad 1, 5x5 pad 2, dilated equivalents: most KxK layers of ResNet,
+// GoogLeNet and SqueezeNet). Flattened over the plane, output position p and
+// tap (kh, kw) read input p + (kh * dh - ph) * w + (kw * dw - pw): the B
+// operand of Y = W * im2col(X) is the input itself at a per-tap offset, with
+// lane masks for the taps that fall into the padding. The tile kernel
+// (ConvTileFn, AVX-512 only) loads those rows directly, so nothing is
+// packed: the weights are the usual packed left operand (PackedMatrix, K in
+// (c, kh, kw) order, layout unchanged) and the epilogue is the GEMM's.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/cpu/gemm/kernels.h"
+#include "ops/cpu/gemm/sgemm.h"
+#include "ops/parallel.h"
+
+namespace orrery::ops::cpu::gemm_internal {
+
+// Per-shape tables, built once in Conv's Prepare.
+struct ConvDirectPlan {
+  int64_t h = 0, w = 0;  // the plane (input and output)
+  int64_t k_vol = 0;
+  std::vector<int64_t> off;     // [k_vol]: input offset of each tap
+  std::vector<uint16_t> masks;  // [panel][k_vol][3]: lanes of each 48-column panel
+
+  int64_t positions() const { return h * w; }
+  int64_t panels() const { return (positions() + kPanelCols - 1) / kPanelCols; }
+};
+
+// The plan when the geometry fits (stride 1, output size == input size,
+// at least 256 positions: smaller planes measured faster with panels),
+// else false. `g` is the convolution's im2col geometry, h_out its output
+// height.
+bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan);
+
+// Y[m x positions] = epilogue(W * im2col(X)) for one image and group: W is
+// packed (m x k, k = channels * k_vol), x the group's channels. Splits tiles
+// over `threads` like Sgemm; allocates nothing. `kern.conv_tile` must be set.
+void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,
+                   int64_t in_vol, const float* x, float* y, const Epilogue& ep,
+                   ThreadGroup* threads, const GemmKernels& kern);
+
+}  // namespace orrery::ops::cpu::gemm_internal
