@@ -192,7 +192,16 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     if (const int64_t load_ns = *ready - acquire_start_ns; load_ns > 0) {
       load_predicted_ns = load_ns;
       scheduled.ready_ns = ctx_->scheduler->NowNs() + load_ns;
-      if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) return ToGrpcStatus(s);
+      if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) {
+        // Rejected for the load: start it anyway, so that the model's next
+        // requests are not all rejected for a load that never happens.
+        if (s.code() == StatusCode::kDeadlineExceeded) {
+          Status started = ctx_->host->StartLoad(*record);
+          s = Status(s.code(), s.message() + (started.ok() ? "; the load has started, retry shortly"
+                                                           : "; the load could not start: " + started.message()));
+        }
+        return ToGrpcStatus(s);
+      }
       scheduled.ready_ns = 0;
     }
     Result<HostTier::Pin> pinned = ctx_->host->Acquire(*record);

@@ -229,6 +229,18 @@ Status HostTier::OperatorLoad(const ModelRecord& record, bool pin) {
   return loaded;
 }
 
+Status HostTier::StartLoad(const ModelRecord& record) {
+  const ModelKey key = KeyOf(record);
+  Result<Acquisition> acq = host_->Load(key);
+  if (acq.status().code() == StatusCode::kNotFound) {
+    ORRERY_RETURN_IF_ERROR(Register(record));
+    acq = host_->Load(key);
+  }
+  ORRERY_RETURN_IF_ERROR(acq.status());
+  (void)StartOrJoin(*acq, key, record);
+  return Status::Ok();
+}
+
 Status HostTier::OperatorPin(const ModelRecord& record) { return OperatorLoad(record, /*pin=*/true); }
 
 Status HostTier::Prefetch(const ModelRecord& record) { return OperatorLoad(record, /*pin=*/false); }

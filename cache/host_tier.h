@@ -113,6 +113,14 @@ class HostTier {
   // RESOURCE_EXHAUSTED as Register (it registers on demand).
   Result<int64_t> PredictReadyNs(const ModelRecord& record);
 
+  // Starts loading `record` if it is absent, without waiting or pinning:
+  // for a request that admission rejected because of the load, so that the
+  // model's next requests find it resident or loading, instead of every
+  // short-deadline request being rejected for a load that never starts.
+  // Not a request (no miss recorded, nobody billed). UNAVAILABLE when
+  // pinned or loading models hold the room (nothing started).
+  Status StartLoad(const ModelRecord& record);
+
   // One keep-alive tick: ExpireIdle, then Prewarm for every model whose
   // reload is due now (PrewarmDue). No-op with keepalive off. O(entries).
   MaintainReport Maintain();

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <map>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -76,11 +78,16 @@ class Runner {
     call->intended = intended;
     call->sent = Clock::now();
     if (!t.api_key.empty()) call->ctx.AddMetadata("authorization", "Bearer " + t.api_key);
-    // The server decides deadlines (timeout_us); the gRPC deadline only
-    // bounds a hung call.
-    const auto limit = t.deadline_us > 0 ? std::chrono::microseconds(t.deadline_us) + std::chrono::seconds(10)
-                                         : std::chrono::microseconds(std::chrono::seconds(60));
-    call->ctx.set_deadline(std::chrono::system_clock::now() + limit);
+    // The request's deadline, from its intended send time, goes in
+    // timeout_us and as the gRPC deadline, as a real client's would: the
+    // server then also knows the time the call spent before its handler
+    // ran (the sender's lag, the transport), and a response later than the
+    // deadline is cut off here (DEADLINE_EXCEEDED, a late rejection). No
+    // deadline: 60 s bounds a hung call.
+    const auto due = t.deadline_us > 0 ? intended + std::chrono::microseconds(t.deadline_us)
+                                       : call->sent + std::chrono::seconds(60);
+    call->ctx.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::duration_cast<std::chrono::system_clock::duration>(due - call->sent));
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++outstanding_;
@@ -106,6 +113,14 @@ class Runner {
         r.grpc_code = static_cast<int>(call->status.error_code());
         r.deadline_us = t.deadline_us;
         r.outcome = Classify(r.grpc_code, call->status.error_message(), r.latency_ns, t.deadline_us);
+        // The first few errors of each stream, whole, for a reader wondering
+        // why (admission's message names the predicted completion).
+        if (!call->status.ok()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (errors_shown_[call->stream]++ < 3) std::fprintf(stderr, "orrery-loadgen: stream %d: %s: %s\n", call->stream,
+                       std::to_string(static_cast<int>(call->status.error_code())).c_str(),
+                       call->status.error_message().c_str());
+        }
         if (call->status.ok()) {
           r.lane_ns = Param(call->response, "orrery_lane_ns");
           r.queue_ns = Param(call->response, "orrery_queue_ns");
@@ -132,6 +147,7 @@ class Runner {
   std::condition_variable idle_;
   int64_t outstanding_ = 0;
   std::vector<Record> records_;
+  std::map<int, int> errors_shown_;  // per stream, under mu_
 };
 
 }  // namespace

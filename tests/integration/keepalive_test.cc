@@ -8,7 +8,9 @@
 //   `--keepalive off` the same calls leave it resident and count neither.
 // - a request for a model that is only on disk, with a deadline shorter
 //   than its predicted load, is rejected at admission with DEADLINE_EXCEEDED
-//   naming the load, and starts no load; a loose deadline then loads it.
+//   naming the load, before anything runs; the load starts anyway (not as a
+//   request: no miss), so that the same short deadline is met once it is
+//   resident.
 #include <chrono>
 #include <string>
 #include <thread>
@@ -144,7 +146,7 @@ TEST(KeepAliveFlagsTest, ATickNotShorterThanThePrewarmMarginIsRefusedAtStart) {
   EXPECT_TRUE(lru.Start());
 }
 
-TEST_F(KeepAliveTest, ColdModelWithATinyDeadlineIsRejectedAtAdmissionWithoutLoading) {
+TEST_F(KeepAliveTest, ColdModelWithATinyDeadlineIsRejectedAtAdmissionAndItsLoadStarts) {
   Start({"--host-cache-bytes", "60000"});
   Upload("cold");
   v1::CacheModelRequest evict;
@@ -160,20 +162,24 @@ TEST_F(KeepAliveTest, ColdModelWithATinyDeadlineIsRejectedAtAdmissionWithoutLoad
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
   EXPECT_NE(s.error_message().find("predicted completion in"), std::string::npos) << s.error_message();
   EXPECT_NE(s.error_message().find("for the model's weights to load"), std::string::npos) << s.error_message();
-  // Rejected before anything ran or loaded.
-  EXPECT_EQ(State("cold"), "absent");
-  const v1::CacheListResponse after = List();
-  EXPECT_EQ(after.tiers(0).loads(), loads);
-  EXPECT_EQ(after.tiers(0).misses(), 0u);
+  EXPECT_NE(s.error_message().find("the load has started"), std::string::npos) << s.error_message();
   EXPECT_EQ(testing::MetricSample(server_->metrics_address(),
                                   "orrery_tenant_rejected_total{tenant=\"" + tenant_id_ + "\",reason=\"deadline\"}"),
             1);
-  // A deadline the load fits in: loaded and served.
-  s = Infer("cold", 10'000'000);
+  // Not a request: no miss; but one load, and then the model is resident.
+  std::string state;
+  for (int i = 0; i < 500 && (state = State("cold")) != "resident"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(state, "resident");
+  const v1::CacheListResponse after = List();
+  EXPECT_EQ(after.tiers(0).loads(), loads + 1);
+  EXPECT_EQ(after.tiers(0).misses(), 0u);
+  // Resident now: a deadline that fits the run alone is met. (Generous for
+  // a shared machine; the tiny model runs in microseconds.)
+  s = Infer("cold", 200'000);
   EXPECT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(State("cold"), "resident");
-  const v1::CacheListResponse loaded = List();
-  EXPECT_EQ(loaded.tiers(0).misses(), 1u);
+  EXPECT_EQ(List().tiers(0).misses(), 0u);
 }
 
 }  // namespace
