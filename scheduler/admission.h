@@ -3,7 +3,7 @@
 //
 // Completion is predicted as
 //   max(now + (queued work ahead under fair sharing + remaining work of
-//              running requests) / lanes,
+//              running requests) / lanes x (1 + wait_slack),
 //       the model's weights ready (host cache load's predicted end))
 //   + own predicted cost x slowdown + response time,
 // the slowdown being how much slower than predicted this model's runs have
@@ -43,6 +43,11 @@ struct AdmissionInput {
   int64_t running_remaining_ns = 0;   // predicted remainder of running requests
   int64_t ready_ns = 0;               // absolute: the model's weights resident; <= now = already
   int lanes = 1;
+  // The wait for queued and running work is planned this much longer than
+  // predicted: it sums dozens of predictions whose errors do not all cancel,
+  // and a request admitted right at the edge of its deadline is answered
+  // after it once the reply has crossed the network.
+  double wait_slack = 0.0;
   int in_flight = 0;  // the tenant's admitted, unfinished requests
   int max_in_flight = 0;
 };

@@ -171,6 +171,7 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
                     .running_remaining_ns = RunningRemainingLocked(job.deadline_ns),
                     .ready_ns = job.request.ready_ns,
                     .lanes = num_lanes_,
+                    .wait_slack = options_.admission_wait_slack,
                     .in_flight = tenant.in_flight,
                     .max_in_flight = tenant.policy.max_in_flight};
   if (lane_free_ns != nullptr) {

@@ -88,6 +88,9 @@ struct FairSchedulerOptions {
   // A run is predicted warm (CacheState) when the lane's previous step was
   // of the same model and ended at most this long before it starts.
   int64_t warm_gap_ns = 1'000'000;
+  // Admission plans the wait for the work ahead this much longer than
+  // predicted (AdmissionInput::wait_slack).
+  double admission_wait_slack = 0.1;
   // Admission plans for the time after the lane (ObserveResponseNs): the
   // response_quantile of the last response_window observations.
   double response_quantile = 0.99;

@@ -71,6 +71,18 @@ TEST(AdmissionTest, ALoadingModelStartsWhenItsWeightsAreReadyNotBefore) {
   EXPECT_EQ(Admit(in, "m").predicted_completion_ns, 102 * kMs);
 }
 
+TEST(AdmissionTest, TheWaitIsPlannedWithSlack) {
+  AdmissionInput in{.now_ns = 0, .deadline_ns = 12 * kMs, .own_cost_ns = 1 * kMs, .queued_ahead_ns = 10 * kMs,
+                    .wait_slack = 0.1};
+  AdmissionDecision d = Admit(in, "m");
+  EXPECT_EQ(d.predicted_completion_ns, 12 * kMs);  // 10 ms x 1.1 + 1 ms
+  EXPECT_TRUE(d.status.ok()) << d.status.ToString();
+  in.deadline_ns = 11 * kMs + kMs / 2;  // met by the bare prediction (11 ms), not by the plan
+  EXPECT_EQ(Admit(in, "m").status.code(), StatusCode::kDeadlineExceeded);
+  in.wait_slack = -1;  // never shorter than predicted
+  EXPECT_EQ(Admit(in, "m").predicted_completion_ns, 11 * kMs);
+}
+
 TEST(AdmissionTest, PassedDeadlineReadsAsAgo) {
   AdmissionInput in{.now_ns = 10 * kMs, .deadline_ns = 9 * kMs, .own_cost_ns = 1};
   AdmissionDecision d = Admit(in, "x");

@@ -128,7 +128,7 @@ TEST(FairSchedulerTest, ShutdownDrainsQueuedWorkThenRefuses) {
 
 TEST(FairSchedulerTest, RejectsAtAdmissionWhenThePredictedCompletionIsTooLate) {
   FakeClock clock;
-  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .admission_wait_slack = 0});
   scheduler.Calibrate("relu", 1, 1 * kMs);
   auto model = ReluModel();
   std::atomic<int> ok{0};
@@ -155,7 +155,7 @@ TEST(FairSchedulerTest, RejectsAtAdmissionWhenThePredictedCompletionIsTooLate) {
 
 TEST(FairSchedulerTest, AdmissionPlansForTheObservedResponseTime) {
   FakeClock clock;
-  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .admission_wait_slack = 0});
   scheduler.Calibrate("relu", 1, 1 * kMs);
   auto model = ReluModel();
   std::atomic<int> ok{0};
