@@ -230,6 +230,12 @@ Status HostTier::OperatorLoad(const ModelRecord& record, bool pin) {
 }
 
 Status HostTier::StartLoad(const ModelRecord& record) {
+  // Only on an idle loader: loads started for rejected requests while
+  // others are queued would lengthen every predicted load, reject more
+  // requests and start more loads (a storm of 8,000 loads in 20 s in the
+  // many-models scenario).
+  const TierStats stats = host_->Stats();
+  if (stats.used_bytes > stats.resident_bytes) return Status::Unavailable("the loader is busy with other loads");
   const ModelKey key = KeyOf(record);
   Result<Acquisition> acq = host_->Load(key);
   if (acq.status().code() == StatusCode::kNotFound) {

@@ -117,8 +117,9 @@ class HostTier {
   // for a request that admission rejected because of the load, so that the
   // model's next requests find it resident or loading, instead of every
   // short-deadline request being rejected for a load that never starts.
-  // Not a request (no miss recorded, nobody billed). UNAVAILABLE when
-  // pinned or loading models hold the room (nothing started).
+  // Not a request (no miss recorded, nobody billed). Uses only an idle
+  // loader: UNAVAILABLE (nothing started) while any load is in flight, or
+  // when pinned or loading models hold the room.
   Status StartLoad(const ModelRecord& record);
 
   // One keep-alive tick: ExpireIdle, then Prewarm for every model whose

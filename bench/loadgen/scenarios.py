@@ -36,7 +36,7 @@ class Ctx:
         # (which in production is another machine) would otherwise take lane
         # time and make every lane time a guess.
         n = os.cpu_count() or 1
-        self.pin = args.pin and n >= 2
+        self.pin = getattr(args, "pin", False) and n >= 2  # cache_scenarios.py: unpinned
         self.lane_cpus = f"1-{n - 1}" if n > 2 else "1"
         self.pin_args = ([f"--orreryd-arg=--lane-cpus={self.lane_cpus}", "--orreryd-arg=--serving-cpus=0",
                           "--client-cpus", "0"] if self.pin else [])
