@@ -166,7 +166,7 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
                     .deadline_ns = job.deadline_ns,
                     .own_cost_ns = job.predicted_ns,
                     .slowdown = costs_.SlowdownBound(job.model_id),
-                    .response_ns = response_margin_ns_,
+                    .response_ns = ResponseMarginLocked(now),
                     .queued_ahead_ns = queue_.WorkAheadNs(job.request.tenant_id),
                     .running_remaining_ns = RunningRemainingLocked(job.deadline_ns),
                     .ready_ns = job.request.ready_ns,
@@ -278,14 +278,36 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
 void FairScheduler::ObserveResponseNs(int64_t ns) {
   if (ns < 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  response_samples_.push_back(ns);
+  response_samples_.emplace_back(clock_->NowNs(), ns);
   while (response_samples_.size() > options_.response_window) response_samples_.pop_front();
   if (++response_observed_ % 16 != 0 && response_observed_ > 16) return;
-  std::vector<int64_t> sorted(response_samples_.begin(), response_samples_.end());
+  UpdateResponseMarginLocked();
+}
+
+void FairScheduler::UpdateResponseMarginLocked() {
+  if (response_samples_.empty()) {
+    response_margin_ns_ = 0;
+    return;
+  }
+  std::vector<int64_t> sorted;
+  sorted.reserve(response_samples_.size());
+  for (const auto& [at, ns] : response_samples_) sorted.push_back(ns);
   const size_t k = std::min(sorted.size() - 1, static_cast<size_t>(options_.response_quantile *
                                                                     static_cast<double>(sorted.size())));
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
   response_margin_ns_ = sorted[k];
+}
+
+int64_t FairScheduler::ResponseMarginLocked(int64_t now) {
+  // Observations expire: only answered requests add them, so a margin
+  // inflated by a burst would otherwise reject everything forever.
+  bool expired = false;
+  while (!response_samples_.empty() && response_samples_.front().first < now - options_.response_max_age_ns) {
+    response_samples_.pop_front();
+    expired = true;
+  }
+  if (expired) UpdateResponseMarginLocked();
+  return response_margin_ns_;
 }
 
 void FairScheduler::PublishUrgentLocked() {

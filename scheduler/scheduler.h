@@ -95,6 +95,7 @@ struct FairSchedulerOptions {
   // response_quantile of the last response_window observations.
   double response_quantile = 0.99;
   size_t response_window = 256;
+  int64_t response_max_age_ns = 5'000'000'000;  // older observations are dropped
   // Capacities of the resources besides lanes, for dominant-share charges
   // (fair_queue.h); 0 = not modelled. The lane capacity is the lane count.
   double devices = 0;
@@ -237,6 +238,10 @@ class FairScheduler {
   // with this deadline.
   int64_t RunningRemainingLocked(int64_t deadline_ns) const;
   int64_t ChargedNs(int64_t predicted_ns, int64_t measured_ns) const;
+  // The response margin admission adds, after dropping observations older
+  // than response_max_age_ns; UpdateResponseMarginLocked recomputes it.
+  int64_t ResponseMarginLocked(int64_t now);
+  void UpdateResponseMarginLocked();
 
   // Adds same-model queued requests of the leader's tenant to it when a
   // batch is predicted cheaper per request and keeps every deadline.
@@ -282,7 +287,7 @@ class FairScheduler {
   std::unordered_map<uint64_t, std::unique_ptr<Job>> queued_;
   std::set<std::pair<int64_t, uint64_t>> by_latest_start_;  // queued jobs
   std::set<Job*> running_;  // dispatched, parked or running
-  std::deque<int64_t> response_samples_;  // ObserveResponseNs, newest last
+  std::deque<std::pair<int64_t, int64_t>> response_samples_;  // (when, ns) of ObserveResponseNs, newest last
   uint64_t response_observed_ = 0;
   int64_t response_margin_ns_ = 0;  // the quantile admission adds
   // (end, lane ns) of the runs of the last minute (utilisation).

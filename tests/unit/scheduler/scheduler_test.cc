@@ -177,6 +177,27 @@ TEST(FairSchedulerTest, AdmissionPlansForTheObservedResponseTime) {
   EXPECT_EQ(ok.load(), 2);
 }
 
+TEST(FairSchedulerTest, ObservedResponseTimesExpireSoABurstDoesNotRejectForever) {
+  FakeClock clock;
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                               .admission_wait_slack = 0, .response_max_age_ns = 5'000'000'000});
+  scheduler.Calibrate("relu", 1, 1 * kMs);
+  auto model = ReluModel();
+  // A burst of slow answers: 50 ms after the lane.
+  for (int i = 0; i < 32; ++i) scheduler.ObserveResponseNs(50 * kMs);
+  Status s = scheduler.Submit(Request("t", model, 1, clock.NowNs() + 10 * kMs), [](Outputs) {});
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << "50 ms of answering does not fit 10 ms";
+  // Rejected requests answer nothing, so no new observation comes; the old
+  // ones expire and admission plans with what is left (nothing).
+  clock.AdvanceNs(5'000'000'001);
+  std::promise<Outputs> done;
+  ASSERT_TRUE(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 10 * kMs), [&](Outputs r) {
+    done.set_value(std::move(r));
+  }).ok());
+  scheduler.Resume();
+  EXPECT_TRUE(done.get_future().get().ok());
+}
+
 TEST(FairSchedulerTest, CheckAdmissionCountsTheModelLoadAndQueuesNothing) {
   FakeClock clock;
   FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});
