@@ -76,6 +76,9 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
     o->set_device_ns(t.device_ns);
   }
   response->set_lane_utilisation(st.lane_utilisation);
+  response->set_admission_wait_slack(st.admission_wait_slack);
+  response->set_response_margin_ns(st.response_margin_ns);
+  response->set_affinity_dispatches(st.affinity_dispatches);
   if (st.has_device) {
     const DeviceLanesStats& d = st.device;
     v1::DeviceSchedulerInfo* o = response->mutable_device();

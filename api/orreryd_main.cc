@@ -87,6 +87,11 @@ int main(int argc, char** argv) {
                  "Largest batch formed from queued same-model requests (1 = no batching)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--affinity-window-us", options.affinity_window_us,
+                 "A lane may keep running the model it just ran (warm weights) while its tenant is at most this much "
+                 "lane time ahead of fair order (0 = strict fair order)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--calibrate-uploads", options.calibrate_uploads,
                  "Calibrate each uploaded model on a lane (billed to its tenant)")
       ->capture_default_str();

@@ -193,11 +193,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->admission = std::make_unique<Admission>();
   if (options.max_batch < 1) return Status::InvalidArgument("max batch must be at least 1");
   if (options.lane_threads < 1) return Status::InvalidArgument("lane threads must be at least 1");
+  if (options.affinity_window_us < 0) return Status::InvalidArgument("affinity window must be at least 0");
   impl->scheduler = std::make_unique<FairScheduler>(
       FairSchedulerOptions{.lanes = options.lanes,
                            .lane_threads = options.lane_threads,
                            .lane_cpus = options.lane_cpus,
                            .max_batch = options.max_batch,
+                           .affinity_window_ns = options.affinity_window_us * 1000,
                            .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr});
   const int lanes = impl->scheduler->lanes();
   ORRERY_RETURN_IF_ERROR(LoadCostProfiles(*impl->catalog, impl->scheduler.get()));

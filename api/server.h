@@ -37,6 +37,10 @@ struct ServerOptions {
   // Largest batch the scheduler forms from queued requests (1 = no
   // batching) and calibrates at upload.
   int max_batch = 8;
+  // Cache affinity (FairSchedulerOptions::affinity_window_ns): a lane may
+  // keep running the model it just ran while that tenant is at most this
+  // much lane time ahead of fair order; 0 = strict fair order.
+  int64_t affinity_window_us = 2000;
   bool calibrate_uploads = true;          // calibrate each upload on a lane
   // Prometheus text metrics over HTTP (GET /metrics); "" = none. Port 0
   // picks a free port (see metrics_address()).

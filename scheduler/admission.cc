@@ -26,8 +26,9 @@ std::string FormatDurationNs(int64_t ns) {
 AdmissionDecision Admit(const AdmissionInput& in, const std::string& what) {
   AdmissionDecision d;
   const int lanes = std::max(in.lanes, 1);
-  const int64_t wait_ns = std::llround(static_cast<double>(in.queued_ahead_ns + in.running_remaining_ns) / lanes *
-                                       (1.0 + std::max(in.wait_slack, 0.0)));
+  d.predicted_wait_ns = (in.queued_ahead_ns + in.running_remaining_ns) / lanes;
+  const int64_t wait_ns =
+      std::llround(static_cast<double>(d.predicted_wait_ns) * (1.0 + std::max(in.wait_slack, 0.0)));
   const int64_t load_ns = std::max<int64_t>(in.ready_ns - in.now_ns, 0);
   const int64_t own_ns = std::llround(static_cast<double>(in.own_cost_ns) * std::max(in.slowdown, 1.0));
   d.planned_ns = own_ns + std::max<int64_t>(in.response_ns, 0);

@@ -58,6 +58,9 @@ struct AdmissionDecision {
   // own cost x slowdown + response time: what the request needs from its
   // start to its answer, for its latest start (LatestStartNs).
   int64_t planned_ns = 0;
+  // The wait for queued and running work as predicted, before wait_slack
+  // (what the scheduler later compares the real wait with).
+  int64_t predicted_wait_ns = 0;
 };
 
 // `what` names the request in messages, e.g. "model 'mlp' of tenant 't_1'".

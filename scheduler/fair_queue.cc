@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace orrery {
 namespace {
@@ -65,6 +66,12 @@ std::deque<FairQueue::Queued>* FairQueue::OldestQueue(Tenant& t) {
   return oldest;
 }
 
+std::optional<double> FairQueue::VirtualStartOf(const std::string& tenant) const {
+  auto it = tenants_.find(tenant);
+  if (it == tenants_.end() || it->second.queued == 0) return std::nullopt;
+  return StartTag(it->second);
+}
+
 std::optional<FairQueue::Dispatch> FairQueue::Peek() const {
   const std::string* name = NextTenant();
   if (name == nullptr) return std::nullopt;
@@ -74,13 +81,13 @@ std::optional<FairQueue::Dispatch> FairQueue::Peek() const {
   return Dispatch{*name, q->front().item, t.weight, StartTag(t)};
 }
 
-FairQueue::Dispatch FairQueue::Charge(const std::string& tenant, Item item) {
+FairQueue::Dispatch FairQueue::Charge(const std::string& tenant, Item item, double max_virtual_time) {
   Tenant& t = tenants_.at(tenant);
   double start = StartTag(t);
   const int64_t charge = ChargeNs(item);
   t.finish = start + static_cast<double>(charge) / t.weight;
   t.service_ns += charge;
-  virtual_time_ = std::max(virtual_time_, start);
+  virtual_time_ = std::max(virtual_time_, std::min(start, max_virtual_time));
   return Dispatch{tenant, std::move(item), t.weight, start};
 }
 
@@ -117,7 +124,12 @@ std::optional<FairQueue::Dispatch> FairQueue::Take(uint64_t id) {
   std::string tenant = loc->second;
   std::optional<Item> item = Extract(tenant, id);
   if (!item) return std::nullopt;
-  return Charge(tenant, std::move(*item));
+  // Out of fair order: the virtual time advances no further than the start
+  // of what fair order would have served, so that the tenants passed over
+  // keep their place (a tenant back from idle starts there too).
+  double fair_start = std::numeric_limits<double>::infinity();
+  if (const std::string* next = NextTenant()) fair_start = StartTag(tenants_.at(*next));
+  return Charge(tenant, std::move(*item), fair_start);
 }
 
 std::vector<uint64_t> FairQueue::QueuedOf(const std::string& tenant, const std::string& model_id,

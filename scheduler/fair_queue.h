@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -89,6 +90,9 @@ class FairQueue {
   // Dispatches a given queued item out of fair order (a deadline at risk);
   // its tenant is charged exactly as by Pop.
   std::optional<Dispatch> Take(uint64_t id);
+  // The virtual start the tenant's next dispatch would get; nullopt when it
+  // has nothing queued. O(log tenants).
+  std::optional<double> VirtualStartOf(const std::string& tenant) const;
   // Ids of the tenant's queued items of `model_id`, oldest first, at most
   // `max` (batching candidates). O(max).
   std::vector<uint64_t> QueuedOf(const std::string& tenant, const std::string& model_id, size_t max) const;
@@ -134,7 +138,10 @@ class FairQueue {
   // The model queue holding the tenant's oldest item.
   static std::deque<Queued>* OldestQueue(Tenant& t);
   std::optional<Item> Extract(const std::string& tenant, uint64_t id);
-  Dispatch Charge(const std::string& tenant, Item item);
+  // Charges the tenant for `item` at its start tag; the virtual time moves
+  // to that start, but not past max_virtual_time.
+  Dispatch Charge(const std::string& tenant, Item item,
+                  double max_virtual_time = std::numeric_limits<double>::infinity());
 
   double default_weight_;
   Capacity capacity_;

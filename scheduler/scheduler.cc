@@ -24,6 +24,7 @@ struct FairScheduler::Job {
   // predicted x the model's slowdown bound + the response margin, at
   // admission: what the latest start keeps free before the deadline.
   int64_t planned_ns = 0;
+  int64_t predicted_wait_ns = 0;  // admission's wait for the work ahead, before slack
   size_t predicted_steps = 0;  // 0 = unknown
   int64_t deadline_ns = kNoDeadline;
   int64_t admitted_ns = 0;
@@ -100,7 +101,9 @@ FairScheduler::FairScheduler(FairSchedulerOptions options)
     : clock_(options.clock != nullptr ? options.clock : SteadyClock::Get()),
       options_(std::move(options)),
       queue_(options_.default_policy.weight),
-      costs_(options_.cost) {
+      costs_(options_.cost),
+      response_(options_.response_quantile, options_.response_window, options_.response_max_age_ns),
+      wait_error_(options_.wait_slack_quantile, options_.wait_slack_window, options_.wait_slack_max_age_ns) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options_.lane_threads = std::max(options_.lane_threads, 1);
   const int lane_cpus = options_.lane_cpus.empty() ? cores : static_cast<int>(options_.lane_cpus.size());
@@ -171,7 +174,7 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
                     .running_remaining_ns = RunningRemainingLocked(job.deadline_ns),
                     .ready_ns = job.request.ready_ns,
                     .lanes = num_lanes_,
-                    .wait_slack = options_.admission_wait_slack,
+                    .wait_slack = WaitSlackLocked(now),
                     .in_flight = tenant.in_flight,
                     .max_in_flight = tenant.policy.max_in_flight};
   if (lane_free_ns != nullptr) {
@@ -179,6 +182,7 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
   }
   AdmissionDecision decision = Admit(in, job.What());
   job.planned_ns = decision.planned_ns;
+  job.predicted_wait_ns = decision.predicted_wait_ns;
   return decision;
 }
 
@@ -278,36 +282,27 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
 void FairScheduler::ObserveResponseNs(int64_t ns) {
   if (ns < 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  response_samples_.emplace_back(clock_->NowNs(), ns);
-  while (response_samples_.size() > options_.response_window) response_samples_.pop_front();
-  if (++response_observed_ % 16 != 0 && response_observed_ > 16) return;
-  UpdateResponseMarginLocked();
+  response_.Add(clock_->NowNs(), static_cast<double>(ns));
 }
 
-void FairScheduler::UpdateResponseMarginLocked() {
-  if (response_samples_.empty()) {
-    response_margin_ns_ = 0;
-    return;
-  }
-  std::vector<int64_t> sorted;
-  sorted.reserve(response_samples_.size());
-  for (const auto& [at, ns] : response_samples_) sorted.push_back(ns);
-  const size_t k = std::min(sorted.size() - 1, static_cast<size_t>(options_.response_quantile *
-                                                                    static_cast<double>(sorted.size())));
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k), sorted.end());
-  response_margin_ns_ = sorted[k];
+int64_t FairScheduler::ResponseMarginLocked(int64_t now) { return std::llround(response_.Value(now)); }
+
+double FairScheduler::WaitSlackLocked(int64_t now) {
+  (void)wait_error_.Value(now);  // expires old samples
+  return WaitSlackNowLocked();
 }
 
-int64_t FairScheduler::ResponseMarginLocked(int64_t now) {
-  // Observations expire: only answered requests add them, so a margin
-  // inflated by a burst would otherwise reject everything forever.
-  bool expired = false;
-  while (!response_samples_.empty() && response_samples_.front().first < now - options_.response_max_age_ns) {
-    response_samples_.pop_front();
-    expired = true;
-  }
-  if (expired) UpdateResponseMarginLocked();
-  return response_margin_ns_;
+double FairScheduler::WaitSlackNowLocked() const {
+  const double floor = options_.admission_wait_slack;
+  if (wait_error_.size() < options_.wait_slack_min_samples) return floor;
+  return std::clamp(wait_error_.last(), floor, std::max(floor, options_.wait_slack_max));
+}
+
+void FairScheduler::ObserveWaitLocked(const Job& job, int64_t now) {
+  if (job.predicted_wait_ns < options_.wait_slack_min_wait_ns || job.request.calibration) return;
+  const double waited = static_cast<double>(now - job.admitted_ns);
+  const double predicted = static_cast<double>(job.predicted_wait_ns);
+  wait_error_.Add(now, (waited - predicted) / predicted);
 }
 
 void FairScheduler::PublishUrgentLocked() {
@@ -325,6 +320,7 @@ void FairScheduler::DropInfeasibleLocked(int64_t now, Dropped* dropped) {
     auto it = queued_.find(id);
     std::unique_ptr<Job> job = std::move(it->second);
     queued_.erase(it);
+    ObserveWaitLocked(*job, now);  // waited at least this long
     TenantState& tenant = TenantLocked(job->request.tenant_id);
     ++tenant.dropped;
     --tenant.in_flight;
@@ -359,6 +355,7 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::DispatchLocked(const FairQueu
                      std::memory_order_relaxed);
   TenantState& tenant = TenantLocked(job->request.tenant_id);
   tenant.max_wait_ns = std::max(tenant.max_wait_ns, now - job->admitted_ns);
+  ObserveWaitLocked(*job, now);
   running_.insert(job.get());
   PublishUrgentLocked();
   return job;
@@ -393,12 +390,33 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::TakeFairlyEarlierLocked(const
   return job;
 }
 
-std::unique_ptr<FairScheduler::Job> FairScheduler::PickLocked(int64_t now) {
+std::unique_ptr<FairScheduler::Job> FairScheduler::PickLocked(int64_t now, const LaneCache& cache) {
   std::optional<FairQueue::Dispatch> fair = queue_.Peek();
   if (!fair) return nullptr;
   const Job& pick = *queued_.at(fair->item.id);
   if (std::unique_ptr<Job> urgent = TakeAtRiskLocked(now, pick.predicted_ns, pick.deadline_ns)) return urgent;
+  if (std::unique_ptr<Job> warm = TakeWarmLocked(*fair, cache, now)) return warm;
   return DispatchLocked(*queue_.Pop(), now);
+}
+
+std::unique_ptr<FairScheduler::Job> FairScheduler::TakeWarmLocked(const FairQueue::Dispatch& fair,
+                                                                  const LaneCache& cache, int64_t now) {
+  if (options_.affinity_window_ns <= 0 || cache.model_id.empty() || fair.item.model_id == cache.model_id ||
+      now - cache.ended_ns > options_.warm_gap_ns) {
+    return nullptr;
+  }
+  const std::optional<double> start = queue_.VirtualStartOf(cache.tenant);
+  if (!start || *start > fair.virtual_start + static_cast<double>(options_.affinity_window_ns) /
+                                                  queue_.weight(cache.tenant)) {
+    return nullptr;
+  }
+  const std::vector<uint64_t> ids = queue_.QueuedOf(cache.tenant, cache.model_id, 1);
+  if (ids.empty()) return nullptr;
+  const Job& warm = *queued_.at(ids.front());
+  // Running it first must not make any queued request miss its latest start.
+  if (!by_latest_start_.empty() && by_latest_start_.begin()->first < now + warm.predicted_ns) return nullptr;
+  ++affinity_dispatches_;
+  return DispatchLocked(*queue_.Take(ids.front()), now);
 }
 
 int64_t FairScheduler::RunningRemainingLocked(int64_t deadline_ns) const {
@@ -436,7 +454,7 @@ void FairScheduler::LaneLoop(int lane) {
       }
       const int64_t now = clock_->NowNs();
       DropInfeasibleLocked(now, &dropped);
-      job = PickLocked(now);
+      job = PickLocked(now, cache);
       if (job) FormBatchLocked(*job, now);
     }
     FinishDropped(std::move(dropped));
@@ -505,6 +523,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     (void)job.exec->Step(group);  // an error ends the execution; TakeOutputs returns it
     const int64_t t1 = clock_->NowNs();
     cache->model_id = job.model_id;
+    cache->tenant = job.request.tenant_id;
     cache->ended_ns = t1;
     job.exec_ns += t1 - t0;
     if (job.request.calibration) job.step_times.push_back(t1 - t0);
@@ -603,6 +622,7 @@ void FairScheduler::FormBatchLocked(Job& leader, int64_t now) {
     // to its share of the batch's measured time.
     m->dispatch = *queue_.Take(id);
     tenant.max_wait_ns = std::max(tenant.max_wait_ns, now - m->admitted_ns);
+    ObserveWaitLocked(*m, now);
     leader.members.push_back(std::move(m));
   }
   leader.batch_predicted_ns = batch_ns;
@@ -784,6 +804,7 @@ SchedulerStats FairScheduler::Stats() const {
   s.queued = queue_.size();
   s.preemptions = preemptions_;
   s.batches = batches_;
+  s.affinity_dispatches = affinity_dispatches_;
   for (const FairQueue::TenantView& v : queue_.Tenants()) {
     TenantSchedulerStats t;
     t.tenant = v.tenant;
@@ -808,6 +829,8 @@ SchedulerStats FairScheduler::Stats() const {
     s.has_device = true;
     s.device = options_.device->Stats(kUtilisationWindowNs);
   }
+  s.admission_wait_slack = WaitSlackNowLocked();
+  s.response_margin_ns = std::llround(response_.last());
   return s;
 }
 

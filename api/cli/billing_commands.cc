@@ -185,7 +185,10 @@ int AdminSchedulerStats(const GlobalOptions& g) {
     return 0;
   }
   std::cout << "lanes " << r.lanes() << " (" << r.lane_utilisation() * 100 << "% busy, last minute), virtual time "
-            << r.virtual_time() << ", queued " << r.queued() << ", preemptions " << r.preemptions() << "\n";
+            << r.virtual_time() << ", queued " << r.queued() << ", preemptions " << r.preemptions()
+            << ", affinity runs " << r.affinity_dispatches() << "\n";
+  std::cout << "admission plans waits +" << r.admission_wait_slack() * 100 << "% and "
+            << static_cast<double>(r.response_margin_ns()) / 1e6 << " ms after the lane\n";
   if (r.has_device()) {
     const v1::DeviceSchedulerInfo& d = r.device();
     std::cout << "device " << d.description() << (d.placing() ? "" : " (requests not placed on it)") << ": "

@@ -151,6 +151,26 @@ TEST(FairQueueTest, TakeChargesAndRemoveDoesNot) {
   EXPECT_EQ(q.Pop()->item.id, 1u);
 }
 
+// Out of fair order (a deadline at risk, warm weights) the tenant is charged
+// as usual, but the virtual time stays at what fair order would have served:
+// the tenant passed over keeps its place instead of being lifted past it.
+TEST(FairQueueTest, TakeOutOfOrderDoesNotMoveVirtualTimePastTheFairPick) {
+  FairQueue q;
+  q.Push("a", {1, "m", 100});
+  q.Push("a", {2, "m", 100});
+  q.Push("a", {3, "m", 100});
+  q.Push("b", {4, "m", 100});
+  EXPECT_EQ(q.Pop()->tenant, "a");  // ties by name; a's start is now 100
+  EXPECT_EQ(q.VirtualStartOf("a"), 100.0);
+  EXPECT_EQ(q.VirtualStartOf("b"), 0.0);
+  ASSERT_TRUE(q.Take(2).has_value());  // a again, out of order
+  ASSERT_TRUE(q.Take(3).has_value());
+  EXPECT_EQ(q.virtual_time(), 0.0);     // b (start 0) is still the fair pick
+  EXPECT_EQ(q.VirtualStartOf("b"), 0.0);
+  EXPECT_EQ(q.Peek()->tenant, "b");
+  EXPECT_FALSE(q.VirtualStartOf("c").has_value());
+}
+
 TEST(FairQueueTest, WorkAheadFollowsWeightedShares) {
   FairQueue q;
   q.SetWeight("a", 1);

@@ -40,7 +40,7 @@ ModelCache::ModelPtr ChainModel(int layers) {
   graph->set_name("chain");
   std::string prev = "x";
   for (int i = 0; i < layers; ++i) {
-    std::string out = i + 1 == layers ? "y" : "h" + std::to_string(i);
+    std::string out = i + 1 == layers ? "y" : std::string("h").append(std::to_string(i));
     auto* node = graph->add_node();
     node->set_op_type("Relu");
     node->set_name("relu" + std::to_string(i));
@@ -519,6 +519,125 @@ TEST(FairSchedulerTest, BackloggedTenantsAreServedByWeight) {
   EXPECT_GT(total, 600);  // the backlogs drain together
   for (const auto& [t, w] : weights) {
     EXPECT_NEAR(served[t] / total / (w / 7.0), 1.0, 0.10) << t;
+  }
+}
+
+}  // namespace
+}  // namespace orrery
+
+namespace orrery {
+namespace {
+
+void WaitCompleted(const FairScheduler& scheduler, uint64_t n) {
+  for (int i = 0; i < 5000 && scheduler.completed() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(scheduler.completed(), n);
+}
+
+InferenceRequest RequestFor(const std::string& tenant, const std::string& model_id, ModelCache::ModelPtr model,
+                            int64_t deadline_ns = 0) {
+  InferenceRequest r = Request(tenant, std::move(model), 1, deadline_ns);
+  r.model_id = model_id;
+  return r;
+}
+
+// Waits that run longer than predicted (here: the clock moves on while the
+// lane is paused) teach admission a larger wait slack, so that a request it
+// would have admitted with the default 10% is told at once it cannot make it.
+TEST(FairSchedulerTest, WaitSlackIsLearnedFromWaitsThatRanLong) {
+  FakeClock clock;
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .affinity_window_ns = 0,
+                                               .admission_wait_slack = 0.1, .wait_slack_min_samples = 20,
+                                               .wait_slack_max = 1.0});
+  scheduler.Calibrate("relu", 1, 1 * kMs);
+  auto model = ReluModel();
+  EXPECT_DOUBLE_EQ(scheduler.Stats().admission_wait_slack, 0.1);
+  // 25 queued: the k-th is predicted to wait k ms; all of them wait 40 ms.
+  for (int i = 0; i < 25; ++i) {
+    ASSERT_TRUE(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 500 * kMs), [](Outputs) {}).ok());
+  }
+  clock.AdvanceNs(40 * kMs);
+  scheduler.Resume();
+  WaitCompleted(scheduler, 25);
+  // 24 samples (the first predicted no wait), every one at least 60% over:
+  // the 99th percentile is clamped to wait_slack_max.
+  EXPECT_DOUBLE_EQ(scheduler.Stats().admission_wait_slack, 1.0);
+  scheduler.Pause();
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 500 * kMs), [](Outputs) {}).ok());
+  }
+  // 5 ms ahead, planned as 10 ms, + 1 ms own: 8 ms is too short (with the
+  // default slack it would have fit: 5.5 + 1 ms).
+  Status s = scheduler.Submit(Request("t", model, 1, clock.NowNs() + 8 * kMs), [](Outputs) {});
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("waiting 10.000 ms"), std::string::npos) << s.message();
+  EXPECT_TRUE(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 11 * kMs), [](Outputs) {}).ok());
+  scheduler.Resume();
+  scheduler.Shutdown();
+}
+
+// With cache affinity a lane keeps running the model it just ran while that
+// tenant is within the window of its fair share, instead of alternating.
+TEST(FairSchedulerTest, CacheAffinityRunsTheWarmModelWithinTheWindow) {
+  for (int64_t window : {int64_t{0}, 2 * kMs}) {
+    FakeClock clock;  // measured time is 0: every charge is the predicted 1 ms
+    FairScheduler scheduler(
+        FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .affinity_window_ns = window});
+    scheduler.Calibrate("a/relu", 1, 1 * kMs);
+    scheduler.Calibrate("b/relu", 1, 1 * kMs);
+    auto model = ReluModel();
+    std::mutex mu;
+    std::string order;
+    for (int i = 0; i < 4; ++i) {
+      for (const char* t : {"a", "b"}) {
+        ASSERT_TRUE(scheduler.Submit(RequestFor(t, std::string(t) + "/relu", model), [&, t](Outputs) {
+          std::lock_guard<std::mutex> lock(mu);
+          order += t;
+        }).ok());
+      }
+    }
+    scheduler.Resume();
+    scheduler.Shutdown();
+    if (window == 0) {
+      EXPECT_EQ(order, "abababab");
+      EXPECT_EQ(scheduler.Stats().affinity_dispatches, 0u);
+    } else {
+      // a runs while its start is within 2 ms of b's (0, 1, 2), then b
+      // likewise (0..3 while a waits at 3).
+      EXPECT_EQ(order, "aaabbbba");
+      EXPECT_EQ(scheduler.Stats().affinity_dispatches, 3u);
+    }
+  }
+}
+
+// Affinity never makes a queued request miss its latest start: the warm
+// model's run (3 ms) would push another tenant's request (latest start in
+// 2 ms) too late, so that one runs first.
+TEST(FairSchedulerTest, CacheAffinityNeverPutsAQueuedDeadlineAtRisk) {
+  for (int64_t b_deadline : {3 * kMs, 100 * kMs}) {
+    FakeClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                                 .affinity_window_ns = 4 * kMs, .admission_wait_slack = 0});
+    scheduler.Calibrate("a/big", 1, 3 * kMs);
+    scheduler.Calibrate("b/relu", 1, 1 * kMs);
+    auto model = ReluModel();
+    std::mutex mu;
+    std::string order;
+    auto note = [&](const char* t) {
+      return [&, t](Outputs) {
+        std::lock_guard<std::mutex> lock(mu);
+        order += t;
+      };
+    };
+    ASSERT_TRUE(scheduler.Submit(RequestFor("a", "a/big", model), note("A")).ok());
+    scheduler.Resume();
+    WaitCompleted(scheduler, 1);  // the lane now holds a/big warm
+    scheduler.Pause();
+    ASSERT_TRUE(scheduler.Submit(RequestFor("a", "a/big", model), note("a")).ok());
+    ASSERT_TRUE(scheduler.Submit(RequestFor("b", "b/relu", model, clock.NowNs() + b_deadline), note("b")).ok());
+    scheduler.Resume();
+    scheduler.Shutdown();
+    // b is the fair pick (a is 3 ms ahead); a is within the 4 ms window.
+    EXPECT_EQ(order, b_deadline == 3 * kMs ? "Aba" : "Aab") << "b's deadline in " << b_deadline / kMs << " ms";
   }
 }
 
