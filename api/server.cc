@@ -181,13 +181,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   }
   if (device != nullptr) {
     // Requests are placed only on a device that can run them: the
-    // simulated one (on the CPU, with the device's timing); a GPU has no
-    // executor yet.
-    ORRERY_ASSIGN_OR_RETURN(impl->device, MakeDeviceTier(device, device->simulated()));
+    // simulated one (on the CPU, with the device's timing) or one with an
+    // executor (a GPU: the models whose plans it supports).
+    const bool place = device->simulated() || options.device_executor.run != nullptr;
+    ORRERY_ASSIGN_OR_RETURN(impl->device, MakeDeviceTier(device, place));
     spdlog::info("device tier: {}; {}", device->Describe(),
-                 device->simulated() ? "requests are placed on it or the CPU lanes by predicted completion"
-                                     : "listed and cached only: requests still run on the CPU lanes (no CUDA "
-                                       "executor yet)");
+                 place ? "requests are placed on it or the CPU lanes by predicted completion"
+                       : "listed and cached only: requests run on the CPU lanes (no executor for it)");
   }
   ORRERY_RETURN_IF_ERROR(RegisterStoredModels(*impl->catalog, impl->host.get(), impl->device.get()));
   impl->admission = std::make_unique<Admission>();
@@ -200,7 +200,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                            .lane_cpus = options.lane_cpus,
                            .max_batch = options.max_batch,
                            .affinity_window_ns = options.affinity_window_us * 1000,
-                           .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr});
+                           .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr,
+                           .device_executor = options.device_executor});
   const int lanes = impl->scheduler->lanes();
   ORRERY_RETURN_IF_ERROR(LoadCostProfiles(*impl->catalog, impl->scheduler.get()));
 

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "cache/device.h"
+#include "scheduler/request.h"
 
 namespace orrery {
 
@@ -60,10 +61,14 @@ struct ServerOptions {
   int host_loader_threads = 2;  // segment loads in flight
   // The device tier (api/device_tier.h): a simulated accelerator from this
   // --sim-device spec (cache/device.h; "" = none), or `device`, a GPU the
-  // caller opened (--device; listed and cached, but requests are not placed
-  // on it yet: no CUDA executor). At most one of the two.
+  // caller opened (--device; requests are placed on it only with a
+  // device_executor). At most one of the two.
   std::string sim_device;
   std::shared_ptr<Device> device;
+  // How requests placed on `device` run (a GPU's executor); empty for the
+  // simulated device. A real device without one is listed and cached, but
+  // requests are never placed on it.
+  DeviceExecutor device_executor;
   // Host cache eviction: "miss-cost" (expected miss cost, fair shares) or
   // "lru" (plain least-recently-used, the benchmarks' baseline; implies no
   // keep-alive).

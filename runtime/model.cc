@@ -89,6 +89,8 @@ CompiledModel::~CompiledModel() = default;
 
 const ModelSignature& CompiledModel::signature() const { return impl_->signature; }
 
+std::shared_ptr<const runtime::Plan> CompiledModel::shape_generic_plan() const { return impl_->plan; }
+
 Result<std::unique_ptr<CompiledModel>> CompiledModel::Compile(std::string_view onnx_bytes) {
   return Compile(onnx_bytes, CompileOptions{});
 }

@@ -25,6 +25,10 @@
 
 namespace orrery {
 
+namespace runtime {
+struct Plan;  // runtime/plan.h
+}  // namespace runtime
+
 // A graph input or output as seen by clients. Dynamic dims are -1.
 struct TensorSpec {
   std::string name;
@@ -108,6 +112,11 @@ class CompiledModel {
                                        ops::ThreadGroup* threads = nullptr) const;
 
   PlanCacheStats plan_cache_stats() const;
+
+  // The shape-generic plan (after folding and fusion), for other backends
+  // that specialise it themselves (runtime/cuda/cuda_executor.h). Shared:
+  // it lives as long as the model or the caller's copy.
+  std::shared_ptr<const runtime::Plan> shape_generic_plan() const;
 
   ~CompiledModel();
   CompiledModel(const CompiledModel&) = delete;

@@ -81,4 +81,15 @@ struct InferenceRequest {
 
 using InferenceCallback = std::function<void(Result<std::vector<NamedTensor>>)>;
 
+// How requests placed on the device tier run. Empty (the simulated
+// device): the model's CPU plan on the device worker's thread. A real device
+// (CUDA, runtime/cuda/cuda_executor.h) sets both: `supports` says whether a
+// request's model and inputs run there at all (placement leaves the others
+// on the CPU lanes; called under the scheduler's lock, so it must be cheap
+// after the first call per model), `run` runs it (on a device worker).
+struct DeviceExecutor {
+  std::function<bool(const InferenceRequest&)> supports;
+  std::function<Result<std::vector<NamedTensor>>(const InferenceRequest&)> run;
+};
+
 }  // namespace orrery

@@ -243,7 +243,8 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
     status = AdmitLocked(*job, tenant, now, &lane_free).status;
     DevicePlacement placed;
     if (options_.device != nullptr && !job->request.calibration && !job->request.cache_key.tenant.empty() &&
-        status.code() != StatusCode::kResourceExhausted) {
+        status.code() != StatusCode::kResourceExhausted &&
+        (!options_.device_executor.supports || options_.device_executor.supports(job->request))) {
       // The lanes could start it once the work ahead and in the way is
       // done, as admission predicts; the handler holds the host pin, so
       // the weights are in RAM now.
@@ -717,13 +718,18 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
 Status FairScheduler::StartOnDeviceLocked(std::unique_ptr<Job> job, uint64_t ticket) {
   std::shared_ptr<Job> shared(std::move(job));
   DeviceWork work;
-  // The simulated device runs the plan on the CPU, on the device worker's
-  // thread; the device lanes hold its compute slot for the predicted time.
-  work.run = [shared](ops::ThreadGroup* group) -> Result<std::vector<NamedTensor>> {
-    ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(*shared->request.model, shared->request.inputs));
-    while (!ex.done()) (void)ex.Step(group);  // an error ends it; TakeOutputs returns it
-    return ex.TakeOutputs();
-  };
+  // The device executor runs it (a GPU); without one (the simulated device)
+  // the plan runs on the CPU, on the device worker's thread. The device
+  // lanes hold its compute slot for the predicted time (or longer).
+  if (options_.device_executor.run) {
+    work.run = [run = options_.device_executor.run, shared](ops::ThreadGroup*) { return run(shared->request); };
+  } else {
+    work.run = [shared](ops::ThreadGroup* group) -> Result<std::vector<NamedTensor>> {
+      ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(*shared->request.model, shared->request.inputs));
+      while (!ex.done()) (void)ex.Step(group);  // an error ends it; TakeOutputs returns it
+      return ex.TakeOutputs();
+    };
+  }
   work.done = [this, shared](Result<std::vector<NamedTensor>> outputs, const DeviceRunInfo& info) {
     FinishOnDevice(*shared, std::move(outputs), info);
   };

@@ -30,6 +30,7 @@
 #include <condition_variable>
 #include <deque>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -129,6 +130,7 @@ struct FairSchedulerOptions {
   // predicted to finish first (transfer and device queue included) and by
   // the deadline, else the CPU lanes as before.
   DeviceLanes* device = nullptr;
+  DeviceExecutor device_executor = {};
 };
 
 // What the scheduler counts per tenant; FairScheduler keeps one per tenant

@@ -11,8 +11,10 @@
 #include "cache/cuda_device.h"
 #include "ops/registry.h"
 #include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cuda_executor.h"
 #include "runtime/cuda/cuda_plan.h"
 #include "runtime/graph.h"
+#include "runtime/model.h"
 #include "runtime/plan.h"
 #include "tests/unit/runtime/model_builder.h"
 
@@ -212,6 +214,63 @@ TEST(CudaPlanGpu, SmallCnnMatchesTheCpuExecutor) {
       EXPECT_NEAR((*got)[0].data<float>()[i], (*want)[0].data<float>()[i], 1e-4f) << i;
     }
   }
+}
+
+// The executor the scheduler's device workers use: what the GPU supports is
+// decided without a device (plan check, remembered per model and input
+// types); without a device every run is UNAVAILABLE, never a wrong answer.
+TEST(CudaExecutor, SupportsFollowsThePlanCheckAndRunNeedsADevice) {
+  ModelBuilder cnn = SmallCnn();
+  Result<std::unique_ptr<CompiledModel>> good = CompiledModel::Compile(cnn.model().SerializeAsString());
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  ModelBuilder erf(13);
+  erf.Input("X", kFloat, {2, 3});
+  erf.Node("Erf", {"X"}, {"Y"}, "the_erf");
+  erf.Output("Y", kFloat, {2, 3});
+  Result<std::unique_ptr<CompiledModel>> bad = CompiledModel::Compile(erf.model().SerializeAsString());
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+
+  runtime::CudaExecutor exec(nullptr);
+  const std::vector<NamedTensor> x{{"X", Tensor(DType::kFloat32, {2, 3, 11, 9})}};
+  EXPECT_TRUE(exec.Supports(**good, x).ok());
+  EXPECT_TRUE(exec.Supports(**good, x).ok());  // remembered
+  Status st = exec.Supports(**bad, {{"X", Tensor(DType::kFloat32, {2, 3})}});
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("the_erf"), std::string::npos) << st.message();
+  EXPECT_EQ(exec.Supports(**good, {}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(exec.Supports(**good, {{"X", Tensor(DType::kInt64, {2, 3, 11, 9})}}).code(),
+            StatusCode::kInvalidArgument);
+  Result<std::vector<NamedTensor>> out = exec.Run(**good, x);
+  EXPECT_EQ(out.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(exec.compiled_plans(), 0u);
+}
+
+TEST(CudaExecutorGpu, RunsMatchTheCpuAndPlansAreReused) {
+  ORRERY_REQUIRE_GPU();
+  ModelBuilder cnn = SmallCnn();
+  Result<std::unique_ptr<CompiledModel>> model = CompiledModel::Compile(cnn.model().SerializeAsString());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Tensor x(DType::kFloat32, {2, 3, 11, 9});
+  const std::vector<float> xv = Randoms(static_cast<size_t>(x.num_elements()), 12);
+  std::memcpy(x.raw_data(), xv.data(), x.byte_size());
+  Result<std::vector<NamedTensor>> want = (*model)->Run({{"X", x}});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  runtime::CudaContextOptions o;
+  o.arena_bytes = int64_t{16} << 20;
+  Result<std::unique_ptr<runtime::CudaContext>> ctx = runtime::CudaContext::Open(o);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  runtime::CudaExecutor exec(ctx->get());
+  for (int run = 0; run < 2; ++run) {
+    Result<std::vector<NamedTensor>> got = exec.Run(**model, {{"X", x}});
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), want->size());
+    EXPECT_EQ((*got)[0].name, (*want)[0].name);
+    ASSERT_EQ((*got)[0].tensor.shape(), (*want)[0].tensor.shape());
+    for (int64_t i = 0; i < (*got)[0].tensor.num_elements(); ++i) {
+      EXPECT_NEAR((*got)[0].tensor.data<float>()[i], (*want)[0].tensor.data<float>()[i], 1e-4f) << i;
+    }
+  }
+  EXPECT_EQ(exec.compiled_plans(), 1u);
 }
 
 }  // namespace

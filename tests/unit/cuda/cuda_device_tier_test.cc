@@ -1,6 +1,6 @@
 // A GPU as orreryd's device tier (--device cuda): the same DeviceCache and
-// DeviceLanes as the simulated device, with placement off (no CUDA executor
-// yet). Skips with a message without a GPU (or without the CUDA backend).
+// DeviceLanes as the simulated device, with placement off (orreryd turns it
+// on with its CudaExecutor; scheduler/README.md). Skips with a message without a GPU (or without the CUDA backend).
 #include <gtest/gtest.h>
 
 #include "cache/cuda_device.h"

@@ -7,6 +7,7 @@
 // deadline.
 #include "scheduler/device_lanes.h"
 
+#include <atomic>
 #include <future>
 #include <mutex>
 
@@ -254,6 +255,71 @@ TEST(DeviceLanesTest, SchedulerAdmitsOnTheDeviceIncludingTheTransfer) {
   EXPECT_EQ(st.tenants[0].rejected_deadline, 1u);
   scheduler.Resume();
   scheduler.Shutdown();
+  EXPECT_EQ(scheduler.completed(), 5u);
+}
+
+}  // namespace
+}  // namespace orrery
+
+namespace orrery {
+namespace {
+
+// A device with an executor (a GPU's, runtime/cuda/cuda_executor.h) runs the
+// requests placed on it through the executor, and placement only considers
+// the requests the executor supports.
+TEST(DeviceLanesTest, DevicePlacedRequestsRunThroughTheDeviceExecutor) {
+  Rig rig;
+  ASSERT_TRUE(rig.cache->Register(kKey, kModelBytes).ok());
+  bool supported = false;
+  std::atomic<int> runs{0};
+  DeviceExecutor executor;
+  executor.supports = [&](const InferenceRequest&) { return supported; };
+  executor.run = [&](const InferenceRequest&) -> Result<std::vector<NamedTensor>> {
+    ++runs;
+    Tensor y(DType::kFloat32, {1});
+    y.data<float>()[0] = 42;
+    return std::vector<NamedTensor>{NamedTensor{"y", y}};
+  };
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &rig.clock, .start_paused = true,
+                                               .device = rig.lanes.get(), .device_executor = executor});
+  scheduler.Calibrate("relu", 1, 5 * kMs);
+  Result<std::unique_ptr<CompiledModel>> compiled = CompiledModel::Compile(testing::ReluModelBytes());
+  ASSERT_TRUE(compiled.ok());
+  ModelCache::ModelPtr model(std::move(compiled).value());
+  auto request = [&](int64_t deadline_ns, bool placeable) {
+    Tensor x(DType::kFloat32, {1, 4});
+    for (int i = 0; i < 4; ++i) x.data<float>()[i] = 1;
+    InferenceRequest r{"t", model, {NamedTensor{"x", x}}};
+    r.model_id = "relu";
+    r.deadline_ns = deadline_ns;
+    if (placeable) r.cache_key = kKey;
+    return r;
+  };
+  const int64_t now = rig.clock.NowNs();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(scheduler.Submit(request(0, false), [](Result<std::vector<NamedTensor>>) {}).ok());
+  // Unsupported: only the CPU lanes (20 ms queued) are considered.
+  Status s = scheduler.Submit(request(now + 16 * kMs, true), [](Result<std::vector<NamedTensor>>) {});
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.message();
+  EXPECT_EQ(scheduler.Stats().device.placed_device + scheduler.Stats().device.placed_cpu, 0u);
+  // Supported: placed on the device, run by the executor.
+  supported = true;
+  RunReport report;
+  InferenceRequest r = request(now + 16 * kMs, true);
+  r.report = &report;
+  std::promise<Result<std::vector<NamedTensor>>> done;
+  ASSERT_TRUE(scheduler.Submit(std::move(r), [&](Result<std::vector<NamedTensor>> out) {
+                         done.set_value(std::move(out));
+                       }).ok());
+  rig.gate.Open();
+  Result<std::vector<NamedTensor>> out = done.get_future().get();
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ(out->at(0).tensor.data<float>()[0], 42.0f);
+  EXPECT_EQ(runs.load(), 1);
+  EXPECT_TRUE(report.on_device);
+  scheduler.Resume();
+  scheduler.Shutdown();
+  EXPECT_EQ(runs.load(), 1);  // the CPU requests ran on the lane
   EXPECT_EQ(scheduler.completed(), 5u);
 }
 
