@@ -44,6 +44,23 @@ class Gate {
   bool open_ = false;
 };
 
+ModelCache::ModelPtr CompiledRelu() {
+  Result<std::unique_ptr<CompiledModel>> compiled = CompiledModel::Compile(testing::ReluModelBytes());
+  return compiled.ok() ? ModelCache::ModelPtr(std::move(compiled).value()) : nullptr;
+}
+
+// Tenant "t", cost-model id "relu", x = [-1.5, -0.5, 0.5, 1.5]; `placeable`
+// gives it the device cache key kKey.
+InferenceRequest ReluRequest(ModelCache::ModelPtr model, int64_t deadline_ns, bool placeable) {
+  Tensor x(DType::kFloat32, {1, 4});
+  for (int i = 0; i < 4; ++i) x.data<float>()[i] = static_cast<float>(i) - 1.5f;
+  InferenceRequest r{"t", std::move(model), {NamedTensor{"x", x}}};
+  r.model_id = "relu";
+  r.deadline_ns = deadline_ns;
+  if (placeable) r.cache_key = kKey;
+  return r;
+}
+
 struct Rig {
   explicit Rig(int64_t memory = 64 << 20) {
     SimulatedDeviceConfig config{.memory_bytes = memory, .link_gbps = 8, .latency_us = 50};
@@ -71,6 +88,28 @@ struct Rig {
   std::unique_ptr<DeviceCache> cache;
   std::unique_ptr<DeviceLanes> lanes;
 };
+
+// 20 ms of CPU work on the scheduler's paused lane: four requests of a
+// model calibrated at 5 ms.
+void QueueCpuWork(FairScheduler& scheduler, const ModelCache::ModelPtr& model) {
+  scheduler.Calibrate("relu", 1, 5 * kMs);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(scheduler.Submit(ReluRequest(model, 0, false), [](Result<std::vector<NamedTensor>>) {}).ok());
+  }
+}
+
+// Submits `r` with `report` attached, lets the transfers run (opens the
+// gate) and waits for its outputs (or the Submit error).
+Result<std::vector<NamedTensor>> SubmitAndWait(FairScheduler& scheduler, Rig& rig, InferenceRequest r,
+                                               RunReport* report) {
+  r.report = report;
+  std::promise<Result<std::vector<NamedTensor>>> done;
+  Status submitted =
+      scheduler.Submit(std::move(r), [&](Result<std::vector<NamedTensor>> out) { done.set_value(std::move(out)); });
+  if (!submitted.ok()) return submitted;
+  rig.gate.Open();
+  return done.get_future().get();
+}
 
 TEST(DeviceLanesTest, IdleLanesKeepTheRequestOnTheCpuWithoutMovingAnything) {
   Rig rig;
@@ -210,32 +249,15 @@ TEST(DeviceLanesTest, SchedulerAdmitsOnTheDeviceIncludingTheTransfer) {
   ASSERT_TRUE(rig.cache->Register(kKey, kModelBytes).ok());
   FairScheduler scheduler(FairSchedulerOptions{
       .lanes = 1, .clock = &rig.clock, .start_paused = true, .device = rig.lanes.get()});
-  scheduler.Calibrate("relu", 1, 5 * kMs);
-  Result<std::unique_ptr<CompiledModel>> compiled = CompiledModel::Compile(testing::ReluModelBytes());
-  ASSERT_TRUE(compiled.ok());
-  ModelCache::ModelPtr model(std::move(compiled).value());
-  auto request = [&](int64_t deadline_ns, bool placeable) {
-    Tensor x(DType::kFloat32, {1, 4});
-    for (int i = 0; i < 4; ++i) x.data<float>()[i] = static_cast<float>(i) - 1.5f;
-    InferenceRequest r{"t", model, {NamedTensor{"x", x}}};
-    r.model_id = "relu";
-    r.deadline_ns = deadline_ns;
-    if (placeable) r.cache_key = kKey;
-    return r;
-  };
+  ModelCache::ModelPtr model = CompiledRelu();
+  ASSERT_NE(model, nullptr);
+  QueueCpuWork(scheduler, model);
+  auto request = [&](int64_t deadline_ns, bool placeable) { return ReluRequest(model, deadline_ns, placeable); };
   const int64_t now = rig.clock.NowNs();
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(scheduler.Submit(request(0, false), [](Result<std::vector<NamedTensor>>) {}).ok());
   Status late = scheduler.Submit(request(now + 12 * kMs, true), [](Result<std::vector<NamedTensor>>) {});
   EXPECT_EQ(late.code(), StatusCode::kDeadlineExceeded);
   RunReport report;
-  InferenceRequest r = request(now + 16 * kMs, true);
-  r.report = &report;
-  std::promise<Result<std::vector<NamedTensor>>> done;
-  ASSERT_TRUE(scheduler.Submit(std::move(r), [&](Result<std::vector<NamedTensor>> out) {
-                         done.set_value(std::move(out));
-                       }).ok());
-  rig.gate.Open();
-  Result<std::vector<NamedTensor>> out = done.get_future().get();
+  Result<std::vector<NamedTensor>> out = SubmitAndWait(scheduler, rig, request(now + 16 * kMs, true), &report);
   ASSERT_TRUE(out.ok());
   ASSERT_EQ(out->size(), 1u);
   EXPECT_EQ(out->at(0).tensor.data<float>()[0], 0.0f);  // Relu(-1.5)
@@ -282,21 +304,11 @@ TEST(DeviceLanesTest, DevicePlacedRequestsRunThroughTheDeviceExecutor) {
   };
   FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &rig.clock, .start_paused = true,
                                                .device = rig.lanes.get(), .device_executor = executor});
-  scheduler.Calibrate("relu", 1, 5 * kMs);
-  Result<std::unique_ptr<CompiledModel>> compiled = CompiledModel::Compile(testing::ReluModelBytes());
-  ASSERT_TRUE(compiled.ok());
-  ModelCache::ModelPtr model(std::move(compiled).value());
-  auto request = [&](int64_t deadline_ns, bool placeable) {
-    Tensor x(DType::kFloat32, {1, 4});
-    for (int i = 0; i < 4; ++i) x.data<float>()[i] = 1;
-    InferenceRequest r{"t", model, {NamedTensor{"x", x}}};
-    r.model_id = "relu";
-    r.deadline_ns = deadline_ns;
-    if (placeable) r.cache_key = kKey;
-    return r;
-  };
+  ModelCache::ModelPtr model = CompiledRelu();
+  ASSERT_NE(model, nullptr);
+  QueueCpuWork(scheduler, model);
+  auto request = [&](int64_t deadline_ns, bool placeable) { return ReluRequest(model, deadline_ns, placeable); };
   const int64_t now = rig.clock.NowNs();
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(scheduler.Submit(request(0, false), [](Result<std::vector<NamedTensor>>) {}).ok());
   // Unsupported: only the CPU lanes (20 ms queued) are considered.
   Status s = scheduler.Submit(request(now + 16 * kMs, true), [](Result<std::vector<NamedTensor>>) {});
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.message();
@@ -304,14 +316,7 @@ TEST(DeviceLanesTest, DevicePlacedRequestsRunThroughTheDeviceExecutor) {
   // Supported: placed on the device, run by the executor.
   supported = true;
   RunReport report;
-  InferenceRequest r = request(now + 16 * kMs, true);
-  r.report = &report;
-  std::promise<Result<std::vector<NamedTensor>>> done;
-  ASSERT_TRUE(scheduler.Submit(std::move(r), [&](Result<std::vector<NamedTensor>> out) {
-                         done.set_value(std::move(out));
-                       }).ok());
-  rig.gate.Open();
-  Result<std::vector<NamedTensor>> out = done.get_future().get();
+  Result<std::vector<NamedTensor>> out = SubmitAndWait(scheduler, rig, request(now + 16 * kMs, true), &report);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_EQ(out->size(), 1u);
   EXPECT_EQ(out->at(0).tensor.data<float>()[0], 42.0f);
