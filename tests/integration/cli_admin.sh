@@ -6,21 +6,10 @@
 set -euo pipefail
 build=$(cd "$1" && pwd)
 models=$(cd "$2" && pwd)
-work=$(mktemp -d /tmp/orrery-cli-admin-XXXXXX)
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-"$build/orreryd" --data-dir "$work/data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" --log-level warn &
-server_pid=$!
-for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
-[ -s "$work/port" ] || { echo "FAIL: orreryd did not start"; exit 1; }
-export ORRERY_SERVER=$(cat "$work/port")
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+cli_work cli-admin
+cli_start_orreryd "$build" --data-dir "$work/data"
 export ORRERY_DATA_DIR="$work/data"
-unset ORRERY_API_KEY ORRERY_ADMIN_TOKEN
 orrery() { "$build/orrery" "$@"; }
 json() { /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
 fail=0

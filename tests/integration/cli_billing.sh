@@ -8,30 +8,15 @@
 set -euo pipefail
 src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
-work=$(mktemp -d /tmp/orrery-cli-billing-XXXXXX)
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-ln -s "$build" "$work/build"
-ln -s "$src/tests" "$work/tests"
+source "$src/tests/integration/cli_lib.sh"
+cli_work cli-billing
+cli_link_checkout "$src" "$build"
 
 echo '{"currency": "EUR", "lane_second_micros": 50000, "gb_month_stored_micros": 10000}' > "$work/prices.json"
-"$build/orreryd" --data-dir "$work/orrery-data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-  --port-file "$work/port" --price-table "$work/prices.json" --log-level warn --calibrate-uploads false &
-server_pid=$!
-for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
-[ -s "$work/port" ] || { echo "FAIL: orreryd did not start"; exit 1; }
-export ORRERY_SERVER=$(cat "$work/port")
-unset ORRERY_API_KEY ORRERY_ADMIN_TOKEN ORRERY_DATA_DIR
+cli_start_orreryd "$build" --data-dir "$work/orrery-data" --price-table "$work/prices.json" --calibrate-uploads false
 
-block() {
-  sed -n "/<!-- $1:begin -->/,/<!-- $1:end -->/p" "$src/docs/operations.md" | sed -n '/^```bash$/,/^```$/p' | grep -v '^```'
-}
-block billing-example > "$work/billing.sh"
-block admin-example > "$work/admin.sh"
+cli_doc_block "$src/docs/operations.md" billing-example > "$work/billing.sh"
+cli_doc_block "$src/docs/operations.md" admin-example > "$work/admin.sh"
 [ -s "$work/billing.sh" ] && [ -s "$work/admin.sh" ] || { echo "FAIL: example blocks missing in docs/operations.md"; exit 1; }
 cd "$work"
 bash -euo pipefail billing.sh > billing.out 2> billing.err || { echo "FAIL: billing example"; cat billing.out billing.err; exit 1; }

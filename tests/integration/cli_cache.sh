@@ -10,28 +10,15 @@
 set -euo pipefail
 src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
-work=$(mktemp -d /tmp/orrery-cli-cache-XXXXXX)
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-ln -s "$build" "$work/build"
-ln -s "$src/tests" "$work/tests"
+source "$src/tests/integration/cli_lib.sh"
+cli_work cli-cache
+cli_link_checkout "$src" "$build"
 
 # 2 micros per byte loaded, lane time free: a line costs 2 x bytes_loaded.
 echo '{"lane_second_micros": 0, "gb_loaded_micros": 2000000000}' > "$work/prices.json"
-"$build/orreryd" --data-dir "$work/orrery-data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-  --port-file "$work/port" --price-table "$work/prices.json" --host-cache-bytes 60000 --log-level warn &
-server_pid=$!
-for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
-[ -s "$work/port" ] || { echo "FAIL: orreryd did not start"; exit 1; }
-export ORRERY_SERVER=$(cat "$work/port")
-unset ORRERY_API_KEY ORRERY_ADMIN_TOKEN ORRERY_DATA_DIR
+cli_start_orreryd "$build" --data-dir "$work/orrery-data" --price-table "$work/prices.json" --host-cache-bytes 60000
 
-sed -n '/<!-- cache-example:begin -->/,/<!-- cache-example:end -->/p' "$src/docs/operations.md" |
-  sed -n '/^```bash$/,/^```$/p' | grep -v '^```' > "$work/cache.sh"
+cli_doc_block "$src/docs/operations.md" cache-example > "$work/cache.sh"
 [ -s "$work/cache.sh" ] || { echo "FAIL: cache-example block missing in docs/operations.md"; exit 1; }
 cd "$work"
 bash -euo pipefail cache.sh > cache.out 2> cache.err || { echo "FAIL: cache example"; cat cache.out cache.err; exit 1; }

@@ -5,29 +5,14 @@
 set -euo pipefail
 src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
-work=$(mktemp -d /tmp/orrery-quickstart-XXXXXX)
-server_pid=""
-cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
+source "$src/tests/integration/cli_lib.sh"
+cli_work quickstart
 # The quickstart runs from a checkout with build/ and tests/ beside it.
-ln -s "$build" "$work/build"
-ln -s "$src/tests" "$work/tests"
+cli_link_checkout "$src" "$build"
+cli_start_orreryd "$build" --data-dir "$work/orrery-data"
 
-"$build/orreryd" --data-dir "$work/orrery-data" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" \
-  --log-level warn &
-server_pid=$!
-for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
-[ -s "$work/port" ] || { echo "FAIL: orreryd did not start"; exit 1; }
-export ORRERY_SERVER=$(cat "$work/port")
-unset ORRERY_API_KEY ORRERY_ADMIN_TOKEN ORRERY_DATA_DIR
-
-# Extract the block between the quickstart markers in README.md.
-sed -n '/<!-- quickstart:begin -->/,/<!-- quickstart:end -->/p' "$src/README.md" \
-  | sed -n '/^```bash$/,/^```$/p' | grep -v '^```' > "$work/quickstart.sh"
+# The block between the quickstart markers in README.md.
+cli_doc_block "$src/README.md" quickstart > "$work/quickstart.sh"
 [ -s "$work/quickstart.sh" ] || { echo "FAIL: no quickstart block in README.md"; exit 1; }
 echo "--- running the README quickstart:"; cat "$work/quickstart.sh"; echo "---"
 
