@@ -47,6 +47,8 @@ struct FairScheduler::Job {
   int64_t batch_predicted_ns = 0;
   // Bytes of a device transfer its placement started (billed to it).
   int64_t bytes_transferred = 0;
+  // Dispatched out of fair order for its warm weights (cache affinity).
+  bool affinity = false;
 
   // Predicted on the lane at the first step for the lane's cache state
   // (PredictOnLane); 0 until then. What the cost model's error compares.
@@ -386,6 +388,14 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::TakeFairlyEarlierLocked(const
       next->virtual_start > running.dispatch.virtual_start) {
     return nullptr;
   }
+  // A run taken for its warm weights is not undone by the backlogged tenant
+  // it went before (that is the window's trade); a lone request still
+  // preempts it.
+  if (running.affinity && queue_.queued(next->tenant) > 1 &&
+      next->virtual_start + static_cast<double>(options_.affinity_window_ns) /
+                                running.dispatch.weight >= running.dispatch.virtual_start) {
+    return nullptr;
+  }
   std::unique_ptr<Job> job = DispatchLocked(*queue_.Pop(), now);
   FormBatchLocked(*job, now);
   return job;
@@ -402,8 +412,10 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::PickLocked(int64_t now, const
 
 std::unique_ptr<FairScheduler::Job> FairScheduler::TakeWarmLocked(const FairQueue::Dispatch& fair,
                                                                   const LaneCache& cache, int64_t now) {
+  // Only ahead of a backlogged tenant: a lone request (a light tenant, one
+  // back from idle) keeps strict fair order and its short wait.
   if (options_.affinity_window_ns <= 0 || cache.model_id.empty() || fair.item.model_id == cache.model_id ||
-      now - cache.ended_ns > options_.warm_gap_ns) {
+      now - cache.ended_ns > options_.warm_gap_ns || queue_.queued(fair.tenant) < 2) {
     return nullptr;
   }
   const std::optional<double> start = queue_.VirtualStartOf(cache.tenant);
@@ -417,7 +429,9 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::TakeWarmLocked(const FairQueu
   // Running it first must not make any queued request miss its latest start.
   if (!by_latest_start_.empty() && by_latest_start_.begin()->first < now + warm.predicted_ns) return nullptr;
   ++affinity_dispatches_;
-  return DispatchLocked(*queue_.Take(ids.front()), now);
+  std::unique_ptr<Job> job = DispatchLocked(*queue_.Take(ids.front()), now);
+  job->affinity = true;
+  return job;
 }
 
 int64_t FairScheduler::RunningRemainingLocked(int64_t deadline_ns) const {

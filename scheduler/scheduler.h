@@ -91,7 +91,8 @@ struct FairSchedulerOptions {
   // ran, the lane may run a queued request of the model it just ran (its
   // weights still in the CPU caches) instead, if that tenant's virtual
   // start is at most this much lane time (/ its weight) after the fair
-  // pick's and no queued deadline is put at risk. Fair shares then lag by
+  // pick's, the fair pick's tenant is backlogged (a lone request keeps
+  // strict order) and no queued deadline is put at risk. Fair shares then lag by
   // at most this much, and fewer runs pay for cold weights (an 8 MB MLP
   // alternating with another tenant's ran ~7% slower than back to back).
   // 0 = off.
