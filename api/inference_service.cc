@@ -41,7 +41,7 @@ grpc::Status InferenceServiceImpl::ServerMetadata(grpc::ServerContext*, const in
 
 Result<ModelRecord> InferenceServiceImpl::Resolve(const grpc::ServerContext& context, const std::string& name,
                                                   const std::string& version, TenantRecord* tenant_out) const {
-  ORRERY_ASSIGN_OR_RETURN(TenantRecord tenant, AuthenticateTenant(context, *ctx_->tenants));
+  ORRERY_ASSIGN_OR_RETURN(TenantRecord tenant, ctx_->catalog_cache->Authenticate(BearerToken(context)));
   if (tenant_out != nullptr) *tenant_out = tenant;
   uint64_t v = 0;
   if (!version.empty()) {
@@ -50,7 +50,7 @@ Result<ModelRecord> InferenceServiceImpl::Resolve(const grpc::ServerContext& con
       return Status::InvalidArgument("model version '" + version + "' is not a positive integer");
     }
   }
-  return ctx_->catalog->GetModel(tenant.id(), name, v);
+  return ctx_->catalog_cache->GetModel(tenant.id(), name, v);
 }
 
 grpc::Status InferenceServiceImpl::ModelReady(grpc::ServerContext* context, const inference::ModelReadyRequest* request,
@@ -238,7 +238,8 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   const int64_t answered_ns = ctx_->scheduler->NowNs();
 
   // Metering: the request reached the scheduler, so it gets exactly one
-  // ledger entry, written (fsynced) before the client learns the outcome.
+  // ledger entry, written before the client learns the outcome (to the OS,
+  // fsynced within --ledger-sync-ms; or fsynced first with 0).
   // A retry with a request id already in the ledger is not billed again.
   auto wall_us = [&](int64_t sched_ns) { return arrival_unix_us + (sched_ns - arrival_ns) / 1000; };
   LedgerEntry entry;
