@@ -168,12 +168,22 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
 
   Result<int64_t> deadline = RequestDeadlineNs(*context, *request, *ctx_->scheduler);
   if (!deadline.ok()) return ToGrpcStatus(deadline.status());
-  Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
-  if (!inputs.ok()) return ToGrpcStatus(inputs.status());
-  InferenceRequest scheduled{record->tenant_id(), nullptr, std::move(inputs).value()};
+  InferenceRequest scheduled{record->tenant_id(), nullptr, {}};
   scheduled.model_id = ModelCostId(*record);
   LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
   scheduled.deadline_ns = *deadline;
+  // A request admission refuses anyway is refused before its payload is
+  // decoded and its model pinned, so that a flood of doomed requests costs
+  // gRPC, authentication and this check only. Without inputs the check
+  // assumes batch 1, the cheapest run: what it refuses, Submit would too.
+  // (Not with a device tier: Submit may place on the device what the lanes
+  // cannot take in time.)
+  if (ctx_->device == nullptr) {
+    if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) return ToGrpcStatus(s);
+  }
+  Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
+  if (!inputs.ok()) return ToGrpcStatus(inputs.status());
+  scheduled.inputs = std::move(inputs).value();
   scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
   // The host cache pins the version until this handler returns (the request
   // has then finished on its lane); a miss loads it on a loader thread.
