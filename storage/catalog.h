@@ -6,7 +6,9 @@
 // version, written after upload) and ledger (billing entries). README.md has the key
 // layout.
 // Every change that touches several keys is one WriteBatch; writes that are
-// acknowledged to clients use sync=true (WAL fsync) so they survive kill -9.
+// acknowledged to clients use sync=true (WAL fsync) so they survive kill -9
+// and power loss (ledger appends with Options::ledger_sync_interval_ms > 0:
+// kill -9 only, fsynced within the interval).
 // All methods are thread-safe. Costs: reads are point lookups or prefix scans;
 // PutModel writes the whole ONNX blob once (blob files keep it out of the LSM).
 #pragma once

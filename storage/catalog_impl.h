@@ -10,8 +10,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <rocksdb/cache.h>
