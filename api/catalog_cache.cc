@@ -14,13 +14,6 @@ std::string ModelCacheKey(const std::string& tenant_id, const std::string& name,
   return k;
 }
 
-// Looks `key` up in `map` if the cache is current; counts a hit.
-template <typename Map>
-const typename Map::mapped_type* Find(const Map& map, const std::string& key) {
-  auto it = map.find(key);
-  return it == map.end() ? nullptr : &it->second;
-}
-
 }  // namespace
 
 bool CatalogCache::CurrentLocked(uint64_t generation) {
@@ -38,51 +31,41 @@ uint64_t CatalogCache::hits() const {
   return hits_;
 }
 
+template <typename T, typename Load>
+Result<T> CatalogCache::Lookup(std::unordered_map<std::string, T>& map, const std::string& key, uint64_t generation,
+                               Load load) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (CurrentLocked(generation)) {
+      if (auto it = map.find(key); it != map.end()) {
+        ++hits_;
+        return it->second;
+      }
+    }
+  }
+  Result<T> loaded = load();
+  if (!loaded.ok()) return loaded;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (CurrentLocked(generation) && generation == generation_) {
+    if (map.size() >= max_entries_) map.clear();
+    map.emplace(key, *loaded);
+  }
+  return loaded;
+}
+
 Result<TenantRecord> CatalogCache::Authenticate(std::string_view api_key) {
   if (api_key.empty()) return tenants_->Authenticate(api_key);
   // Read before the catalog: a write after it makes the entry stale, and
   // then the generation has moved on (see write_generation()).
   const uint64_t generation = catalog_->write_generation();
-  const std::string digest = Sha256(api_key);  // no plaintext key kept in memory
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (CurrentLocked(generation)) {
-      if (const TenantRecord* t = Find(by_key_, digest)) {
-        ++hits_;
-        return *t;
-      }
-    }
-  }
-  Result<TenantRecord> tenant = tenants_->Authenticate(api_key);
-  if (!tenant.ok()) return tenant;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (CurrentLocked(generation) && generation == generation_) {
-    if (by_key_.size() >= max_entries_) by_key_.clear();
-    by_key_.emplace(digest, *tenant);
-  }
-  return tenant;
+  // Keyed by the digest: no plaintext key is kept in memory.
+  return Lookup(by_key_, Sha256(api_key), generation, [&] { return tenants_->Authenticate(api_key); });
 }
 
 Result<ModelRecord> CatalogCache::GetModel(const std::string& tenant_id, const std::string& name, uint64_t version) {
   const uint64_t generation = catalog_->write_generation();
-  const std::string key = ModelCacheKey(tenant_id, name, version);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (CurrentLocked(generation)) {
-      if (const ModelRecord* m = Find(models_, key)) {
-        ++hits_;
-        return *m;
-      }
-    }
-  }
-  Result<ModelRecord> record = catalog_->GetModel(tenant_id, name, version);
-  if (!record.ok()) return record;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (CurrentLocked(generation) && generation == generation_) {
-    if (models_.size() >= max_entries_) models_.clear();
-    models_.emplace(key, *record);
-  }
-  return record;
+  return Lookup(models_, ModelCacheKey(tenant_id, name, version), generation,
+                [&] { return catalog_->GetModel(tenant_id, name, version); });
 }
 
 }  // namespace orrery

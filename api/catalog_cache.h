@@ -41,6 +41,9 @@ class CatalogCache {
   // when `generation` is older than what they hold (a lookup that raced a
   // write: it neither reads nor fills them).
   bool CurrentLocked(uint64_t generation);
+  // `map`[key] if current, else load() (cached when OK and still current).
+  template <typename T, typename Load>
+  Result<T> Lookup(std::unordered_map<std::string, T>& map, const std::string& key, uint64_t generation, Load load);
 
   const Catalog* catalog_;
   const Tenants* tenants_;

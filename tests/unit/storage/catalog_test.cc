@@ -578,9 +578,10 @@ TEST(CatalogTest, CorruptRecordsAreDataLoss) {
   EXPECT_EQ(c->ListModels("t_1").status().code(), StatusCode::kDataLoss);
 }
 
-TEST(CatalogTest, AcknowledgedWritesSurviveKill9) {
-  TempDir tmp;
-  Child child = SpawnChild("crash", tmp.db());
+// Runs the child `mode` on `dir` and SIGKILLs it as soon as it reports
+// "ACKED" (its writes were acknowledged).
+void KillChildAfterAck(const std::string& mode, const std::string& dir) {
+  Child child = SpawnChild(mode, dir);
   ASSERT_GT(child.pid, 0);
   std::string line = ReadLine(child.read_fd, 30000);
   ::kill(child.pid, SIGKILL);  // immediately after the acknowledgement
@@ -588,6 +589,11 @@ TEST(CatalogTest, AcknowledgedWritesSurviveKill9) {
   int status = WaitChild(child.pid);
   ASSERT_EQ(line, "ACKED");
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+}
+
+TEST(CatalogTest, AcknowledgedWritesSurviveKill9) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(KillChildAfterAck("crash", tmp.db()));
 
   auto c = MustOpen(tmp.db());
   ASSERT_NE(c, nullptr);
@@ -605,14 +611,7 @@ TEST(CatalogTest, AcknowledgedWritesSurviveKill9) {
 
 TEST(CatalogTest, LedgerAppendsWithoutFsyncSurviveKill9) {
   TempDir tmp;
-  Child child = SpawnChild("ledger-crash", tmp.db());
-  ASSERT_GT(child.pid, 0);
-  std::string line = ReadLine(child.read_fd, 30000);
-  ::kill(child.pid, SIGKILL);  // immediately after the acknowledgement
-  ::close(child.read_fd);
-  int status = WaitChild(child.pid);
-  ASSERT_EQ(line, "ACKED");
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  ASSERT_NO_FATAL_FAILURE(KillChildAfterAck("ledger-crash", tmp.db()));
 
   auto c = MustOpen(tmp.db());
   ASSERT_NE(c, nullptr);
