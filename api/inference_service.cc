@@ -41,7 +41,7 @@ grpc::Status InferenceServiceImpl::ServerMetadata(grpc::ServerContext*, const in
 
 Result<ModelRecord> InferenceServiceImpl::Resolve(const grpc::ServerContext& context, const std::string& name,
                                                   const std::string& version, TenantRecord* tenant_out) const {
-  ORRERY_ASSIGN_OR_RETURN(TenantRecord tenant, AuthenticateTenant(context, *ctx_->tenants));
+  ORRERY_ASSIGN_OR_RETURN(TenantRecord tenant, ctx_->catalog_cache->Authenticate(BearerToken(context)));
   if (tenant_out != nullptr) *tenant_out = tenant;
   uint64_t v = 0;
   if (!version.empty()) {
@@ -50,7 +50,7 @@ Result<ModelRecord> InferenceServiceImpl::Resolve(const grpc::ServerContext& con
       return Status::InvalidArgument("model version '" + version + "' is not a positive integer");
     }
   }
-  return ctx_->catalog->GetModel(tenant.id(), name, v);
+  return ctx_->catalog_cache->GetModel(tenant.id(), name, v);
 }
 
 grpc::Status InferenceServiceImpl::ModelReady(grpc::ServerContext* context, const inference::ModelReadyRequest* request,
@@ -168,12 +168,22 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
 
   Result<int64_t> deadline = RequestDeadlineNs(*context, *request, *ctx_->scheduler);
   if (!deadline.ok()) return ToGrpcStatus(deadline.status());
-  Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
-  if (!inputs.ok()) return ToGrpcStatus(inputs.status());
-  InferenceRequest scheduled{record->tenant_id(), nullptr, std::move(inputs).value()};
+  InferenceRequest scheduled{record->tenant_id(), nullptr, {}};
   scheduled.model_id = ModelCostId(*record);
   LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
   scheduled.deadline_ns = *deadline;
+  // A request admission refuses anyway is refused before its payload is
+  // decoded and its model pinned, so that a flood of doomed requests costs
+  // gRPC, authentication and this check only. Without inputs the check
+  // assumes batch 1, the cheapest run: what it refuses, Submit would too.
+  // (Not with a device tier: Submit may place on the device what the lanes
+  // cannot take in time.)
+  if (ctx_->device == nullptr) {
+    if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) return ToGrpcStatus(s);
+  }
+  Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
+  if (!inputs.ok()) return ToGrpcStatus(inputs.status());
+  scheduled.inputs = std::move(inputs).value();
   scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
   // The host cache pins the version until this handler returns (the request
   // has then finished on its lane); a miss loads it on a loader thread.
@@ -238,7 +248,8 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   const int64_t answered_ns = ctx_->scheduler->NowNs();
 
   // Metering: the request reached the scheduler, so it gets exactly one
-  // ledger entry, written (fsynced) before the client learns the outcome.
+  // ledger entry, written before the client learns the outcome (to the OS,
+  // fsynced within --ledger-sync-ms; or fsynced first with 0).
   // A retry with a request id already in the ledger is not billed again.
   auto wall_us = [&](int64_t sched_ns) { return arrival_unix_us + (sched_ns - arrival_ns) / 1000; };
   LedgerEntry entry;

@@ -108,6 +108,11 @@ int main(int argc, char** argv) {
                  "Log a summary line (requests, errors, latency, queues) this often (0 = off)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--ledger-sync-ms", options.ledger_sync_ms,
+                 "0: fsync each inference's ledger entry before answering; N: answer once it is written to the "
+                 "OS (survives kill -9) and fsync every N ms (power loss may lose the last N ms of entries)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--storage-sample-seconds", options.storage_sample_seconds,
                  "Sample and bill every tenant's stored bytes this often (0 = off)")
       ->capture_default_str()

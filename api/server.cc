@@ -70,6 +70,7 @@ struct Server::Impl {
   std::unique_ptr<Catalog> catalog;
   std::unique_ptr<SegmentStore> segments;
   std::unique_ptr<Tenants> tenants;
+  std::unique_ptr<CatalogCache> catalog_cache;
   std::unique_ptr<ModelCache> cache;
   std::unique_ptr<HostTier> host;  // after the cache: its loaders stop first
   std::unique_ptr<DeviceTier> device;  // before the scheduler: its workers call into it
@@ -163,7 +164,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (options.storage_sample_seconds < 0) {
     return Status::InvalidArgument("storage sample interval must not be negative");
   }
-  ORRERY_ASSIGN_OR_RETURN(impl->catalog, Catalog::Open((std::filesystem::path(options.data_dir) / "catalog").string()));
+  if (options.ledger_sync_ms < 0) return Status::InvalidArgument("ledger sync interval must not be negative");
+  ORRERY_ASSIGN_OR_RETURN(impl->catalog, Catalog::Open((std::filesystem::path(options.data_dir) / "catalog").string(),
+                                                       Catalog::Options{.ledger_sync_interval_ms = options.ledger_sync_ms}));
   // Segments are derived from the catalog: recover them against it before
   // anything can upload or load.
   ORRERY_ASSIGN_OR_RETURN(impl->segments, SegmentStore::Open(options.data_dir));
@@ -171,6 +174,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   spdlog::info("segments: {} live, {} orphans and {} unfinished writes removed", recovered.live,
                recovered.orphans_removed, recovered.temps_removed);
   impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
+  impl->catalog_cache = std::make_unique<CatalogCache>(impl->catalog.get(), impl->tenants.get());
   impl->cache = std::make_unique<ModelCache>(impl->catalog.get(), impl->segments.get());
   ORRERY_ASSIGN_OR_RETURN(HostTier::Options host_options, HostTierOptionsOf(options));
   ORRERY_ASSIGN_OR_RETURN(impl->host, HostTier::Create(host_options, impl->cache.get(), SteadyClock::Get()));
@@ -207,6 +211,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
 
   impl->ctx.catalog = impl->catalog.get();
   impl->ctx.tenants = impl->tenants.get();
+  impl->ctx.catalog_cache = impl->catalog_cache.get();
   impl->ctx.cache = impl->cache.get();
   impl->ctx.host = impl->host.get();
   impl->ctx.device = impl->device.get();

@@ -48,6 +48,11 @@ struct ServerOptions {
   std::string metrics_listen = "127.0.0.1:8502";
   // Billing prices as JSON (docs/operations.md); "" = the built-in defaults.
   std::string price_table;
+  // Ledger durability (storage/catalog.h, docs/operations.md): 0 = every
+  // inference's ledger entry is fsynced before its response; N > 0 = it is
+  // written to the OS before the response (survives kill -9) and fsynced
+  // within N ms (a power loss may lose the last ~N ms of entries).
+  int ledger_sync_ms = 100;
   // Every this many seconds each tenant's stored bytes are sampled into the
   // ledger and billed for the interval; 0 = no storage metering.
   int storage_sample_seconds = 3600;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/catalog_cache.h"
 #include "api/proto/orrery.pb.h"
 #include "api/device_tier.h"
 #include "api/server_metrics.h"
@@ -21,6 +22,7 @@ namespace orrery {
 struct ServiceContext {
   Catalog* catalog = nullptr;
   Tenants* tenants = nullptr;
+  CatalogCache* catalog_cache = nullptr;  // the inference path's catalog reads
   ModelCache* cache = nullptr;
   HostTier* host = nullptr;  // may be null: every model stays loaded (tests of the API alone)
   DeviceTier* device = nullptr;  // null: no device tier (CPU lanes only)

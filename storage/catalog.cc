@@ -174,6 +174,7 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& dir, Options o
     }
   }
   ORRERY_RETURN_IF_ERROR(impl->InitSchema());
+  if (options.sync_writes && options.ledger_sync_interval_ms > 0) impl->StartLedgerSyncer();
   auto catalog = std::unique_ptr<Catalog>(new Catalog(std::move(impl)));
   if (!options.repair_on_open) return catalog;
   // Start-up recovery. Every multi-key change is one WriteBatch, so this
@@ -190,5 +191,7 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& dir, Options o
 }
 
 uint32_t Catalog::schema_version() const { return impl_->schema_version; }
+
+uint64_t Catalog::write_generation() const { return impl_->write_generation.load(std::memory_order_acquire); }
 
 }  // namespace orrery

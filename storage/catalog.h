@@ -6,7 +6,9 @@
 // version, written after upload) and ledger (billing entries). README.md has the key
 // layout.
 // Every change that touches several keys is one WriteBatch; writes that are
-// acknowledged to clients use sync=true (WAL fsync) so they survive kill -9.
+// acknowledged to clients use sync=true (WAL fsync) so they survive kill -9
+// and power loss (ledger appends with Options::ledger_sync_interval_ms > 0:
+// kill -9 only, fsynced within the interval).
 // All methods are thread-safe. Costs: reads are point lookups or prefix scans;
 // PutModel writes the whole ONNX blob once (blob files keep it out of the LSM).
 #pragma once
@@ -37,6 +39,12 @@ class Catalog {
 
   struct Options {
     bool sync_writes = true;  // fsync the WAL before acknowledging a write
+    // Ledger appends only (with sync_writes): 0 = AppendLedger returns once
+    // the WAL is fsynced (power-loss safe). > 0 = it returns once the batch
+    // is written to the OS (write(2): survives kill -9 of this process, not
+    // power loss), and a background thread fsyncs the WAL every this many
+    // ms, so a power loss can lose the entries of about the last interval.
+    int64_t ledger_sync_interval_ms = 0;
     bool repair_on_open = true;  // run Fsck(repair=true) in Open (tests turn it off to inspect)
   };
 
@@ -48,6 +56,11 @@ class Catalog {
   ~Catalog();
 
   uint32_t schema_version() const;
+  // Changes (grows) with every committed write other than a ledger append:
+  // tenants, keys, models, cost profiles. A cache of catalog reads is
+  // current while this is what it was before the reads (api/catalog_cache.h).
+  // Cost: one atomic load.
+  uint64_t write_generation() const;
 
   // ---- tenants and keys
   // Stores the tenant and its first key atomically. ALREADY_EXISTS if a
@@ -149,9 +162,14 @@ class Catalog {
   // *entry becomes the stored one and the result is false (true = written).
   // INVALID_ARGUMENT for an empty tenant id, or an INFERENCE entry without a
   // request id. Returns once the WAL is fsynced (also when nothing was
-  // written). Appends are serialized among themselves, not with model or
-  // tenant writes; concurrent appends share fsyncs (group commit).
+  // written), or with Options::ledger_sync_interval_ms > 0 once it is
+  // written to the OS (the background fsync follows within the interval).
+  // Appends are serialized among themselves, not with model or tenant
+  // writes; concurrent appends share fsyncs (group commit).
   Result<bool> AppendLedger(LedgerEntry* entry);
+  // Fsyncs the WAL through every write made so far (what the background
+  // syncer does each interval); returns at once when nothing is unsynced.
+  Status SyncLedger();
   // WAL fsyncs issued by ledger appends since Open (fewer than the appends
   // when they overlap: group commit).
   uint64_t ledger_wal_syncs() const;

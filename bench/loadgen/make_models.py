@@ -6,6 +6,11 @@
 OUT_DIR/<name>.onnx for:
   mlp       input x [1, 32, 256]: MatMul 256->512 + Relu, then 7 x (MatMul
             512x512 + Relu); about 17 MFLOP per layer (well under 1 ms).
+  mlp_short input x [1, 32, 256]: one MatMul 256x256 + Relu, output
+            y [1, 32, 256]: the serving-overhead scenario's model. Its input
+            and output are the same 32 KiB as the echo server's request and
+            response, and it runs in well under 0.1 ms, so the overhead is
+            not dominated by waiting behind a 1 ms run at 50% load.
   mlp_long  input x [1, 64, 1024]: 4 x (MatMul 1024x1024 + Relu), about 134
             MFLOP per layer (a few ms each on one core: the "layers up to
             5 ms" model of the deadline scenario).
@@ -91,6 +96,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     mlp(os.path.join(out, "mlp.onnx"), rows=32, width_in=256, width=512, layers=8)
+    mlp(os.path.join(out, "mlp_short.onnx"), rows=32, width_in=256, width=256, layers=1)
     mlp(os.path.join(out, "mlp_long.onnx"), rows=64, width_in=1024, width=1024, layers=4)
     cnn(os.path.join(out, "cnn.onnx"))
     print(out)

@@ -1,6 +1,7 @@
 // Deadlines end to end: the real orreryd, a request parameter `timeout_us`
 // too small for the model is rejected at admission with DEADLINE_EXCEEDED
-// naming the predicted completion; a generous one is served.
+// naming the predicted completion (before its payload is decoded); a
+// generous one is served.
 #include <cstdio>
 #include <string>
 
@@ -90,6 +91,24 @@ TEST_F(DeadlineTest, OneMicrosecondTimeoutIsRejectedNamingThePredictedCompletion
   (*loose.mutable_parameters())["timeout_us"].set_int64_param(10'000'000);
   s = Infer(loose, &resp);
   EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+// Admission runs before the payload is decoded, so that a flood of requests
+// it refuses costs little: a request too tight to meet its deadline is
+// refused for that even when its payload would not decode.
+TEST_F(DeadlineTest, AdmissionRefusesBeforeDecodingThePayload) {
+  inference::ModelInferResponse resp;
+  grpc::Status s = Infer(request_, &resp);  // the scheduler measures the model
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  inference::ModelInferRequest truncated = request_;
+  truncated.mutable_raw_input_contents(0)->resize(request_.raw_input_contents(0).size() / 2);
+  (*truncated.mutable_parameters())["timeout_us"].set_int64_param(1);
+  s = Infer(truncated, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_NE(s.error_message().find("predicted completion in"), std::string::npos) << s.error_message();
+  // With time to run, the same payload is refused for what it is.
+  (*truncated.mutable_parameters())["timeout_us"].set_int64_param(10'000'000);
+  EXPECT_EQ(Infer(truncated, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_F(DeadlineTest, BadTimeoutParameterIsInvalidArgument) {
