@@ -72,14 +72,16 @@ const Kernels* ForIsa(Isa isa) {
 
 int64_t Pool2dColumns(int64_t ow) { return (ow + 15) / 16 * 16; }
 
-// The padded plane's row: every column a vector of the widest ISA may read
-// for Pool2dColumns(ow) outputs, and the whole input row.
+// The padded row: every column a vector of the widest ISA may read for
+// Pool2dColumns(ow) outputs (the stride-2 taps read one vector further),
+// and the input row rounded up to whole vectors.
 int64_t Pool2dRowWidth(const Pool2d& p) {
-  const int64_t reach = Pool2dColumns(p.ow) * p.sw + (p.kw - 1) * p.dw + 1;
-  return reach > p.pw + p.iw ? reach : p.pw + p.iw;
+  const int64_t reach = Pool2dColumns(p.ow) * p.sw + (p.kw - 1) * p.dw + 16;
+  const int64_t row = p.pw + Pool2dColumns(p.iw);
+  return reach > row ? reach : row;
 }
 
-int64_t Pool2dScratchFloats(const Pool2d& p) { return p.ih * Pool2dRowWidth(p); }
+int64_t Pool2dScratchFloats(const Pool2d& p) { return Pool2dRowWidth(p); }
 
 const Kernels& Best() {
   static const Kernels& k = Choose();

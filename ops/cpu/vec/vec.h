@@ -63,8 +63,8 @@ struct Pool2d {
 
 // Entries of the column tables: ow rounded up to the widest vector.
 int64_t Pool2dColumns(int64_t ow);
-// Floats per row of pool2d's padded copy of a plane, and of its scratch
-// per call (one padded plane).
+// Floats per row of pool2d's padded row (the vertical fold of a window's
+// input rows), and of its scratch per call (one such row).
 int64_t Pool2dRowWidth(const Pool2d& p);
 int64_t Pool2dScratchFloats(const Pool2d& p);
 
@@ -92,6 +92,11 @@ struct Kernels {
   // Mean and variance (population) of n values, two passes.
   void (*moments)(const float* x, int64_t n, float* mean, float* var);
   // Pools `planes` consecutive planes; `scratch` holds Pool2dScratchFloats.
+  // Separable: each output row folds its window's input rows, then kw
+  // columns; 3x3 / 2x2 windows of stride 1 and 2 have their own loops. It
+  // reads only [x, x + planes * ih * iw) and writes only [y, y + planes *
+  // oh * ow). Max ignores NaN (never replaces the running value); a window
+  // with no input gives lowest().
   void (*pool2d)(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch);
 };
 
