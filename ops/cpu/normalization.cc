@@ -421,7 +421,8 @@ Status RegisterNormalizationKernels(OpRegistry* registry) {
                                                       .min_inputs = 3,
                                                       .max_inputs = 3,
                                                       .infer = InferInstanceNorm,
-                                                      .compute = ComputeInstanceNorm}));
+                                                      .compute = ComputeInstanceNorm,
+                                                      .overwrites_outputs = true}));
   return registry->Register(KernelDef{.op_type = "LayerNormalization",
                                       .backend = Backend::kCpu,
                                       .min_inputs = 2,
@@ -430,7 +431,8 @@ Status RegisterNormalizationKernels(OpRegistry* registry) {
                                       .max_outputs = 3,
                                       .infer = InferLayerNorm,
                                       .compute = ComputeLayerNorm,
-                                      .prepare = PrepareLayerNorm});
+                                      .prepare = PrepareLayerNorm,
+                                      .overwrites_outputs = true});
 }
 
 }  // namespace orrery::ops::cpu

@@ -493,7 +493,8 @@ KernelDef PoolDef(const char* op_type, InferFn infer, ComputeFn compute, int max
                    .max_outputs = max_outputs,
                    .infer = infer,
                    .compute = compute,
-                   .prepare = prepare};
+                   .prepare = prepare,
+                   .overwrites_outputs = true};
 }
 
 }  // namespace

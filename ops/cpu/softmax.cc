@@ -237,7 +237,9 @@ KernelDef SoftmaxKernel() {
                    .max_inputs = 1,
                    .infer = InferSoftmax<kKind>,
                    .compute = ComputeSoftmax<kKind>,
-                   .prepare = PrepareSoftmax<kKind>};
+                   .prepare = PrepareSoftmax<kKind>,
+                   // Hardmax writes only the 1s.
+                   .overwrites_outputs = kKind != Kind::kHardmax};
 }
 
 }  // namespace
