@@ -10,11 +10,18 @@
 //       Runtime's intra-op threads), spread over C runs in flight (default
 //       1); prints one JSON line with p50/p99/min/mean latency, throughput
 //       and the plan (steps, peak arena bytes vs. the naive sum of
-//       intermediates).
+//       intermediates). To tell the machine's noise from ours, it also
+//       counts per timed run (getrusage: the whole process at C = 1, the
+//       run's thread otherwise) page faults (`minflt_per_run`) and runs
+//       during which the OS preempted us (`preempted_runs`, involuntary
+//       context switches), and gives p99 over the other runs
+//       (`p99_unpreempted_ms`; 0 when every run was preempted).
 //   --profile (either mode) then prints one line per executed step: op,
 //       node name, mean time, share, GFLOP/s and GB/s.
 //
 // Exit codes: 0 ok, 1 runtime error (the Status message on stderr), 2 bad usage.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -312,6 +319,18 @@ int RunOnce(const Args& args, const CompiledModel& model) {
   return 0;
 }
 
+// Page faults and involuntary context switches so far (see the header).
+struct Disturbances {
+  long minflt = 0;
+  long nivcsw = 0;
+};
+
+Disturbances Now(bool whole_process) {
+  rusage u{};
+  getrusage(whole_process ? RUSAGE_SELF : RUSAGE_THREAD, &u);
+  return Disturbances{u.ru_minflt, u.ru_nivcsw};
+}
+
 int Bench(const Args& args, const CompiledModel& model) {
   const ModelSignature& sig = model.signature();
   for (const auto& [name, shape] : args.shapes) {
@@ -338,6 +357,7 @@ int Bench(const Args& args, const CompiledModel& model) {
   // plan's pool).
   const int64_t workers = std::min(args.concurrency, args.bench);
   std::vector<std::vector<double>> per_thread(static_cast<size_t>(workers));
+  std::vector<std::vector<Disturbances>> disturbed(static_cast<size_t>(workers));
   std::vector<ProfileSum> profiles(static_cast<size_t>(workers));
   std::vector<Status> errors(static_cast<size_t>(workers));
   PlanStats stats;
@@ -356,12 +376,17 @@ int Bench(const Args& args, const CompiledModel& model) {
     const int64_t n = args.bench / workers + (t < args.bench % workers ? 1 : 0);
     std::vector<double>& ms = per_thread[static_cast<size_t>(t)];
     ms.reserve(static_cast<size_t>(n));
+    std::vector<Disturbances>& dist = disturbed[static_cast<size_t>(t)];
+    dist.reserve(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
+      const Disturbances d0 = Now(workers == 1);
       const auto t0 = std::chrono::steady_clock::now();
       Result<std::vector<NamedTensor>> r =
           RunSteps(model, inputs, args.profile ? &profiles[static_cast<size_t>(t)] : nullptr,
                    nullptr, &lanes);
       const auto t1 = std::chrono::steady_clock::now();
+      const Disturbances d1 = Now(workers == 1);
+      dist.push_back(Disturbances{d1.minflt - d0.minflt, d1.nivcsw - d0.nivcsw});
       if (!r.ok()) {
         errors[static_cast<size_t>(t)] = r.status();
         return;
@@ -379,20 +404,33 @@ int Bench(const Args& args, const CompiledModel& model) {
   for (const Status& st : errors) {
     if (!st.ok()) return RuntimeError(st);
   }
-  std::vector<double> ms;
+  std::vector<double> ms, calm;  // all runs; runs not preempted
+  long minflt = 0, preempted = 0;
   ProfileSum profile;
   for (size_t t = 0; t < per_thread.size(); ++t) {
     ms.insert(ms.end(), per_thread[t].begin(), per_thread[t].end());
+    for (size_t i = 0; i < per_thread[t].size(); ++i) {
+      const Disturbances& d = disturbed[t][i];
+      minflt += d.minflt;
+      if (d.nivcsw > 0) {
+        ++preempted;
+      } else {
+        calm.push_back(per_thread[t][i]);
+      }
+    }
     profile.Merge(profiles[t]);
   }
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double p) {
+  std::sort(calm.begin(), calm.end());
+  auto pct_of = [](const std::vector<double>& v, double p) {
+    if (v.empty()) return 0.0;
     // Nearest rank.
-    size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
-    rank = std::clamp<size_t>(rank, 1, sorted.size());
-    return sorted[rank - 1];
+    size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+    rank = std::clamp<size_t>(rank, 1, v.size());
+    return v[rank - 1];
   };
+  auto pct = [&](double p) { return pct_of(sorted, p); };
   double sum = 0;
   for (double v : ms) sum += v;
   std::printf(
@@ -400,14 +438,17 @@ int Bench(const Args& args, const CompiledModel& model) {
       "\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
       "\"min_ms\":%.4f,\"mean_ms\":%.4f,\"throughput_per_s\":%.2f,\"steps\":%zu,"
       "\"dynamic_steps\":%zu,\"folded_nodes\":%zu,\"fused_nodes\":%zu,\"flops\":%lld,"
-      "\"arena_bytes\":%lld,\"naive_bytes\":%lld}\n",
+      "\"arena_bytes\":%lld,\"naive_bytes\":%lld,\"minflt_per_run\":%.2f,"
+      "\"preempted_runs\":%ld,\"p99_unpreempted_ms\":%.4f}\n",
       JsonQuote(args.model).c_str(), static_cast<long long>(args.bench),
       static_cast<long long>(args.threads), static_cast<long long>(workers), pct(50), pct(99),
       sorted.front(),
       sum / static_cast<double>(ms.size()), static_cast<double>(ms.size()) / wall_s,
       stats.num_steps, stats.dynamic_steps, stats.folded_nodes, stats.fused_nodes,
       static_cast<long long>(stats.flops),
-      static_cast<long long>(stats.arena_bytes), static_cast<long long>(stats.naive_bytes));
+      static_cast<long long>(stats.arena_bytes), static_cast<long long>(stats.naive_bytes),
+      static_cast<double>(minflt) / static_cast<double>(ms.size()), preempted,
+      pct_of(calm, 99));
   if (args.profile) PrintProfile(profile);
   return 0;
 }
