@@ -81,7 +81,20 @@ int64_t Pool2dRowWidth(const Pool2d& p) {
   return reach > row ? reach : row;
 }
 
-int64_t Pool2dScratchFloats(const Pool2d& p) { return Pool2dRowWidth(p); }
+bool Pool2dFlat(const Pool2d& p) {
+  return p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1 &&
+         p.ph == 1 && p.pw == 1 && p.oh == p.ih && p.ow == p.iw && p.iw <= 32 &&
+         p.ih * p.iw <= 4096;
+}
+
+// Flat: four mask tables and the divisors (one plane plus a vector each),
+// then the chunk's vertical fold with a vector and a lane either side.
+int64_t Pool2dScratchFloats(const Pool2d& p) {
+  const int64_t row = Pool2dRowWidth(p);
+  if (!Pool2dFlat(p)) return row;
+  const int64_t flat = 5 * (p.ih * p.iw + 16) + kPool2dFlatChunk + 3 * 16 + 2;
+  return flat > row ? flat : row;
+}
 
 const Kernels& Best() {
   static const Kernels& k = Choose();

@@ -67,6 +67,11 @@ int64_t Pool2dColumns(int64_t ow);
 // input rows), and of its scratch per call (one such row).
 int64_t Pool2dRowWidth(const Pool2d& p);
 int64_t Pool2dScratchFloats(const Pool2d& p);
+// Whether pool2d takes the flattened path (3x3, stride 1, pads 1, the
+// output plane the input's size, planes at most 32 wide), and the outputs
+// it handles per chunk there.
+bool Pool2dFlat(const Pool2d& p);
+inline constexpr int64_t kPool2dFlatChunk = 512;
 
 struct Kernels {
   Isa isa;
@@ -93,7 +98,8 @@ struct Kernels {
   void (*moments)(const float* x, int64_t n, float* mean, float* var);
   // Pools `planes` consecutive planes; `scratch` holds Pool2dScratchFloats.
   // Separable: each output row folds its window's input rows, then kw
-  // columns; 3x3 / 2x2 windows of stride 1 and 2 have their own loops. It
+  // columns; 3x3 / 2x2 windows of stride 1 and 2 have their own loops, and
+  // small 3x3 stride-1 planes go flat (Pool2dFlat). It
   // reads only [x, x + planes * ih * iw) and writes only [y, y + planes *
   // oh * ow). Max ignores NaN (never replaces the running value); a window
   // with no input gives lowest().

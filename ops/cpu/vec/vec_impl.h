@@ -28,6 +28,11 @@ inline VF Load(const float* p) {
   return v;
 }
 inline void Store(float* p, VF v) { __builtin_memcpy(p, &v, sizeof v); }
+inline VI LoadI(const int32_t* p) {
+  VI v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
 inline VF Sel(VI m, VF a, VF b) { return m ? a : b; }
 inline VF Max(VF a, VF b) { return a > b ? a : b; }
 inline VF Min(VF a, VF b) { return a < b ? a : b; }
@@ -625,8 +630,99 @@ void PoolPlanes(const Pool2d& p, const float* x, float* y, int64_t planes, float
   }
 }
 
+// ---- 3x3 stride-1 "same" pooling of small planes, flattened ----
+//
+// Rows of 7..32 columns waste most lanes of a row-by-row pass, so this
+// path treats the task's planes as one flat array of planes * ih * iw
+// values: the vertical fold reads x[i - iw], x[i], x[i + iw], the
+// horizontal one v[i - 1], v[i], v[i + 1], each neighbour masked off at
+// row and plane edges by tables periodic in the plane (built per call in
+// scratch). Chunks of kFlatChunk outputs keep v in L1.
+constexpr int64_t kFlatChunk = kPool2dFlatChunk;
+
+struct FlatTables {
+  int32_t* up;  // neighbour row above / below / column left / right exists
+  int32_t* down;
+  int32_t* left;
+  int32_t* right;
+  float* count;  // the average's divisor
+  float* v;      // the vertical fold of one chunk, v[1 + k] = fold(x[v0 + k])
+};
+
+template <bool kMax>
+inline float FlatVerticalScalar(const Pool2d& p, const float* x, int64_t n, int64_t i) {
+  const float low = kMax ? -3.40282347e+38f : 0.0f;
+  if (i >= n) return low;
+  const int64_t r = (i % (p.ih * p.iw)) / p.iw;
+  float acc = FoldScalar<kMax>(low, x[i]);
+  if (r > 0) acc = FoldScalar<kMax>(acc, x[i - p.iw]);
+  if (r + 1 < p.ih) acc = FoldScalar<kMax>(acc, x[i + p.iw]);
+  return acc;
+}
+
+template <bool kMax>
+void PoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch) {
+  const int64_t hw = p.ih * p.iw, n = planes * hw, ext = hw + kW;
+  FlatTables t;
+  t.up = reinterpret_cast<int32_t*>(scratch);
+  t.down = t.up + ext;
+  t.left = t.down + ext;
+  t.right = t.left + ext;
+  t.count = reinterpret_cast<float*>(t.right + ext);
+  t.v = t.count + ext;
+  for (int64_t k = 0; k < ext; ++k) {
+    const int64_t r = (k % hw) / p.iw, c = (k % hw) % p.iw;
+    t.up[k] = r > 0 ? -1 : 0;
+    t.down[k] = r + 1 < p.ih ? -1 : 0;
+    t.left[k] = c > 0 ? -1 : 0;
+    t.right[k] = c + 1 < p.iw ? -1 : 0;
+    t.count[k] = p.count_include_pad
+                     ? static_cast<float>(p.padded_h[r]) * p.col_padded[c]
+                     : static_cast<float>(p.taps_h[2 * r + 1] - p.taps_h[2 * r]) * p.col_valid[c];
+  }
+  const float low = kMax ? -3.40282347e+38f : 0.0f;
+  const VF lowv = Splat(low);
+  for (int64_t c0 = 0; c0 < n; c0 += kFlatChunk) {
+    const int64_t c1 = c0 + kFlatChunk < n ? c0 + kFlatChunk : n;
+    // v over [v0, v1): the chunk and one neighbour either side.
+    const int64_t v0 = c0 - kW > 0 ? c0 - kW : 0;
+    const int64_t v1 = c1 + kW < n ? c1 + kW : n;
+    float* v = t.v + 1 - v0;  // v[j] for j in [v0 - 1, v1 + kW)
+    v[v0 - 1] = low;
+    for (int64_t j = v0; j < v1; j += kW) {
+      if (j - p.iw >= 0 && j + p.iw + kW <= n) {
+        const int64_t m = j % hw;
+        VF acc = Fold<kMax>(lowv, Load(x + j));
+        acc = Fold<kMax>(acc, Sel(LoadI(t.up + m), Load(x + j - p.iw), lowv));
+        acc = Fold<kMax>(acc, Sel(LoadI(t.down + m), Load(x + j + p.iw), lowv));
+        Store(v + j, acc);
+      } else {
+        for (int l = 0; l < kW; ++l) v[j + l] = FlatVerticalScalar<kMax>(p, x, n, j + l);
+      }
+    }
+    for (int64_t i = c0; i < c1; i += kW) {
+      const int64_t m = i % hw;
+      VF acc = Load(v + i);
+      acc = Fold<kMax>(acc, Sel(LoadI(t.left + m), Load(v + i - 1), lowv));
+      acc = Fold<kMax>(acc, Sel(LoadI(t.right + m), Load(v + i + 1), lowv));
+      if constexpr (!kMax) {
+        const VF count = Load(t.count + m);
+        acc = Sel(count == Splat(0.0f), Splat(0.0f), acc / count);
+      }
+      if (i + kW <= n) {
+        Store(y + i, acc);
+      } else {
+        float tail[kW];
+        Store(tail, acc);
+        __builtin_memcpy(y + i, tail, static_cast<size_t>(n - i) * 4);
+      }
+    }
+  }
+}
+
 template <bool kMax>
 void Pool2dOf(const Pool2d& p, const float* x, float* y, int64_t planes, float* row) {
+  if (Pool2dFlat(p)) return PoolFlat<kMax>(p, x, y, planes, row);
   if (p.kw == 3 && p.dw == 1 && p.sw == 1) return PoolPlanes<kMax, 3, 1>(p, x, y, planes, row);
   if (p.kw == 3 && p.dw == 1 && p.sw == 2) return PoolPlanes<kMax, 3, 2>(p, x, y, planes, row);
   if (p.kw == 2 && p.dw == 1 && p.sw == 2) return PoolPlanes<kMax, 2, 2>(p, x, y, planes, row);

@@ -194,7 +194,11 @@ TEST(VecTest, Pool2dMatchesDirectLoops) {
                             // windows that see no input at all.
                             {7, 7, 3, 1, 1, 1, 1},   {14, 14, 3, 1, 1, 1, 1}, {13, 13, 3, 2, 1, 0, 1},
                             {56, 56, 3, 2, 1, 0, 1}, {17, 33, 3, 2, 1, 1, 1}, {9, 31, 2, 2, 1, 0, 1},
-                            {1, 1, 3, 1, 1, 1, 1},   {2, 3, 1, 1, 1, 1, 1},   {1, 17, 3, 2, 1, 1, 1}};
+                            {1, 1, 3, 1, 1, 1, 1},   {2, 3, 1, 1, 1, 1, 1},   {1, 17, 3, 2, 1, 1, 1},
+                            // Flattened 3x3 stride-1 planes (Pool2dFlat): several chunks,
+                            // one row, one column, sizes off the vector width.
+                            {32, 32, 3, 1, 1, 1, 1}, {28, 28, 3, 1, 1, 1, 1}, {1, 5, 3, 1, 1, 1, 1},
+                            {6, 1, 3, 1, 1, 1, 1},   {3, 5, 3, 1, 1, 1, 1},   {2, 2, 3, 1, 1, 1, 1}};
   for (const Kernels* k : AllIsas()) {
     for (const PoolCase& c : cases) {
       for (int mode = 0; mode < 3; ++mode) {  // max, average, average with pads counted
