@@ -87,12 +87,36 @@ bool Pool2dFlat(const Pool2d& p) {
          p.ih * p.iw <= 4096;
 }
 
+int64_t Pool2dFlatPeriod(const Pool2d& p) { return p.ih * p.iw + 16; }
+
+void Pool2dFlatTables(const Pool2d& p, int32_t* masks, float* count) {
+  const int64_t ext = Pool2dFlatPeriod(p);
+  int32_t* up = masks;
+  int32_t* down = up + ext;
+  int32_t* left = down + ext;
+  int32_t* right = left + ext;
+  int64_t r = 0, c = 0;
+  for (int64_t k = 0; k < ext; ++k) {
+    up[k] = r > 0 ? -1 : 0;
+    down[k] = r + 1 < p.ih ? -1 : 0;
+    left[k] = c > 0 ? -1 : 0;
+    right[k] = c + 1 < p.iw ? -1 : 0;
+    count[k] = p.count_include_pad
+                   ? static_cast<float>(p.padded_h[r]) * p.col_padded[c]
+                   : static_cast<float>(p.taps_h[2 * r + 1] - p.taps_h[2 * r]) * p.col_valid[c];
+    if (++c == p.iw) {
+      c = 0;
+      if (++r == p.ih) r = 0;
+    }
+  }
+}
+
 // Flat: four mask tables and the divisors (one plane plus a vector each),
 // then the chunk's vertical fold with a vector and a lane either side.
 int64_t Pool2dScratchFloats(const Pool2d& p) {
   const int64_t row = Pool2dRowWidth(p);
   if (!Pool2dFlat(p)) return row;
-  const int64_t flat = 5 * (p.ih * p.iw + 16) + kPool2dFlatChunk + 3 * 16 + 2;
+  const int64_t flat = 5 * Pool2dFlatPeriod(p) + kPool2dFlatChunk + 3 * 16 + 2;
   return flat > row ? flat : row;
 }
 

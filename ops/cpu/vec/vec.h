@@ -59,6 +59,10 @@ struct Pool2d {
   const int64_t* padded_h = nullptr;
   const float* col_valid = nullptr;
   const float* col_padded = nullptr;
+  // Optional tables of the flat path (Pool2dFlatTables), else built per
+  // call in scratch.
+  const int32_t* flat_masks = nullptr;
+  const float* flat_count = nullptr;
 };
 
 // Entries of the column tables: ow rounded up to the widest vector.
@@ -72,6 +76,11 @@ int64_t Pool2dScratchFloats(const Pool2d& p);
 // it handles per chunk there.
 bool Pool2dFlat(const Pool2d& p);
 inline constexpr int64_t kPool2dFlatChunk = 512;
+// The flat path's tables, periodic in the plane, for positions
+// [0, Pool2dFlatPeriod(p)): `masks` holds 4 such runs (neighbour above,
+// below, left, right exists: -1, else 0) and `count` the average's divisor.
+int64_t Pool2dFlatPeriod(const Pool2d& p);
+void Pool2dFlatTables(const Pool2d& p, int32_t* masks, float* count);
 
 struct Kernels {
   Isa isa;

@@ -640,15 +640,6 @@ void PoolPlanes(const Pool2d& p, const float* x, float* y, int64_t planes, float
 // scratch). Chunks of kFlatChunk outputs keep v in L1.
 constexpr int64_t kFlatChunk = kPool2dFlatChunk;
 
-struct FlatTables {
-  int32_t* up;  // neighbour row above / below / column left / right exists
-  int32_t* down;
-  int32_t* left;
-  int32_t* right;
-  float* count;  // the average's divisor
-  float* v;      // the vertical fold of one chunk, v[1 + k] = fold(x[v0 + k])
-};
-
 template <bool kMax>
 inline float FlatVerticalScalar(const Pool2d& p, const float* x, int64_t n, int64_t i) {
   const float low = kMax ? -3.40282347e+38f : 0.0f;
@@ -662,51 +653,56 @@ inline float FlatVerticalScalar(const Pool2d& p, const float* x, int64_t n, int6
 
 template <bool kMax>
 void PoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch) {
-  const int64_t hw = p.ih * p.iw, n = planes * hw, ext = hw + kW;
-  FlatTables t;
-  t.up = reinterpret_cast<int32_t*>(scratch);
-  t.down = t.up + ext;
-  t.left = t.down + ext;
-  t.right = t.left + ext;
-  t.count = reinterpret_cast<float*>(t.right + ext);
-  t.v = t.count + ext;
-  for (int64_t k = 0; k < ext; ++k) {
-    const int64_t r = (k % hw) / p.iw, c = (k % hw) % p.iw;
-    t.up[k] = r > 0 ? -1 : 0;
-    t.down[k] = r + 1 < p.ih ? -1 : 0;
-    t.left[k] = c > 0 ? -1 : 0;
-    t.right[k] = c + 1 < p.iw ? -1 : 0;
-    t.count[k] = p.count_include_pad
-                     ? static_cast<float>(p.padded_h[r]) * p.col_padded[c]
-                     : static_cast<float>(p.taps_h[2 * r + 1] - p.taps_h[2 * r]) * p.col_valid[c];
+  const int64_t hw = p.ih * p.iw, n = planes * hw, ext = Pool2dFlatPeriod(p);
+  const int32_t* masks = p.flat_masks;
+  const float* counts = p.flat_count;
+  float* v_buf = scratch;
+  if (masks == nullptr || counts == nullptr) {
+    int32_t* m = reinterpret_cast<int32_t*>(scratch);
+    float* c = scratch + 4 * ext;
+    Pool2dFlatTables(p, m, c);
+    masks = m;
+    counts = c;
+    v_buf = scratch + 5 * ext;
   }
+  const int32_t* up = masks;
+  const int32_t* down = up + ext;
+  const int32_t* left = down + ext;
+  const int32_t* right = left + ext;
   const float low = kMax ? -3.40282347e+38f : 0.0f;
   const VF lowv = Splat(low);
+  // m: position in the plane of the vector's first lane, advanced without
+  // a division per vector (the tables run kW past the period).
+  auto advance = [hw](int64_t m) {
+    m += kW;
+    while (m >= hw) m -= hw;
+    return m;
+  };
   for (int64_t c0 = 0; c0 < n; c0 += kFlatChunk) {
     const int64_t c1 = c0 + kFlatChunk < n ? c0 + kFlatChunk : n;
     // v over [v0, v1): the chunk and one neighbour either side.
     const int64_t v0 = c0 - kW > 0 ? c0 - kW : 0;
     const int64_t v1 = c1 + kW < n ? c1 + kW : n;
-    float* v = t.v + 1 - v0;  // v[j] for j in [v0 - 1, v1 + kW)
+    float* v = v_buf + 1 - v0;  // v[j] for j in [v0 - 1, v1 + kW)
     v[v0 - 1] = low;
-    for (int64_t j = v0; j < v1; j += kW) {
+    int64_t m = v0 % hw;
+    for (int64_t j = v0; j < v1; j += kW, m = advance(m)) {
       if (j - p.iw >= 0 && j + p.iw + kW <= n) {
-        const int64_t m = j % hw;
         VF acc = Fold<kMax>(lowv, Load(x + j));
-        acc = Fold<kMax>(acc, Sel(LoadI(t.up + m), Load(x + j - p.iw), lowv));
-        acc = Fold<kMax>(acc, Sel(LoadI(t.down + m), Load(x + j + p.iw), lowv));
+        acc = Fold<kMax>(acc, Sel(LoadI(up + m), Load(x + j - p.iw), lowv));
+        acc = Fold<kMax>(acc, Sel(LoadI(down + m), Load(x + j + p.iw), lowv));
         Store(v + j, acc);
       } else {
         for (int l = 0; l < kW; ++l) v[j + l] = FlatVerticalScalar<kMax>(p, x, n, j + l);
       }
     }
-    for (int64_t i = c0; i < c1; i += kW) {
-      const int64_t m = i % hw;
+    m = c0 % hw;
+    for (int64_t i = c0; i < c1; i += kW, m = advance(m)) {
       VF acc = Load(v + i);
-      acc = Fold<kMax>(acc, Sel(LoadI(t.left + m), Load(v + i - 1), lowv));
-      acc = Fold<kMax>(acc, Sel(LoadI(t.right + m), Load(v + i + 1), lowv));
+      acc = Fold<kMax>(acc, Sel(LoadI(left + m), Load(v + i - 1), lowv));
+      acc = Fold<kMax>(acc, Sel(LoadI(right + m), Load(v + i + 1), lowv));
       if constexpr (!kMax) {
-        const VF count = Load(t.count + m);
+        const VF count = Load(counts + m);
         acc = Sel(count == Splat(0.0f), Splat(0.0f), acc / count);
       }
       if (i + kW <= n) {
