@@ -366,7 +366,8 @@ void RunLayerNorm(const KernelContext& ctx, const PreparedLayerNorm& p,
   float* mean_out = outputs.size() > 1 ? outputs[1].data<float>() : nullptr;
   float* inv_out = outputs.size() > 2 ? outputs[2].data<float>() : nullptr;
   const vec::Kernels& k = vec::Best();
-  const int64_t per_task = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(inner, 1));
+  const int64_t per_task =
+      std::max<int64_t>(1, kParallelRowElements / std::max<int64_t>(inner, 1));
   const int64_t tasks = NumThreads(ctx.threads) > 1 ? (p.outer + per_task - 1) / per_task : 1;
   ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
     const int64_t r0 = task * p.outer / tasks, r1 = (task + 1) * p.outer / tasks;
