@@ -20,15 +20,10 @@ using testing::F32;
 using testing::Floats;
 using testing::kFloat;
 using testing::ModelBuilder;
+using testing::OpTypes;
 using testing::Ramp;
 using testing::Reference;
 using testing::SpecializeModel;
-
-std::vector<std::string> OpTypes(const SpecializedPlan& sp) {
-  std::vector<std::string> ops;
-  for (const PlannedStep& ps : sp.steps) ops.push_back(ps.step->op_type);
-  return ops;
-}
 
 struct Variant {
   bool extra_reader = false;  // "a" is also read by another node
