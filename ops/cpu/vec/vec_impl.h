@@ -529,7 +529,7 @@ template <bool kMax>
 void VerticalFold(const Pool2d& p, const float* x, const float* x_end, int64_t r0, int64_t rows,
                   float* row) {
   const float init = kMax ? -3.40282347e+38f : 0.0f;  // numeric_limits<float>::lowest()
-  const float pad = kMax ? -3.40282347e+38f : 0.0f;  // lowest(): see VerticalFold
+  const float pad = init;
   float* t = row + p.pw;
   const int64_t vec_end = (p.iw + kW - 1) / kW * kW;
   const int64_t last = rows > 0 ? (r0 + (rows - 1) * p.dh) * p.iw : 0;
@@ -622,7 +622,7 @@ void PoolPlanes(const Pool2d& p, const float* x, float* y, int64_t planes, float
   const int64_t in_vol = p.ih * p.iw, out_vol = p.oh * p.ow;
   const float* x_end = x + planes * in_vol;
   const float* y_end = y + planes * out_vol;
-  const float pad = kMax ? -3.40282347e+38f : 0.0f;  // lowest(): see VerticalFold
+  const float pad = kMax ? -3.40282347e+38f : 0.0f;  // lowest(): see above VerticalFold
   const int64_t width = Pool2dRowWidth(p);
   for (int64_t i = 0; i < width; ++i) row[i] = pad;
   for (int64_t i = 0; i < planes; ++i) {
