@@ -47,7 +47,8 @@ struct StepProfile {
 struct PlanStats {
   size_t num_steps = 0;      // steps a run executes
   size_t dynamic_steps = 0;  // of which inferred and heap-allocated at run time
-  size_t view_nodes = 0;     // Reshape/Flatten/Squeeze/... resolved to aliases (no step)
+  size_t view_nodes = 0;     // Reshape/Flatten/Squeeze/... and Concats written in place
+                             // by their producers, resolved to aliases (no step)
   size_t folded_nodes = 0;   // evaluated at compile or specialisation time
   size_t removed_nodes = 0;  // not contributing to any graph output
   size_t fused_nodes = 0;    // merged into a Conv / Gemm / MatMul (runtime/fuse.h)

@@ -50,15 +50,18 @@ class LaneGroup final : public ops::ThreadGroup {
   const int size_;
   const int64_t spin_ns_;
   uint32_t generation_ = 0;  // the caller's count of jobs
+  // The job's description (read by every thread), the claim counter and
+  // the finish counter (written per task) sit on separate cache lines, so
+  // finishing a task does not steal the line the next claim needs.
   // (generation << 32) | next unclaimed task: a claim is a CAS that fails
   // once the job is replaced, so a late worker never runs a stale task.
-  std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<uint64_t> claim_{0};
   // The current job; read by a worker only after a successful claim, when
   // the caller cannot replace it (one of its tasks is unfinished).
-  std::atomic<const FunctionRef<void(int64_t, int)>*> fn_{nullptr};
+  alignas(64) std::atomic<const FunctionRef<void(int64_t, int)>*> fn_{nullptr};
   std::atomic<int64_t> num_tasks_{0};
-  std::atomic<int64_t> done_{0};        // tasks finished in the current job
-  std::atomic<uint32_t> wake_{0};       // generation to wake workers for
+  alignas(64) std::atomic<int64_t> done_{0};  // tasks finished in the current job
+  alignas(64) std::atomic<uint32_t> wake_{0};  // generation to wake workers for
   std::atomic<bool> stop_{false};
   std::vector<std::jthread> workers_;
 };

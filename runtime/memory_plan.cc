@@ -14,6 +14,33 @@ bool LiveTogether(const BufferRequest& a, const BufferRequest& b) {
   return a.first <= b.last && b.first <= a.last;
 }
 
+bool IsSlice(const BufferRequest& r) { return r.parent >= 0; }
+
+Status CheckSlice(std::span<const BufferRequest> requests, const MemoryPlan& plan, size_t i) {
+  const BufferRequest& r = requests[i];
+  const std::string name = "slice " + std::to_string(i);
+  if (static_cast<size_t>(r.parent) >= requests.size() || IsSlice(requests[static_cast<size_t>(r.parent)])) {
+    return Status::Internal(name + " has parent " + std::to_string(r.parent) +
+                            ", not an unsliced buffer");
+  }
+  const BufferRequest& p = requests[static_cast<size_t>(r.parent)];
+  if (r.parent_offset < 0 || r.parent_offset + r.bytes > p.bytes) {
+    return Status::Internal(name + " [+" + std::to_string(r.parent_offset) + ", +" +
+                            std::to_string(r.bytes) + ") runs past its parent (" +
+                            std::to_string(p.bytes) + " bytes)");
+  }
+  if (r.first < p.first || r.last > p.last) {
+    return Status::Internal(name + " (steps " + std::to_string(r.first) + "-" +
+                            std::to_string(r.last) + ") outlives its parent (steps " +
+                            std::to_string(p.first) + "-" + std::to_string(p.last) + ")");
+  }
+  if (plan.offsets[i] != plan.offsets[static_cast<size_t>(r.parent)] + r.parent_offset) {
+    return Status::Internal(name + " is at " + std::to_string(plan.offsets[i]) +
+                            ", not at its parent's offset + " + std::to_string(r.parent_offset));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int64_t AlignedBytes(int64_t bytes) {
@@ -26,7 +53,8 @@ MemoryPlan PlanMemory(std::span<const BufferRequest> requests) {
   plan.offsets.assign(requests.size(), 0);
   std::vector<int64_t> size(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    size[i] = AlignedBytes(requests[i].bytes);
+    // Slices take no space of their own: placed with their parents below.
+    size[i] = IsSlice(requests[i]) ? 0 : AlignedBytes(requests[i].bytes);
     plan.naive_bytes += size[i];
   }
   std::vector<size_t> order(requests.size());
@@ -63,6 +91,12 @@ MemoryPlan PlanMemory(std::span<const BufferRequest> requests) {
     });
     placed.insert(at, r);
   }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (IsSlice(requests[i])) {
+      plan.offsets[i] =
+          plan.offsets[static_cast<size_t>(requests[i].parent)] + requests[i].parent_offset;
+    }
+  }
   return plan;
 }
 
@@ -73,6 +107,7 @@ Status CheckMemoryPlan(std::span<const BufferRequest> requests, const MemoryPlan
   }
   constexpr int64_t kAlign = static_cast<int64_t>(kTensorAlignment);
   for (size_t i = 0; i < requests.size(); ++i) {
+    if (IsSlice(requests[i])) ORRERY_RETURN_IF_ERROR(CheckSlice(requests, plan, i));
     const int64_t off = plan.offsets[i];
     if (off < 0 || off % kAlign != 0) {
       return Status::Internal("buffer " + std::to_string(i) + " has misaligned offset " +
@@ -89,6 +124,8 @@ Status CheckMemoryPlan(std::span<const BufferRequest> requests, const MemoryPlan
       const BufferRequest& a = requests[i];
       const BufferRequest& b = requests[j];
       if (a.bytes == 0 || b.bytes == 0 || !LiveTogether(a, b)) continue;
+      // A slice shares its parent's bytes by design.
+      if (a.parent == static_cast<int>(j) || b.parent == static_cast<int>(i)) continue;
       const int64_t a0 = plan.offsets[i], b0 = plan.offsets[j];
       if (a0 < b0 + b.bytes && b0 < a0 + a.bytes) {
         return Status::Internal("buffers " + std::to_string(i) + " [" + std::to_string(a0) +

@@ -69,6 +69,7 @@ class Builder {
       sp_->output_names.push_back(base_.slot_names[static_cast<size_t>(slot)]);
     }
     ClassifyEntries();
+    AliasConcats();
     PlanLifetimes();
     FillStats();
     return Status::Ok();
@@ -253,6 +254,71 @@ class Builder {
     }
   }
 
+  // A Concat along an axis with only unit dimensions before it (channels of
+  // NCHW at batch 1) lays its inputs out back to back. When every input is
+  // an arena value that only this Concat reads, its producer writes it in
+  // place into its slice of the Concat's output and the Concat step goes
+  // away (counted as a view). Slices must be 64-byte aligned (kernels get
+  // aligned outputs); an aliased Concat's output is not itself sliced again.
+  void AliasConcats() {
+    const size_t n = sp_->entries.size();
+    std::vector<int> readers(n, 0), producer(n, -1);
+    for (size_t s = 0; s < sp_->steps.size(); ++s) {
+      const PlannedStep& ps = sp_->steps[s];
+      for (uint32_t o = 0; o < ps.out_count; ++o) producer[ps.out_begin + o] = static_cast<int>(s);
+      for (uint32_t i = 0; i < ps.in_count; ++i) {
+        const int e = sp_->step_inputs[ps.in_begin + i];
+        if (e >= 0) ++readers[static_cast<size_t>(RootOf(*sp_, e))];
+      }
+    }
+    slice_parent_.assign(n, -1);
+    slice_offset_.assign(n, 0);
+    std::vector<bool> removed(sp_->steps.size(), false);
+    for (size_t s = 0; s < sp_->steps.size(); ++s) {
+      const PlannedStep& ps = sp_->steps[s];
+      if (ps.dynamic || ps.step->op_type != "Concat" || ps.out_count != 1) continue;
+      const int out = static_cast<int>(ps.out_begin);
+      if (At(out).kind != EntryKind::kArena || !UnitDimsBeforeAxis(*ps.step, At(out).type)) continue;
+      int64_t offset = 0;
+      bool ok = true;
+      for (uint32_t i = 0; ok && i < ps.in_count; ++i) {
+        const int e = sp_->step_inputs[ps.in_begin + i];
+        ok = e >= 0 && At(e).kind == EntryKind::kArena && readers[static_cast<size_t>(e)] == 1 &&
+             producer[static_cast<size_t>(e)] >= 0 &&
+             !removed[static_cast<size_t>(producer[static_cast<size_t>(e)])] &&
+             At(e).type.dtype == At(out).type.dtype &&
+             offset % static_cast<int64_t>(kTensorAlignment) == 0;
+        if (ok) offset += Bytes(At(e).type);
+      }
+      if (!ok || offset != Bytes(At(out).type)) continue;
+      offset = 0;
+      for (uint32_t i = 0; i < ps.in_count; ++i) {
+        const size_t e = static_cast<size_t>(sp_->step_inputs[ps.in_begin + i]);
+        slice_parent_[e] = out;
+        slice_offset_[e] = offset;
+        offset += Bytes(At(static_cast<int>(e)).type);
+      }
+      removed[s] = true;
+      ++views_;
+    }
+    size_t kept = 0;
+    for (size_t s = 0; s < sp_->steps.size(); ++s) {
+      if (!removed[s]) sp_->steps[kept++] = std::move(sp_->steps[s]);
+    }
+    sp_->steps.resize(kept);
+  }
+
+  static bool UnitDimsBeforeAxis(const Step& step, const ops::TensorType& out) {
+    const int64_t rank = static_cast<int64_t>(out.shape.size());
+    Result<int64_t> axis = step.attrs.GetInt("axis", 1);
+    if (!axis.ok() || *axis < -rank || *axis >= rank) return false;
+    const int64_t a = *axis < 0 ? *axis + rank : *axis;
+    for (int64_t d = 0; d < a; ++d) {
+      if (out.shape[static_cast<size_t>(d)] != 1) return false;
+    }
+    return true;
+  }
+
   // Lifetimes in step indices: a buffer lives from its producing step to the
   // last step reading it or any view of it. A kByKernel kernel may return
   // (a view of) any input, so its inputs live as long as its outputs; values
@@ -286,16 +352,37 @@ class Builder {
         last[r] = std::max(last[r], out_last);
       }
     }
+    // An aliased Concat's output lives from its first slice's producer; each
+    // slice (written by its producer) as long as the output.
+    for (size_t e = 0; e < slice_parent_.size(); ++e) {
+      const size_t p = static_cast<size_t>(slice_parent_[e]);
+      if (slice_parent_[e] < 0) continue;
+      first[p] = first[p] < 0 ? first[e] : std::min(first[p], first[e]);
+    }
+    for (size_t e = 0; e < slice_parent_.size(); ++e) {
+      const size_t p = static_cast<size_t>(slice_parent_[e]);
+      if (slice_parent_[e] < 0) continue;
+      last[p] = std::max(last[p], first[p]);
+      last[e] = std::max(last[e], last[p]);
+    }
     for (int e : sp_->kernel_entries) {
       const int l = last[static_cast<size_t>(e)];
       if (l >= 0 && l < num_steps) sp_->steps[static_cast<size_t>(l)].release.push_back(e);
     }
+    std::vector<int> buffer_of(sp_->entries.size(), -1);
     for (size_t e = 0; e < sp_->entries.size(); ++e) {
       if (sp_->entries[e].kind != EntryKind::kArena) continue;
       // An arena value some graph output may alias must survive every step.
       const int l = std::min(last[e], num_steps - 1);
+      buffer_of[e] = static_cast<int>(sp_->buffers.size());
       sp_->buffers.push_back(BufferRequest{Bytes(sp_->entries[e].type), first[e], l});
       sp_->buffer_entries.push_back(static_cast<int>(e));
+    }
+    for (size_t e = 0; e < slice_parent_.size(); ++e) {
+      if (slice_parent_[e] < 0) continue;
+      BufferRequest& r = sp_->buffers[static_cast<size_t>(buffer_of[e])];
+      r.parent = buffer_of[static_cast<size_t>(slice_parent_[e])];
+      r.parent_offset = slice_offset_[e];
     }
     sp_->memory = PlanMemory(sp_->buffers);
     for (size_t b = 0; b < sp_->buffer_entries.size(); ++b) {
@@ -324,6 +411,8 @@ class Builder {
   FoldBudget fold_budget_ = kSpecializeFoldBudget;
   size_t folded_ = 0;
   size_t views_ = 0;
+  std::vector<int> slice_parent_;      // per entry: the aliased Concat output, or -1
+  std::vector<int64_t> slice_offset_;  // and the byte offset in it
   std::vector<int> in_entries_;
   std::vector<ops::TensorType> in_types_, out_types_;
   std::vector<const Tensor*> in_values_;

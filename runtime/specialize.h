@@ -1,8 +1,9 @@
 // A plan specialised for one set of graph-input dtypes and shapes.
 //
 // Specialize runs shape inference once, folds everything computable from
-// constants and input shapes (runtime/fold.h), turns view ops into aliases,
-// and plans memory: every value produced by a step with known type and
+// constants and input shapes (runtime/fold.h), turns view ops into aliases
+// (and channel Concats at batch 1 into slices their producers write in
+// place), and plans memory: every value produced by a step with known type and
 // kernel-preallocated outputs gets a slot in one arena (memory_plan.h).
 // Steps whose types depend on values computed at run time (e.g. Reshape to
 // a shape read from an input tensor) stay "dynamic": inferred and heap

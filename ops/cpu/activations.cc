@@ -358,13 +358,15 @@ Status RegisterActivationKernels(OpRegistry* registry) {
                                                       .min_inputs = 2,
                                                       .max_inputs = 2,
                                                       .infer = InferPRelu,
-                                                      .compute = ComputePRelu}));
+                                                      .compute = ComputePRelu,
+                                                      .overwrites_outputs = true}));
   ORRERY_RETURN_IF_ERROR(registry->Register(KernelDef{.op_type = "Clip",
                                                       .backend = Backend::kCpu,
                                                       .min_inputs = 1,
                                                       .max_inputs = 3,
                                                       .infer = InferClip,
-                                                      .compute = ComputeClip}));
+                                                      .compute = ComputeClip,
+                                                      .overwrites_outputs = true}));
   return Status::Ok();
 }
 

@@ -253,7 +253,8 @@ Status RegisterConcatSplitKernels(OpRegistry* registry) {
                                                       .min_inputs = 1,
                                                       .max_inputs = 1 << 16,
                                                       .infer = InferConcat,
-                                                      .compute = ComputeConcat}));
+                                                      .compute = ComputeConcat,
+                                                      .overwrites_outputs = true}));
   ORRERY_RETURN_IF_ERROR(registry->Register(KernelDef{.op_type = "Split",
                                                       .backend = Backend::kCpu,
                                                       .min_inputs = 1,
@@ -262,7 +263,8 @@ Status RegisterConcatSplitKernels(OpRegistry* registry) {
                                                       .max_outputs = 1 << 16,
                                                       .infer = InferSplit,
                                                       .compute = ComputeSplit,
-                                                      .prepare = PrepareSplit}));
+                                                      .prepare = PrepareSplit,
+                                                      .overwrites_outputs = true}));
   return Status::Ok();
 }
 

@@ -281,7 +281,8 @@ KernelDef Binary(const char* op_type, InferFn infer, ComputeFn compute) {
                    .min_inputs = 2,
                    .max_inputs = 2,
                    .infer = infer,
-                   .compute = compute};
+                   .compute = compute,
+                   .overwrites_outputs = true};
 }
 
 template <typename Op>

@@ -31,6 +31,10 @@ inline constexpr int64_t kParallelElements = int64_t{1} << 16;
 // off for very large tensors (measured: Clip and Add in MobileNetV2 and the
 // transformer got slower with 2 threads at the 64K threshold).
 inline constexpr int64_t kParallelMemoryBoundElements = int64_t{1} << 21;
+// Values per task of row kernels with several passes or an exp per value
+// (Softmax, LayerNorm): ~10 us of work, well above a task hand-off, so an
+// attention softmax of 4 x 128 x 128 splits into 8 tasks instead of one.
+inline constexpr int64_t kParallelRowElements = int64_t{1} << 13;
 
 // Runs fn(begin, end) over [0, n) in chunks on `threads` when n is at least
 // `min_elements`, else once on this thread. Chunks are multiples of 64

@@ -366,7 +366,8 @@ void RunLayerNorm(const KernelContext& ctx, const PreparedLayerNorm& p,
   float* mean_out = outputs.size() > 1 ? outputs[1].data<float>() : nullptr;
   float* inv_out = outputs.size() > 2 ? outputs[2].data<float>() : nullptr;
   const vec::Kernels& k = vec::Best();
-  const int64_t per_task = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(inner, 1));
+  const int64_t per_task =
+      std::max<int64_t>(1, kParallelRowElements / std::max<int64_t>(inner, 1));
   const int64_t tasks = NumThreads(ctx.threads) > 1 ? (p.outer + per_task - 1) / per_task : 1;
   ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
     const int64_t r0 = task * p.outer / tasks, r1 = (task + 1) * p.outer / tasks;
@@ -421,7 +422,8 @@ Status RegisterNormalizationKernels(OpRegistry* registry) {
                                                       .min_inputs = 3,
                                                       .max_inputs = 3,
                                                       .infer = InferInstanceNorm,
-                                                      .compute = ComputeInstanceNorm}));
+                                                      .compute = ComputeInstanceNorm,
+                                                      .overwrites_outputs = true}));
   return registry->Register(KernelDef{.op_type = "LayerNormalization",
                                       .backend = Backend::kCpu,
                                       .min_inputs = 2,
@@ -430,7 +432,8 @@ Status RegisterNormalizationKernels(OpRegistry* registry) {
                                       .max_outputs = 3,
                                       .infer = InferLayerNorm,
                                       .compute = ComputeLayerNorm,
-                                      .prepare = PrepareLayerNorm});
+                                      .prepare = PrepareLayerNorm,
+                                      .overwrites_outputs = true});
 }
 
 }  // namespace orrery::ops::cpu

@@ -274,6 +274,8 @@ struct PreparedPool : PreparedKernel {
   // 2-D tables for vec::Pool2d (float32 MaxPool / AveragePool).
   std::vector<int64_t> taps_h, padded_h;
   std::vector<float> col_valid, col_padded;
+  std::vector<int32_t> flat_masks;  // vec::Pool2dFlatTables, when it applies
+  std::vector<float> flat_count;
   vec::Pool2d pool2d;
 };
 
@@ -309,6 +311,14 @@ Result<Prepared> PreparePool(const PrepareContext& ctx) {
     v.padded_h = p->padded_h.data();
     v.col_valid = p->col_valid.data();
     v.col_padded = p->col_padded.data();
+    if (vec::Pool2dFlat(v)) {
+      const size_t period = static_cast<size_t>(vec::Pool2dFlatPeriod(v));
+      p->flat_masks.resize(4 * period);
+      p->flat_count.resize(period);
+      vec::Pool2dFlatTables(v, p->flat_masks.data(), p->flat_count.data());
+      v.flat_masks = p->flat_masks.data();
+      v.flat_count = p->flat_count.data();
+    }
     scratch = vec::Pool2dScratchFloats(v) * static_cast<int64_t>(sizeof(float));
   }
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
@@ -493,7 +503,8 @@ KernelDef PoolDef(const char* op_type, InferFn infer, ComputeFn compute, int max
                    .max_outputs = max_outputs,
                    .infer = infer,
                    .compute = compute,
-                   .prepare = prepare};
+                   .prepare = prepare,
+                   .overwrites_outputs = true};
 }
 
 }  // namespace

@@ -200,8 +200,9 @@ Status ComputeSoftmax(const KernelContext& ctx, std::span<Tensor> outputs) {
     const T* xd = x.data<T>();
     T* yd = outputs[0].data<T>();
     const int64_t block = d.n * d.inner;
-    // Rows per task: about kParallelElements values each.
-    const int64_t per_task = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(block, 1));
+    // Rows per task: about kParallelRowElements values each.
+    const int64_t per_task =
+        std::max<int64_t>(1, kParallelRowElements / std::max<int64_t>(block, 1));
     const int64_t tasks = NumThreads(ctx.threads) > 1 ? (d.outer + per_task - 1) / per_task : 1;
     const int64_t rows_per_task = (d.outer + tasks - 1) / tasks;
     ParallelFor(ctx.threads, tasks, [&](int64_t task, int thread) {
@@ -237,7 +238,9 @@ KernelDef SoftmaxKernel() {
                    .max_inputs = 1,
                    .infer = InferSoftmax<kKind>,
                    .compute = ComputeSoftmax<kKind>,
-                   .prepare = PrepareSoftmax<kKind>};
+                   .prepare = PrepareSoftmax<kKind>,
+                   // Hardmax writes only the 1s.
+                   .overwrites_outputs = kKind != Kind::kHardmax};
 }
 
 }  // namespace

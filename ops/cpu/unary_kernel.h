@@ -66,7 +66,8 @@ KernelDef UnaryKernel(InferFn infer = InferUnary<Op>) {
                    .min_inputs = 1,
                    .max_inputs = 1,
                    .infer = infer,
-                   .compute = ComputeUnary<Op>};
+                   .compute = ComputeUnary<Op>,
+                   .overwrites_outputs = true};
 }
 
 }  // namespace orrery::ops::cpu

@@ -10,11 +10,19 @@
 //       Runtime's intra-op threads), spread over C runs in flight (default
 //       1); prints one JSON line with p50/p99/min/mean latency, throughput
 //       and the plan (steps, peak arena bytes vs. the naive sum of
-//       intermediates).
+//       intermediates). To tell the machine's noise from ours, it also
+//       counts per timed run (getrusage: the whole process at C = 1, the
+//       run's thread otherwise) page faults (`minflt_per_run`) and runs
+//       during which the OS preempted us (`preempted_runs`, involuntary
+//       context switches), and gives p99 over the other runs
+//       (`p99_unpreempted_ms`; 0 when every run was preempted).
 //   --profile (either mode) then prints one line per executed step: op,
-//       node name, mean time, share, GFLOP/s and GB/s.
+//       node name, mean time, share, GFLOP/s and GB/s (of the mean), and the
+//       step's fastest time over the runs (robust to preemption).
 //
 // Exit codes: 0 ok, 1 runtime error (the Status message on stderr), 2 bad usage.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -225,13 +233,18 @@ Result<Tensor> RandomTensor(const TensorSpec& spec, const Shape& shape, std::mt1
 // Per-step times summed over runs (all runs of one shape set have the same steps).
 struct ProfileSum {
   std::vector<StepProfile> steps;
+  std::vector<int64_t> min_ns;  // per step: the fastest run (robust to preemption)
   int64_t runs = 0;
 
   void Add(const std::vector<StepProfile>& run) {
     if (steps.empty()) {
       steps = run;
+      for (const StepProfile& s : run) min_ns.push_back(s.ns);
     } else {
-      for (size_t i = 0; i < steps.size() && i < run.size(); ++i) steps[i].ns += run[i].ns;
+      for (size_t i = 0; i < steps.size() && i < run.size(); ++i) {
+        steps[i].ns += run[i].ns;
+        min_ns[i] = std::min(min_ns[i], run[i].ns);
+      }
     }
     ++runs;
   }
@@ -243,6 +256,7 @@ struct ProfileSum {
     }
     for (size_t i = 0; i < steps.size() && i < other.steps.size(); ++i) {
       steps[i].ns += other.steps[i].ns;
+      min_ns[i] = std::min(min_ns[i], other.min_ns[i]);
     }
     runs += other.runs;
   }
@@ -266,16 +280,17 @@ void PrintProfile(const ProfileSum& p) {
   if (p.runs == 0) return;
   double total = 0;
   for (const StepProfile& s : p.steps) total += static_cast<double>(s.ns);
-  std::printf("%-5s %-20s %-32s %10s %7s %9s %8s\n", "step", "op", "name", "mean_ms", "share",
-              "GFLOP/s", "GB/s");
+  std::printf("%-5s %-20s %-32s %10s %7s %9s %8s %10s\n", "step", "op", "name", "mean_ms", "share",
+              "GFLOP/s", "GB/s", "min_ms");
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const StepProfile& s = p.steps[i];
     const double mean_ns = static_cast<double>(s.ns) / static_cast<double>(p.runs);
     const double gflops = mean_ns > 0 ? static_cast<double>(s.flops) / mean_ns : 0.0;
     const double gbs = mean_ns > 0 ? static_cast<double>(s.bytes) / mean_ns : 0.0;
-    std::printf("%-5zu %-20s %-32s %10.4f %6.1f%% %9.2f %8.2f\n", i, s.op_type.c_str(),
+    std::printf("%-5zu %-20s %-32s %10.4f %6.1f%% %9.2f %8.2f %10.4f\n", i, s.op_type.c_str(),
                 s.name.empty() ? "-" : s.name.c_str(), mean_ns / 1e6,
-                total > 0 ? 100.0 * static_cast<double>(s.ns) / total : 0.0, gflops, gbs);
+                total > 0 ? 100.0 * static_cast<double>(s.ns) / total : 0.0, gflops, gbs,
+                static_cast<double>(p.min_ns[i]) / 1e6);
   }
 }
 
@@ -312,6 +327,18 @@ int RunOnce(const Args& args, const CompiledModel& model) {
   return 0;
 }
 
+// Page faults and involuntary context switches so far (see the header).
+struct Disturbances {
+  long minflt = 0;
+  long nivcsw = 0;
+};
+
+Disturbances Now(bool whole_process) {
+  rusage u{};
+  getrusage(whole_process ? RUSAGE_SELF : RUSAGE_THREAD, &u);
+  return Disturbances{u.ru_minflt, u.ru_nivcsw};
+}
+
 int Bench(const Args& args, const CompiledModel& model) {
   const ModelSignature& sig = model.signature();
   for (const auto& [name, shape] : args.shapes) {
@@ -338,6 +365,7 @@ int Bench(const Args& args, const CompiledModel& model) {
   // plan's pool).
   const int64_t workers = std::min(args.concurrency, args.bench);
   std::vector<std::vector<double>> per_thread(static_cast<size_t>(workers));
+  std::vector<std::vector<Disturbances>> disturbed(static_cast<size_t>(workers));
   std::vector<ProfileSum> profiles(static_cast<size_t>(workers));
   std::vector<Status> errors(static_cast<size_t>(workers));
   PlanStats stats;
@@ -356,12 +384,17 @@ int Bench(const Args& args, const CompiledModel& model) {
     const int64_t n = args.bench / workers + (t < args.bench % workers ? 1 : 0);
     std::vector<double>& ms = per_thread[static_cast<size_t>(t)];
     ms.reserve(static_cast<size_t>(n));
+    std::vector<Disturbances>& dist = disturbed[static_cast<size_t>(t)];
+    dist.reserve(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
+      const Disturbances d0 = Now(workers == 1);
       const auto t0 = std::chrono::steady_clock::now();
       Result<std::vector<NamedTensor>> r =
           RunSteps(model, inputs, args.profile ? &profiles[static_cast<size_t>(t)] : nullptr,
                    nullptr, &lanes);
       const auto t1 = std::chrono::steady_clock::now();
+      const Disturbances d1 = Now(workers == 1);
+      dist.push_back(Disturbances{d1.minflt - d0.minflt, d1.nivcsw - d0.nivcsw});
       if (!r.ok()) {
         errors[static_cast<size_t>(t)] = r.status();
         return;
@@ -379,20 +412,33 @@ int Bench(const Args& args, const CompiledModel& model) {
   for (const Status& st : errors) {
     if (!st.ok()) return RuntimeError(st);
   }
-  std::vector<double> ms;
+  std::vector<double> ms, calm;  // all runs; runs not preempted
+  long minflt = 0, preempted = 0;
   ProfileSum profile;
   for (size_t t = 0; t < per_thread.size(); ++t) {
     ms.insert(ms.end(), per_thread[t].begin(), per_thread[t].end());
+    for (size_t i = 0; i < per_thread[t].size(); ++i) {
+      const Disturbances& d = disturbed[t][i];
+      minflt += d.minflt;
+      if (d.nivcsw > 0) {
+        ++preempted;
+      } else {
+        calm.push_back(per_thread[t][i]);
+      }
+    }
     profile.Merge(profiles[t]);
   }
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double p) {
+  std::sort(calm.begin(), calm.end());
+  auto pct_of = [](const std::vector<double>& v, double p) {
+    if (v.empty()) return 0.0;
     // Nearest rank.
-    size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
-    rank = std::clamp<size_t>(rank, 1, sorted.size());
-    return sorted[rank - 1];
+    size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+    rank = std::clamp<size_t>(rank, 1, v.size());
+    return v[rank - 1];
   };
+  auto pct = [&](double p) { return pct_of(sorted, p); };
   double sum = 0;
   for (double v : ms) sum += v;
   std::printf(
@@ -400,14 +446,17 @@ int Bench(const Args& args, const CompiledModel& model) {
       "\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
       "\"min_ms\":%.4f,\"mean_ms\":%.4f,\"throughput_per_s\":%.2f,\"steps\":%zu,"
       "\"dynamic_steps\":%zu,\"folded_nodes\":%zu,\"fused_nodes\":%zu,\"flops\":%lld,"
-      "\"arena_bytes\":%lld,\"naive_bytes\":%lld}\n",
+      "\"arena_bytes\":%lld,\"naive_bytes\":%lld,\"minflt_per_run\":%.2f,"
+      "\"preempted_runs\":%ld,\"p99_unpreempted_ms\":%.4f}\n",
       JsonQuote(args.model).c_str(), static_cast<long long>(args.bench),
       static_cast<long long>(args.threads), static_cast<long long>(workers), pct(50), pct(99),
       sorted.front(),
       sum / static_cast<double>(ms.size()), static_cast<double>(ms.size()) / wall_s,
       stats.num_steps, stats.dynamic_steps, stats.folded_nodes, stats.fused_nodes,
       static_cast<long long>(stats.flops),
-      static_cast<long long>(stats.arena_bytes), static_cast<long long>(stats.naive_bytes));
+      static_cast<long long>(stats.arena_bytes), static_cast<long long>(stats.naive_bytes),
+      static_cast<double>(minflt) / static_cast<double>(ms.size()), preempted,
+      pct_of(calm, 99));
   if (args.profile) PrintProfile(profile);
   return 0;
 }

@@ -72,14 +72,53 @@ const Kernels* ForIsa(Isa isa) {
 
 int64_t Pool2dColumns(int64_t ow) { return (ow + 15) / 16 * 16; }
 
-// The padded plane's row: every column a vector of the widest ISA may read
-// for Pool2dColumns(ow) outputs, and the whole input row.
+// The padded row: every column a vector of the widest ISA may read for
+// Pool2dColumns(ow) outputs (the stride-2 taps read one vector further),
+// and the input row rounded up to whole vectors.
 int64_t Pool2dRowWidth(const Pool2d& p) {
-  const int64_t reach = Pool2dColumns(p.ow) * p.sw + (p.kw - 1) * p.dw + 1;
-  return reach > p.pw + p.iw ? reach : p.pw + p.iw;
+  const int64_t reach = Pool2dColumns(p.ow) * p.sw + (p.kw - 1) * p.dw + 16;
+  const int64_t row = p.pw + Pool2dColumns(p.iw);
+  return reach > row ? reach : row;
 }
 
-int64_t Pool2dScratchFloats(const Pool2d& p) { return p.ih * Pool2dRowWidth(p); }
+bool Pool2dFlat(const Pool2d& p) {
+  return p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1 &&
+         p.ph == 1 && p.pw == 1 && p.oh == p.ih && p.ow == p.iw && p.iw <= 32 &&
+         p.ih * p.iw <= 4096;
+}
+
+int64_t Pool2dFlatPeriod(const Pool2d& p) { return p.ih * p.iw + 16; }
+
+void Pool2dFlatTables(const Pool2d& p, int32_t* masks, float* count) {
+  const int64_t ext = Pool2dFlatPeriod(p);
+  int32_t* up = masks;
+  int32_t* down = up + ext;
+  int32_t* left = down + ext;
+  int32_t* right = left + ext;
+  int64_t r = 0, c = 0;
+  for (int64_t k = 0; k < ext; ++k) {
+    up[k] = r > 0 ? -1 : 0;
+    down[k] = r + 1 < p.ih ? -1 : 0;
+    left[k] = c > 0 ? -1 : 0;
+    right[k] = c + 1 < p.iw ? -1 : 0;
+    count[k] = p.count_include_pad
+                   ? static_cast<float>(p.padded_h[r]) * p.col_padded[c]
+                   : static_cast<float>(p.taps_h[2 * r + 1] - p.taps_h[2 * r]) * p.col_valid[c];
+    if (++c == p.iw) {
+      c = 0;
+      if (++r == p.ih) r = 0;
+    }
+  }
+}
+
+// Flat: four mask tables and the divisors (one plane plus a vector each),
+// then the chunk's vertical fold with a vector and a lane either side.
+int64_t Pool2dScratchFloats(const Pool2d& p) {
+  const int64_t row = Pool2dRowWidth(p);
+  if (!Pool2dFlat(p)) return row;
+  const int64_t flat = 5 * Pool2dFlatPeriod(p) + kPool2dFlatChunk + 3 * 16 + 2;
+  return flat > row ? flat : row;
+}
 
 const Kernels& Best() {
   static const Kernels& k = Choose();

@@ -59,14 +59,28 @@ struct Pool2d {
   const int64_t* padded_h = nullptr;
   const float* col_valid = nullptr;
   const float* col_padded = nullptr;
+  // Optional tables of the flat path (Pool2dFlatTables), else built per
+  // call in scratch.
+  const int32_t* flat_masks = nullptr;
+  const float* flat_count = nullptr;
 };
 
 // Entries of the column tables: ow rounded up to the widest vector.
 int64_t Pool2dColumns(int64_t ow);
-// Floats per row of pool2d's padded copy of a plane, and of its scratch
-// per call (one padded plane).
+// Floats per row of pool2d's padded row (the vertical fold of a window's
+// input rows), and of its scratch per call (one such row).
 int64_t Pool2dRowWidth(const Pool2d& p);
 int64_t Pool2dScratchFloats(const Pool2d& p);
+// Whether pool2d takes the flattened path (3x3, stride 1, pads 1, the
+// output plane the input's size, planes at most 32 wide), and the outputs
+// it handles per chunk there.
+bool Pool2dFlat(const Pool2d& p);
+inline constexpr int64_t kPool2dFlatChunk = 512;
+// The flat path's tables, periodic in the plane, for positions
+// [0, Pool2dFlatPeriod(p)): `masks` holds 4 such runs (neighbour above,
+// below, left, right exists: -1, else 0) and `count` the average's divisor.
+int64_t Pool2dFlatPeriod(const Pool2d& p);
+void Pool2dFlatTables(const Pool2d& p, int32_t* masks, float* count);
 
 struct Kernels {
   Isa isa;
@@ -92,6 +106,12 @@ struct Kernels {
   // Mean and variance (population) of n values, two passes.
   void (*moments)(const float* x, int64_t n, float* mean, float* var);
   // Pools `planes` consecutive planes; `scratch` holds Pool2dScratchFloats.
+  // Separable: each output row folds its window's input rows, then kw
+  // columns; 3x3 / 2x2 windows of stride 1 and 2 have their own loops, and
+  // small 3x3 stride-1 planes go flat (Pool2dFlat). It
+  // reads only [x, x + planes * ih * iw) and writes only [y, y + planes *
+  // oh * ow). Max ignores NaN (never replaces the running value); a window
+  // with no input gives lowest().
   void (*pool2d)(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch);
 };
 

@@ -28,6 +28,11 @@ inline VF Load(const float* p) {
   return v;
 }
 inline void Store(float* p, VF v) { __builtin_memcpy(p, &v, sizeof v); }
+inline VI LoadI(const int32_t* p) {
+  VI v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
 inline VF Sel(VI m, VF a, VF b) { return m ? a : b; }
 inline VF Max(VF a, VF b) { return a > b ? a : b; }
 inline VF Min(VF a, VF b) { return a < b ? a : b; }
@@ -498,42 +503,110 @@ inline VF Gather(const float* row, int64_t base, int64_t sw) {
   return v;
 }
 
-// The plane is first copied into `buf` with pad values around each row
-// (-inf for max, 0 for sums), so every output column is a plain vector of
-// window reads; rows outside the input are skipped via taps_h.
+// Max keeps the running value unless v is larger: a NaN never replaces it,
+// and the first of equal maxima wins (as the scalar MaxPool does).
 template <bool kMax>
-void PoolPlane(const Pool2d& p, const float* x, float* y, float* buf) {
-  const int64_t width = Pool2dRowWidth(p);
-  const float pad = kMax ? -__builtin_inff() : 0.0f;
-  for (int64_t r = 0; r < p.ih; ++r) {
-    float* b = buf + r * width;
-    for (int64_t i = 0; i < p.pw; ++i) b[i] = pad;
-    __builtin_memcpy(b + p.pw, x + r * p.iw, static_cast<size_t>(p.iw) * 4);
-    for (int64_t i = p.pw + p.iw; i < width; ++i) b[i] = pad;
-  }
+inline VF Fold(VF acc, VF v) {
+  if constexpr (kMax) return Sel(v > acc, v, acc);
+  else return acc + v;
+}
+template <bool kMax>
+inline float FoldScalar(float acc, float v) {
+  if constexpr (kMax) return v > acc ? v : acc;
+  else return acc + v;
+}
+
+// Separable pooling, one output row at a time: the vertical pass folds the
+// window's input rows into `row` (the input row's columns at offset pw, pad
+// values around them: 0 for sums, lowest() for max, which is also where
+// every max fold starts, so no value in `row` is NaN or below lowest(),
+// and a window of padding gives lowest()), then the horizontal pass
+// folds kw columns of `row` per output. Rows outside the input are skipped
+// via taps_h. Loads and stores may run past a row's end into the next row
+// while they stay inside [x, x_end) / [y, y_end): those lanes are pad or
+// rewritten later.
+template <bool kMax>
+void VerticalFold(const Pool2d& p, const float* x, const float* x_end, int64_t r0, int64_t rows,
+                  float* row) {
   const float init = kMax ? -3.40282347e+38f : 0.0f;  // numeric_limits<float>::lowest()
+  const float pad = init;
+  float* t = row + p.pw;
+  const int64_t vec_end = (p.iw + kW - 1) / kW * kW;
+  const int64_t last = rows > 0 ? (r0 + (rows - 1) * p.dh) * p.iw : 0;
+  const int64_t jv = last + vec_end <= x_end - x ? vec_end : p.iw / kW * kW;
+  int64_t j = 0;
+  if (p.dh == 1 && rows == 3) {  // the common 3x3 window
+    const float* a = x + r0 * p.iw;
+    const float* b = a + p.iw;
+    const float* c = b + p.iw;
+    for (; j < jv; j += kW) {
+      Store(t + j, Fold<kMax>(Fold<kMax>(Fold<kMax>(Splat(init), Load(a + j)), Load(b + j)),
+                              Load(c + j)));
+    }
+  } else {
+    for (; j < jv; j += kW) {
+      VF acc = Splat(init);
+      for (int64_t k = 0; k < rows; ++k) acc = Fold<kMax>(acc, Load(x + (r0 + k * p.dh) * p.iw + j));
+      Store(t + j, acc);
+    }
+  }
+  for (; j < p.iw; ++j) {
+    float acc = init;
+    for (int64_t k = 0; k < rows; ++k) acc = FoldScalar<kMax>(acc, x[(r0 + k * p.dh) * p.iw + j]);
+    t[j] = acc;
+  }
+  // Lanes read past the row, as far as the last output's window reaches.
+  const int64_t reach = (p.ow - 1) * p.sw - p.pw + (p.kw - 1) * p.dw + 1;
+  for (j = p.iw; j < jv && j < reach; ++j) t[j] = pad;
+}
+
+// kW outputs from `row` starting at output column ow; kKw / kSw > 0 fix
+// the kernel width and stride at compile time (dilation 1).
+template <bool kMax, int kKw, int kSw>
+inline VF HorizontalFold(const Pool2d& p, const float* row, int64_t ow) {
+  if constexpr (kKw > 0) {
+    if constexpr (kSw == 2) {
+      // Taps 0, 1, 2 of stride 2: even lanes of row[2 ow + kx ...].
+      const float* r = row + 2 * ow;
+      const auto idx = std::make_index_sequence<kW>();
+      VF acc = EvenLanesOf(Load(r), Load(r + kW), idx);
+      for (int kx = 1; kx < kKw; ++kx) {
+        acc = Fold<kMax>(acc, EvenLanesOf(Load(r + kx), Load(r + kx + kW), idx));
+      }
+      return acc;
+    } else {
+      const float* r = row + ow * kSw;
+      VF acc = Load(r);
+      for (int kx = 1; kx < kKw; ++kx) acc = Fold<kMax>(acc, Load(r + kx));
+      return acc;
+    }
+  } else {
+    const int64_t base = ow * p.sw;
+    VF acc = Gather(row, base, p.sw);
+    for (int64_t kx = 1; kx < p.kw; ++kx) acc = Fold<kMax>(acc, Gather(row, base + kx * p.dw, p.sw));
+    return acc;
+  }
+}
+
+template <bool kMax, int kKw, int kSw>
+void PoolPlane(const Pool2d& p, const float* x, const float* x_end, float* y, const float* y_end,
+               float* row) {
   for (int64_t oh = 0; oh < p.oh; ++oh) {
     const int64_t h0 = p.taps_h[2 * oh], h1 = p.taps_h[2 * oh + 1];
+    VerticalFold<kMax>(p, x, x_end, oh * p.sh - p.ph + h0 * p.dh, h1 - h0, row);
     float* yr = y + oh * p.ow;
     const VF rows = Splat(static_cast<float>(h1 - h0));
     const VF padded_rows = Splat(static_cast<float>(p.padded_h[oh]));
     for (int64_t ow = 0; ow < p.ow; ow += kW) {
-      VF acc = Splat(init);
-      for (int64_t kh = h0; kh < h1; ++kh) {
-        const float* br = buf + (oh * p.sh - p.ph + kh * p.dh) * width;
-        const int64_t base = ow * p.sw;
-        for (int64_t kx = 0; kx < p.kw; ++kx) {
-          const VF v = Gather(br, base + kx * p.dw, p.sw);
-          if constexpr (kMax) acc = Sel(v > acc, v, acc);
-          else acc += v;
-        }
-      }
+      // The row's values are NaN-free (folded from `init`), so the
+      // horizontal pass may start from its first tap.
+      VF acc = HorizontalFold<kMax, kKw, kSw>(p, row, ow);
       if constexpr (!kMax) {
         const VF count = p.count_include_pad ? padded_rows * Load(p.col_padded + ow)
                                              : rows * Load(p.col_valid + ow);
         acc = Sel(count == Splat(0.0f), Splat(0.0f), acc / count);
       }
-      if (ow + kW <= p.ow) {
+      if (ow + kW <= p.ow || (yr - y) + ow + kW <= y_end - y) {
         Store(yr + ow, acc);
       } else {
         float tail[kW];
@@ -544,14 +617,119 @@ void PoolPlane(const Pool2d& p, const float* x, float* y, float* buf) {
   }
 }
 
-void Pool2dImpl(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch) {
+template <bool kMax, int kKw, int kSw>
+void PoolPlanes(const Pool2d& p, const float* x, float* y, int64_t planes, float* row) {
   const int64_t in_vol = p.ih * p.iw, out_vol = p.oh * p.ow;
+  const float* x_end = x + planes * in_vol;
+  const float* y_end = y + planes * out_vol;
+  const float pad = kMax ? -3.40282347e+38f : 0.0f;  // lowest(): see above VerticalFold
+  const int64_t width = Pool2dRowWidth(p);
+  for (int64_t i = 0; i < width; ++i) row[i] = pad;
   for (int64_t i = 0; i < planes; ++i) {
-    if (p.max) {
-      PoolPlane<true>(p, x + i * in_vol, y + i * out_vol, scratch);
-    } else {
-      PoolPlane<false>(p, x + i * in_vol, y + i * out_vol, scratch);
+    PoolPlane<kMax, kKw, kSw>(p, x + i * in_vol, x_end, y + i * out_vol, y_end, row);
+  }
+}
+
+// ---- 3x3 stride-1 "same" pooling of small planes, flattened ----
+//
+// Rows of 7..32 columns waste most lanes of a row-by-row pass, so this
+// path treats the task's planes as one flat array of planes * ih * iw
+// values: the vertical fold reads x[i - iw], x[i], x[i + iw], the
+// horizontal one v[i - 1], v[i], v[i + 1], each neighbour masked off at
+// row and plane edges by tables periodic in the plane (built per call in
+// scratch). Chunks of kFlatChunk outputs keep v in L1.
+constexpr int64_t kFlatChunk = kPool2dFlatChunk;
+
+template <bool kMax>
+inline float FlatVerticalScalar(const Pool2d& p, const float* x, int64_t n, int64_t i) {
+  const float low = kMax ? -3.40282347e+38f : 0.0f;
+  if (i >= n) return low;
+  const int64_t r = (i % (p.ih * p.iw)) / p.iw;
+  float acc = FoldScalar<kMax>(low, x[i]);
+  if (r > 0) acc = FoldScalar<kMax>(acc, x[i - p.iw]);
+  if (r + 1 < p.ih) acc = FoldScalar<kMax>(acc, x[i + p.iw]);
+  return acc;
+}
+
+template <bool kMax>
+void PoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch) {
+  const int64_t hw = p.ih * p.iw, n = planes * hw, ext = Pool2dFlatPeriod(p);
+  const int32_t* masks = p.flat_masks;
+  const float* counts = p.flat_count;
+  float* v_buf = scratch;
+  if (masks == nullptr || counts == nullptr) {
+    int32_t* m = reinterpret_cast<int32_t*>(scratch);
+    float* c = scratch + 4 * ext;
+    Pool2dFlatTables(p, m, c);
+    masks = m;
+    counts = c;
+    v_buf = scratch + 5 * ext;
+  }
+  const int32_t* up = masks;
+  const int32_t* down = up + ext;
+  const int32_t* left = down + ext;
+  const int32_t* right = left + ext;
+  const float low = kMax ? -3.40282347e+38f : 0.0f;
+  const VF lowv = Splat(low);
+  // m: position in the plane of the vector's first lane, advanced without
+  // a division per vector (the tables run kW past the period).
+  auto advance = [hw](int64_t m) {
+    m += kW;
+    while (m >= hw) m -= hw;
+    return m;
+  };
+  for (int64_t c0 = 0; c0 < n; c0 += kFlatChunk) {
+    const int64_t c1 = c0 + kFlatChunk < n ? c0 + kFlatChunk : n;
+    // v over [v0, v1): the chunk and one neighbour either side.
+    const int64_t v0 = c0 - kW > 0 ? c0 - kW : 0;
+    const int64_t v1 = c1 + kW < n ? c1 + kW : n;
+    float* v = v_buf + 1 - v0;  // v[j] for j in [v0 - 1, v1 + kW)
+    v[v0 - 1] = low;
+    int64_t m = v0 % hw;
+    for (int64_t j = v0; j < v1; j += kW, m = advance(m)) {
+      if (j - p.iw >= 0 && j + p.iw + kW <= n) {
+        VF acc = Fold<kMax>(lowv, Load(x + j));
+        acc = Fold<kMax>(acc, Sel(LoadI(up + m), Load(x + j - p.iw), lowv));
+        acc = Fold<kMax>(acc, Sel(LoadI(down + m), Load(x + j + p.iw), lowv));
+        Store(v + j, acc);
+      } else {
+        for (int l = 0; l < kW; ++l) v[j + l] = FlatVerticalScalar<kMax>(p, x, n, j + l);
+      }
     }
+    m = c0 % hw;
+    for (int64_t i = c0; i < c1; i += kW, m = advance(m)) {
+      VF acc = Load(v + i);
+      acc = Fold<kMax>(acc, Sel(LoadI(left + m), Load(v + i - 1), lowv));
+      acc = Fold<kMax>(acc, Sel(LoadI(right + m), Load(v + i + 1), lowv));
+      if constexpr (!kMax) {
+        const VF count = Load(counts + m);
+        acc = Sel(count == Splat(0.0f), Splat(0.0f), acc / count);
+      }
+      if (i + kW <= n) {
+        Store(y + i, acc);
+      } else {
+        float tail[kW];
+        Store(tail, acc);
+        __builtin_memcpy(y + i, tail, static_cast<size_t>(n - i) * 4);
+      }
+    }
+  }
+}
+
+template <bool kMax>
+void Pool2dOf(const Pool2d& p, const float* x, float* y, int64_t planes, float* row) {
+  if (Pool2dFlat(p)) return PoolFlat<kMax>(p, x, y, planes, row);
+  if (p.kw == 3 && p.dw == 1 && p.sw == 1) return PoolPlanes<kMax, 3, 1>(p, x, y, planes, row);
+  if (p.kw == 3 && p.dw == 1 && p.sw == 2) return PoolPlanes<kMax, 3, 2>(p, x, y, planes, row);
+  if (p.kw == 2 && p.dw == 1 && p.sw == 2) return PoolPlanes<kMax, 2, 2>(p, x, y, planes, row);
+  PoolPlanes<kMax, 0, 0>(p, x, y, planes, row);
+}
+
+void Pool2dImpl(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch) {
+  if (p.max) {
+    Pool2dOf<true>(p, x, y, planes, scratch);
+  } else {
+    Pool2dOf<false>(p, x, y, planes, scratch);
   }
 }
 

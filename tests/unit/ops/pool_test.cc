@@ -302,7 +302,9 @@ NaiveResult NaivePool(Kind kind, const PoolCase& c, const std::vector<float>& x)
   return res;
 }
 
-void CheckPool(Kind kind, const PoolCase& c, uint32_t seed) {
+// With `indices` false, MaxPool runs without its Indices output, the
+// vectorised path (ops/cpu/vec pool2d).
+void CheckPool(Kind kind, const PoolCase& c, uint32_t seed, bool indices = true) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> xv(static_cast<size_t>(NumElements(c.x)));
@@ -315,12 +317,12 @@ void CheckPool(Kind kind, const PoolCase& c, uint32_t seed) {
   if (c.include_pad) a.Set("count_include_pad", int64_t{1});
   if (kind == Kind::kLp) a.Set("p", c.p);
   const char* op = kind == Kind::kMax ? "MaxPool" : kind == Kind::kAvg ? "AveragePool" : "LpPool";
-  auto out = RunPool(op, x, a, kind == Kind::kMax ? 2 : 1);
+  auto out = RunPool(op, x, a, kind == Kind::kMax && indices ? 2 : 1);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   const NaiveResult want = NaivePool(kind, c, xv);
   ASSERT_EQ((*out)[0].shape(), want.shape);
   ExpectNear(Values<float>((*out)[0]), want.y, 1e-5f);
-  if (kind == Kind::kMax) {
+  if (kind == Kind::kMax && indices) {
     EXPECT_EQ(Values<int64_t>((*out)[1]), want.indices);
   }
 }
@@ -355,6 +357,30 @@ TEST(PoolTest, OneAndThreeDimensionalAgainstReference) {
     CheckPool(kind, {.x = {1, 1, 6, 5, 4}, .kernel = {3, 2, 2}, .strides = {2, 2, 1},
                      .dilations = {1, 2, 1}, .auto_pad = "SAME_UPPER"},
               13);
+  }
+}
+
+// GoogLeNet's / ResNet's pools through Prepare and the vectorised paths:
+// 3x3 stride 1 pad 1 on small planes (flat, tables from Prepare), 3x3
+// stride 2 with ceil_mode or pads, 2x2 stride 2 with ceil_mode.
+TEST(PoolTest, CommonCnnShapesOnTheVectorPaths) {
+  for (Kind kind : {Kind::kMax, Kind::kAvg}) {
+    SCOPED_TRACE(static_cast<int>(kind));
+    for (bool include_pad : {false, true}) {
+      CheckPool(kind, {.x = {1, 5, 14, 14}, .kernel = {3, 3}, .strides = {1, 1},
+                       .pads = {1, 1, 1, 1}, .ceil_mode = true, .include_pad = include_pad},
+                30, false);
+      CheckPool(kind, {.x = {1, 3, 7, 7}, .kernel = {3, 3}, .strides = {1, 1},
+                       .pads = {1, 1, 1, 1}, .include_pad = include_pad},
+                31, false);
+    }
+    CheckPool(kind, {.x = {1, 4, 57, 57}, .kernel = {3, 3}, .strides = {2, 2}, .ceil_mode = true},
+              32, false);
+    CheckPool(kind, {.x = {1, 4, 56, 56}, .kernel = {3, 3}, .strides = {2, 2},
+                     .pads = {1, 1, 1, 1}},
+              33, false);
+    CheckPool(kind, {.x = {1, 6, 15, 15}, .kernel = {2, 2}, .strides = {2, 2}, .ceil_mode = true},
+              34, false);
   }
 }
 

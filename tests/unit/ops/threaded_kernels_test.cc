@@ -80,6 +80,15 @@ TEST(ThreadedKernelsTest, RowsAndPlanes) {
   pool.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
   ExpectSameOnTwoThreads("MaxPool", {&x}, pool);
   ExpectSameOnTwoThreads("AveragePool", {&x}, pool);
+  // Small planes pooled flat across planes, split between the threads.
+  const Tensor small = F32({1, 96, 14, 14}, Wave(96 * 14 * 14));
+  ExpectSameOnTwoThreads("MaxPool", {&small}, pool);
+  ExpectSameOnTwoThreads("AveragePool", {&small}, pool);
+  Attributes stride2;
+  stride2.Set("kernel_shape", std::vector<int64_t>{3, 3});
+  stride2.Set("strides", std::vector<int64_t>{2, 2});
+  stride2.Set("ceil_mode", int64_t{1});
+  ExpectSameOnTwoThreads("MaxPool", {&x}, stride2);
   const Tensor s16 = F32({16}, Wave(16)), v16 = F32({16}, std::vector<float>(16, 2.0f));
   ExpectSameOnTwoThreads("InstanceNormalization", {&x, &s16, &s16});
   const Tensor bn = F32({1, 40, 256, 256}, Wave(40 * 256 * 256));

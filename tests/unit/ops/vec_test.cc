@@ -188,7 +188,17 @@ struct PoolCase {
 TEST(VecTest, Pool2dMatchesDirectLoops) {
   const PoolCase cases[] = {{7, 37, 3, 1, 1, 1, 1},  {8, 40, 3, 2, 1, 1, 1}, {9, 53, 2, 2, 1, 0, 0},
                             {6, 45, 3, 3, 1, 0, 2},  {11, 50, 3, 1, 2, 2, 2}, {5, 70, 5, 2, 1, 2, 3},
-                            {4, 4, 3, 1, 1, 1, 1},   {3, 9, 1, 1, 1, 0, 0}};
+                            {4, 4, 3, 1, 1, 1, 1},   {3, 9, 1, 1, 1, 0, 0},
+                            // The special-cased windows on small and odd planes (GoogLeNet's
+                            // 7x7 / 14x14, ceil_mode as an extra end pad), 2x2 stride 2,
+                            // windows that see no input at all.
+                            {7, 7, 3, 1, 1, 1, 1},   {14, 14, 3, 1, 1, 1, 1}, {13, 13, 3, 2, 1, 0, 1},
+                            {56, 56, 3, 2, 1, 0, 1}, {17, 33, 3, 2, 1, 1, 1}, {9, 31, 2, 2, 1, 0, 1},
+                            {1, 1, 3, 1, 1, 1, 1},   {2, 3, 1, 1, 1, 1, 1},   {1, 17, 3, 2, 1, 1, 1},
+                            // Flattened 3x3 stride-1 planes (Pool2dFlat): several chunks,
+                            // one row, one column, sizes off the vector width.
+                            {32, 32, 3, 1, 1, 1, 1}, {28, 28, 3, 1, 1, 1, 1}, {1, 5, 3, 1, 1, 1, 1},
+                            {6, 1, 3, 1, 1, 1, 1},   {3, 5, 3, 1, 1, 1, 1},   {2, 2, 3, 1, 1, 1, 1}};
   for (const Kernels* k : AllIsas()) {
     for (const PoolCase& c : cases) {
       for (int mode = 0; mode < 3; ++mode) {  // max, average, average with pads counted
@@ -219,11 +229,14 @@ TEST(VecTest, Pool2dMatchesDirectLoops) {
                        .taps_h = th.data(), .padded_h = ph.data(), .col_valid = col_valid.data(),
                        .col_padded = col_padded.data()};
         std::vector<float> scratch(static_cast<size_t>(Pool2dScratchFloats(p)));
-        const int64_t planes = 2;
+        const int64_t planes = 3;
+        // Guards after y: pool2d writes only its planes' outputs.
+        const size_t guard = 64;
         std::vector<float> x(static_cast<size_t>(planes * c.ih * c.iw));
         for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
-        std::vector<float> y(static_cast<size_t>(planes * oh * ow), -7.0f);
+        std::vector<float> y(static_cast<size_t>(planes * oh * ow) + guard, -7.0f);
         k->pool2d(p, x.data(), y.data(), planes, scratch.data());
+        for (size_t i = y.size() - guard; i < y.size(); ++i) ASSERT_EQ(y[i], -7.0f);
         for (int64_t pl = 0; pl < planes; ++pl) {
           for (int64_t a = 0; a < oh; ++a) {
             for (int64_t b = 0; b < ow; ++b) {
@@ -247,6 +260,54 @@ TEST(VecTest, Pool2dMatchesDirectLoops) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+// MaxPool's NaN rule on every instruction set: a NaN never replaces the
+// running maximum, so a window of NaNs (and padding) gives lowest().
+TEST(VecTest, Pool2dMaxIgnoresNaN) {
+  const int64_t ih = 5, iw = 21;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x(static_cast<size_t>(ih * iw));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.7f * static_cast<float>(i));
+  for (int64_t r = 0; r < 2; ++r) {  // rows 0-1, columns 0-1: NaN
+    for (int64_t q = 0; q < 2; ++q) x[static_cast<size_t>(r * iw + q)] = nan;
+  }
+  x[static_cast<size_t>(3 * iw + 10)] = nan;
+  for (int64_t sw : {1, 2}) {
+    const int64_t oh = ih, ow = (iw + 2 - 3) / sw + 1;
+    std::vector<int64_t> th, ph(static_cast<size_t>(oh), 3);
+    for (int64_t o = 0; o < oh; ++o) {
+      const IndexRange r = ValidTaps(o, ih, 3, 1, 1, 1);
+      th.push_back(r.begin);
+      th.push_back(r.end);
+    }
+    std::vector<float> ones(static_cast<size_t>(Pool2dColumns(ow)), 1.0f);
+    const Pool2d p{.ih = ih, .iw = iw, .oh = oh, .ow = ow, .kh = 3, .kw = 3, .sh = 1, .sw = sw,
+                   .ph = 1, .pw = 1, .max = true, .taps_h = th.data(), .padded_h = ph.data(),
+                   .col_valid = ones.data(), .col_padded = ones.data()};
+    for (const Kernels* k : AllIsas()) {
+      std::vector<float> scratch(static_cast<size_t>(Pool2dScratchFloats(p)));
+      std::vector<float> y(static_cast<size_t>(oh * ow));
+      k->pool2d(p, x.data(), y.data(), 1, scratch.data());
+      for (int64_t a = 0; a < oh; ++a) {
+        for (int64_t b = 0; b < ow; ++b) {
+          float want = std::numeric_limits<float>::lowest();
+          for (int64_t r = a - 1; r <= a + 1; ++r) {
+            for (int64_t q = b * sw - 1; q <= b * sw + 1; ++q) {
+              if (r < 0 || r >= ih || q < 0 || q >= iw) continue;
+              const float v = x[static_cast<size_t>(r * iw + q)];
+              if (v > want) want = v;
+            }
+          }
+          EXPECT_EQ(y[static_cast<size_t>(a * ow + b)], want)
+              << IsaName(k->isa) << " sw " << sw << " at " << a << "," << b;
+        }
+      }
+      if (sw == 1) {
+        EXPECT_EQ(y[0], std::numeric_limits<float>::lowest());  // only NaNs
       }
     }
   }

@@ -64,6 +64,42 @@ TEST(MemoryPlanTest, CheckerCatchesOverlapsAndBounds) {
   EXPECT_TRUE(CheckMemoryPlan(seq, shared).ok());
 }
 
+// Concat inputs written in place: slices take their parent's bytes, and
+// the checker holds them to where they say they are.
+TEST(MemoryPlanTest, SlicesLiveInsideTheirParent) {
+  std::vector<BufferRequest> r = {
+      {256, 0, 5},                                  // 0: the Concat output
+      {128, 0, 5, /*parent=*/0, /*parent_offset=*/0},    // 1: first slice
+      {128, 2, 5, /*parent=*/0, /*parent_offset=*/128},  // 2: second slice
+      {512, 1, 1},                                  // 3: live during the slices' writes
+  };
+  MemoryPlan p = PlanMemory(r);
+  ASSERT_TRUE(CheckMemoryPlan(r, p).ok()) << CheckMemoryPlan(r, p).ToString();
+  EXPECT_EQ(p.offsets[1], p.offsets[0]);
+  EXPECT_EQ(p.offsets[2], p.offsets[0] + 128);
+  EXPECT_EQ(p.naive_bytes, 256 + 512);
+  EXPECT_EQ(p.peak_bytes, 256 + 512);
+
+  MemoryPlan bad = p;
+  bad.offsets[2] = p.offsets[0] + 64;  // not where parent_offset says
+  EXPECT_NE(CheckMemoryPlan(r, bad).message().find("parent's offset"), std::string::npos);
+  std::vector<BufferRequest> past = r;
+  past[2].parent_offset = 192;  // runs past the parent
+  EXPECT_NE(CheckMemoryPlan(past, PlanMemory(past)).message().find("past its parent"),
+            std::string::npos);
+  std::vector<BufferRequest> outlives = r;
+  outlives[2].last = 6;
+  EXPECT_NE(CheckMemoryPlan(outlives, PlanMemory(outlives)).message().find("outlives"),
+            std::string::npos);
+  std::vector<BufferRequest> nested = r;
+  nested[2].parent = 1;
+  EXPECT_FALSE(CheckMemoryPlan(nested, PlanMemory(nested)).ok());
+  std::vector<BufferRequest> siblings = r;
+  siblings[2].parent_offset = 64;  // overlaps the first slice
+  Status st = CheckMemoryPlan(siblings, PlanMemory(siblings));
+  EXPECT_NE(st.message().find("overlap"), std::string::npos) << st.message();
+}
+
 TEST(MemoryPlanTest, RandomLifetimesNeverOverlapAndBeatNaive) {
   uint64_t s = 0x243F6A8885A308D3ull;
   auto next = [&s] {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model_builder.h"
@@ -27,6 +28,13 @@ inline Result<std::shared_ptr<runtime::SpecializedPlan>> SpecializeModel(
     const ModelBuilder& b, std::vector<ops::TensorType> input_types) {
   ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::Plan> base, CompileBase(b));
   return runtime::Specialize(std::move(base), std::move(input_types), nullptr);
+}
+
+// The op type of every step a specialised plan executes, in order.
+inline std::vector<std::string> OpTypes(const runtime::SpecializedPlan& sp) {
+  std::vector<std::string> ops;
+  for (const runtime::PlannedStep& ps : sp.steps) ops.push_back(ps.step->op_type);
+  return ops;
 }
 
 inline Tensor F32(Shape shape, const std::vector<float>& v) {

@@ -25,16 +25,11 @@ using testing::Floats;
 using testing::I64;
 using testing::kFloat;
 using testing::kInt64;
+using testing::OpTypes;
 using testing::ModelBuilder;
 using testing::Ramp;
 using testing::Reference;
 using testing::SpecializeModel;
-
-std::vector<std::string> OpTypes(const SpecializedPlan& sp) {
-  std::vector<std::string> ops;
-  for (const PlannedStep& ps : sp.steps) ops.push_back(ps.step->op_type);
-  return ops;
-}
 
 // What PyTorch exports for x.view(x.size(0), -1) @ W:
 //   r = Relu(X); s = Shape(r); n = Gather(s, 0); n1 = Unsqueeze(n, [0]);
