@@ -160,6 +160,26 @@ void PackLeftBlockPanel(const LeftOperand& a, int64_t i0, int64_t rows, int64_t 
   }
 }
 
+// The right panel (packed whole at `b`, PackedMatrix layout) a task reads
+// after (q0, pc): the next panel of
+// the chunk [j0, j1), else the chunk's first one in the next K block.
+struct NextPanel {
+  const float* data = nullptr;
+  int64_t lines = 0;  // 64-byte lines
+};
+NextPanel NextRightPanel(const float* b, GemmShape s, int64_t max_kc, int64_t pc,
+                         int64_t q0, int64_t j0, int64_t j1) {
+  int64_t q = q0 + kPanelCols, k0 = pc;
+  if (q >= j1) {
+    q = j0;
+    k0 = pc + max_kc;
+    if (k0 >= s.k) return {};
+  }
+  const int64_t w = PanelWidth(s.n - q);
+  const int64_t kc = std::min(max_kc, s.k - k0);
+  return {b + q * s.k + k0 * w, kc * w / 16};
+}
+
 // The shared-packing path (see kMaxSharedBytes): `shared` holds
 // SharedBytes(s, ...) bytes, 64-byte aligned.
 void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, int64_t ldc,
@@ -216,10 +236,13 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
         const int64_t w = gemm_internal::PanelWidth(s.n - q0);
         const float* bp = bpk + q0 * s.k + pc * w;
         const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
+        const NextPanel next = NextRightPanel(bpk, s, bl.kc, pc, q0, j0, j1);
+        const int64_t pf_per = CeilDiv(next.lines, p1 - p0);
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t i0 = p * kPanelRows;
           const int64_t rows = std::min(kPanelRows, s.m - i0);
           float* ct = c + i0 * ldc + q0;
+          const int64_t pf0 = std::min(next.lines, (p - p0) * pf_per);
           kern.tile({.kc = kc,
                      .a = apk + i0 * s.k + pc * kPanelRows,
                      .b = bp,
@@ -233,7 +256,9 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
                      .load_c = ep.accumulate || pc > 0,
                      .post = last && post_in_tile ? &ep : nullptr,
                      .i0 = i0,
-                     .j0 = q0});
+                     .j0 = q0,
+                     .prefetch = next.data + pf0 * 16,
+                     .prefetch_lines = std::min(pf_per, next.lines - pf0)});
           if (last && post_after) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
         }
       }
@@ -362,12 +387,16 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
           const float* bp =
               b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w : bbuf + (q0 - j0) * kc;
           const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
+          const NextPanel next = b.packed != nullptr ? NextRightPanel(b.packed->data(), s, bl.kc, pc, q0, j0, j1)
+                                                     : NextPanel{};
+          const int64_t pf_per = CeilDiv(next.lines, pe - pb);
           for (int64_t p = pb; p < pe; ++p) {
             const int64_t i0 = p * kPanelRows;
             const int64_t rows = std::min(kPanelRows, s.m - i0);
             const float* ap = a.packed != nullptr ? a.packed->data() + i0 * s.k + pc * kPanelRows
                                                   : abuf + (p - pb) * kc * kPanelRows;
             float* ct = c + i0 * ldc + q0;
+            const int64_t pf0 = std::min(next.lines, (p - pb) * pf_per);
             kern.tile({.kc = kc,
                        .a = ap,
                        .b = bp,
@@ -381,7 +410,9 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
                        .load_c = ep.accumulate || pc > 0,
                        .post = last && post_in_tile ? &ep : nullptr,
                        .i0 = i0,
-                       .j0 = q0});
+                       .j0 = q0,
+                       .prefetch = next.data + pf0 * 16,
+                       .prefetch_lines = std::min(pf_per, next.lines - pf0)});
             if (last && post_after) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
           }
         }

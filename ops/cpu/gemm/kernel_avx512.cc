@@ -111,7 +111,10 @@ void Tile(const TileArgs& t) {
   const float* a = t.a;
   const float* b = t.b;
   const int64_t ldb = t.ldb;
+  const char* pf = reinterpret_cast<const char*>(t.prefetch);
+  const int64_t pf_lines = t.prefetch_lines;
   for (int64_t k = 0; k < t.kc; ++k) {
+    if (k < pf_lines) _mm_prefetch(pf + k * 64, _MM_HINT_T1);
     __m512 bv[NV];
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * 16);

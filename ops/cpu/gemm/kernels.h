@@ -27,6 +27,12 @@ struct TileArgs {
   // store (C's rows i0.., columns j0.. of the whole product).
   const Epilogue* post = nullptr;
   int64_t i0 = 0, j0 = 0;
+  // Cache lines [prefetch, prefetch + 16 * prefetch_lines) to bring into L2
+  // while the tile runs (at most one per k step; kernels may ignore it): the
+  // driver spreads the next weight panel over the tiles of the current one,
+  // so that weights streamed from memory arrive before they are needed.
+  const float* prefetch = nullptr;
+  int64_t prefetch_lines = 0;
 };
 
 // Epilogues a tile can apply in registers: biases, residual and an
