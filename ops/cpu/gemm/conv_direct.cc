@@ -12,16 +12,22 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t kMaxKc = 256;
 constexpr int64_t kMcPanels = 32;
 constexpr double kMinParallelFlops = 5e5;
-// Measured on ResNet-18's 3x3 layers: 10-15% faster than im2col panels at
-// 56x56 and 28x28, 3-5% slower at 14x14 (256 channels), so small planes
-// keep the panels.
+// The tile reloads its input rows for every 8 output channels, where
+// panels are made once for all of them. Against im2col panels the tile was
+// 10-15% faster at 56x56 and 28x28 (64 / 128 channels) and slower at 14x14;
+// against the masked-load panels (ConvDirectPanel) it is slower from 64
+// channels on (ResNet-18's 56x56 x 64: 153 vs 166 GFLOP/s, 28x28 x 128: 156
+// vs 174, GoogLeNet's 28x28 96 -> 128: 161 vs 176) and faster at 16 / 32
+// (56x56 x 32: 156 vs 148, 112x112 x 16: 157 vs 117, 5x5 16 -> 32: 160 vs
+// 152), one thread, best of 60 runs.
 constexpr int64_t kDirectMinPositions = 256;
+constexpr int64_t kDirectMaxChannels = 32;
 
 }  // namespace
 
 bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan) {
   if (g.sh != 1 || g.sw != 1 || g.h_in != h_out || g.w_in != g.w_out || g.h_in <= 0 ||
-      g.w_in <= 0 || g.kh <= 0 || g.kw <= 0 || g.h_in * g.w_in < kDirectMinPositions) {
+      g.w_in <= 0 || g.kh <= 0 || g.kw <= 0) {
     return false;
   }
   ConvDirectPlan p;
@@ -53,6 +59,17 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan*
   }
   *plan = std::move(p);
   return true;
+}
+
+bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {
+  return plan.positions() >= kDirectMinPositions && channels <= kDirectMaxChannels;
+}
+
+void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
+                     int64_t kc, int64_t j0, int64_t w, float* dst, const GemmKernels& kern) {
+  const int64_t q = j0 / kPanelCols;
+  kern.conv_panel(x + j0, in_vol, plan.k_vol, plan.off.data(),
+                  plan.masks.data() + q * plan.k_vol * 3, k0, kc, w, dst);
 }
 
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,

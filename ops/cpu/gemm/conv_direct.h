@@ -6,7 +6,9 @@
 // operand of Y = W * im2col(X) is the input itself at a per-tap offset, with
 // lane masks for the taps that fall into the padding. The tile kernel
 // (ConvTileFn, AVX-512 only) loads those rows directly, so nothing is
-// packed: the weights are the usual packed left operand (PackedMatrix, K in
+// packed; for many channels (where reloading the rows per 8 channels costs
+// more than packing them once) ConvDirectPanel makes Sgemm's right panels
+// with the same masked loads instead of im2col. The weights are the usual packed left operand (PackedMatrix, K in
 // (c, kh, kw) order, layout unchanged) and the epilogue is the GEMM's.
 #pragma once
 
@@ -30,11 +32,21 @@ struct ConvDirectPlan {
   int64_t panels() const { return (positions() + kPanelCols - 1) / kPanelCols; }
 };
 
-// The plan when the geometry fits (stride 1, output size == input size,
-// at least 256 positions: smaller planes measured faster with panels),
+// The plan when the geometry fits (stride 1, output size == input size),
 // else false. `g` is the convolution's im2col geometry, h_out its output
 // height.
 bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan);
+
+// Whether the tile (RunConvDirect) beats Sgemm over ConvDirectPanel for
+// `channels` output channels per group (measured; see conv_direct.cc).
+bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels);
+
+// One right panel for Sgemm's PanelSource (kern.conv_panel must be set):
+// dst[k * w + j] = im2col(x)[k0 + k][j0 + j] for k < kc, j < w, zero past
+// the plane; j0 must be a multiple of kPanelCols (Sgemm's panels are).
+// Three masked loads and stores per row, where im2col copies row runs.
+void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
+                     int64_t kc, int64_t j0, int64_t w, float* dst, const GemmKernels& kern);
 
 // Y[m x positions] = epilogue(W * im2col(X)) for one image and group: W is
 // packed (m x k, k = channels * k_vol), x the group's channels. Splits tiles

@@ -387,8 +387,9 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
           const float* bp =
               b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w : bbuf + (q0 - j0) * kc;
           const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
-          const NextPanel next = b.packed != nullptr ? NextRightPanel(b.packed->data(), s, bl.kc, pc, q0, j0, j1)
-                                                     : NextPanel{};
+          const NextPanel next =
+              b.packed != nullptr ? NextRightPanel(b.packed->data(), s, bl.kc, pc, q0, j0, j1)
+                                  : NextPanel{};
           const int64_t pf_per = CeilDiv(next.lines, pe - pb);
           for (int64_t p = pb; p < pe; ++p) {
             const int64_t i0 = p * kPanelRows;

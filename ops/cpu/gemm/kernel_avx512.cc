@@ -100,6 +100,36 @@ void ConvTile(const gemm_internal::ConvTileArgs& t) {
   StoreTile<R, NV>(acc, t.c, t.ldc, t.cols, 1.0f, t.load_c, t.post, t.i0, t.j0);
 }
 
+// ConvPanelFn with NV vectors per panel row.
+template <int NV>
+void ConvPanelRows(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                   const uint16_t* masks, int64_t k0, int64_t kc, float* dst) {
+  int64_t tap = k0 % k_vol;
+  const float* xc = x + (k0 / k_vol) * in_vol;
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* b = xc + off[tap];
+    const uint16_t* m = masks + tap * 3;
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) {
+      _mm512_storeu_ps(dst + v * 16, _mm512_maskz_loadu_ps(m[v], b + v * 16));
+    }
+    dst += NV * 16;
+    if (++tap == k_vol) {
+      tap = 0;
+      xc += in_vol;
+    }
+  }
+}
+
+void ConvPanel(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+               const uint16_t* masks, int64_t k0, int64_t kc, int64_t w, float* dst) {
+  switch (w / 16) {
+    case 1: return ConvPanelRows<1>(x, in_vol, k_vol, off, masks, k0, kc, dst);
+    case 2: return ConvPanelRows<2>(x, in_vol, k_vol, off, masks, k0, kc, dst);
+    default: return ConvPanelRows<3>(x, in_vol, k_vol, off, masks, k0, kc, dst);
+  }
+}
+
 template <int R, int NV>
 void Tile(const TileArgs& t) {
   __m512 acc[R][NV];
@@ -402,7 +432,8 @@ namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& Avx512Kernels() {
   static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
-                             avx512::Im2ColPanelImpl, avx512::ConvTileAny, true};
+                             avx512::Im2ColPanelImpl, avx512::ConvTileAny, avx512::ConvPanel,
+                             true};
   return k;
 }
 

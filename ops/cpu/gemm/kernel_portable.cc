@@ -41,7 +41,8 @@ namespace orrery::ops::cpu::gemm_internal {
 const GemmKernels& PortableKernels() {
   static const GemmKernels k{portable::TileAny, portable::ApplyEpilogueImpl,
                              portable::DepthwisePlanesImpl, portable::Im2ColPanelImpl,
-                             /*conv_tile=*/nullptr, /*tile_post=*/false};
+                             /*conv_tile=*/nullptr, /*conv_panel=*/nullptr,
+                             /*tile_post=*/false};
   return k;
 }
 

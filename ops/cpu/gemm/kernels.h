@@ -106,12 +106,22 @@ struct ConvTileArgs {
 };
 using ConvTileFn = void (*)(const ConvTileArgs& t);
 
+// Right panels of the same convolutions for Sgemm's PanelSource, by the
+// same masked loads: dst[k * w + j] = B[k0 + k][j] for k < kc and j < w
+// (w = 16, 32 or 48), with B as in ConvTileArgs for a panel starting at a
+// multiple of kPanelCols (`x` the group's input plus that column, `masks`
+// the panel's [k_vol][3] lanes; masked-off lanes are stored as zero).
+using ConvPanelFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                             const uint16_t* masks, int64_t k0, int64_t kc, int64_t w,
+                             float* dst);
+
 struct GemmKernels {
   TileFn tile;
   EpilogueFn epilogue;
   DepthwiseFn depthwise;
   Im2ColFn im2col;
-  ConvTileFn conv_tile;  // null: the ISA has none (conv.cc uses im2col panels)
+  ConvTileFn conv_tile;    // null: the ISA has none (conv.cc uses im2col panels)
+  ConvPanelFn conv_panel;  // null: the ISA has none (conv.cc uses im2col panels)
   bool tile_post;        // tile / conv_tile apply TileArgs::post
 };
 

@@ -479,7 +479,7 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
          .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : flat) CheckConv(c, seed++);
-    // Stride 1, output plane == input plane, >= 256 positions, <= 128
+    // Stride 1, output plane == input plane, >= 256 positions, <= 32
     // channels (the im2col-free AVX-512 tile): 3x3 / 5x5 / dilated / 1-D /
     // asymmetric pads, K over one 256-deep block (40 * 9), row tails of
     // 1..7 channels, a 16-column panel tail, groups and two images.
@@ -493,6 +493,21 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 2, 16, 16}, .w = {1, 2, 3, 3}, .auto_pad = "SAME_LOWER"},
     };
     for (const ConvCase& c : direct) CheckConv(c, seed++);
+    // The same geometry with more channels (AVX-512: Sgemm over masked-load
+    // panels): 1, 7, 49, 100, 256 and 260 positions (panel tails of 1..48
+    // columns, 16 / 32 / 48 wide), odd K, K over two 256-deep blocks, rows
+    // not a multiple of 8, dilation, 5x5, 1-D, groups, two images.
+    const std::vector<ConvCase> panels = {
+        {.x = {1, 7, 1, 1}, .w = {40, 7, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 5, 1, 7}, .w = {33, 5, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 9, 7, 7}, .w = {41, 9, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 30, 16, 16}, .w = {37, 30, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {2, 6, 20, 13}, .w = {35, 6, 5, 5}, .pads = {2, 2, 2, 2}, .bias = true},
+        {.x = {1, 5, 16, 17}, .w = {34, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
+        {.x = {1, 4, 100}, .w = {36, 4, 3}, .pads = {1, 1}},
+        {.x = {1, 8, 9, 9}, .w = {68, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+    };
+    for (const ConvCase& c : panels) CheckConv(c, seed++);
     CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
     // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
     CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
