@@ -126,7 +126,7 @@ float* AlignUp(std::byte* p) {
 // Packs op(B)[pc, pc + kc) x [j0, j1) into panels at dst (panel stride
 // kc * kPanelCols).
 void PackRightBlock(const RightOperand& b, int64_t n, int64_t pc, int64_t kc, int64_t j0,
-                    int64_t j1, float* dst) {
+                    int64_t j1, float* dst, const GemmKernels& kern) {
   if (b.panels != nullptr) {
     for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
       const int64_t cols = std::min(kPanelCols, n - q0);
@@ -143,8 +143,12 @@ void PackRightBlock(const RightOperand& b, int64_t n, int64_t pc, int64_t kc, in
   }
   for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
     const int64_t cols = std::min(kPanelCols, n - q0);
-    gemm_internal::PackRightPanel(b.data, b.ld, b.trans, pc, kc, q0, cols, PanelWidth(n - q0),
-                                  dst + (q0 - j0) * kc);
+    float* d = dst + (q0 - j0) * kc;
+    if (b.trans) {
+      gemm_internal::PackRightPanel(b.data, b.ld, true, pc, kc, q0, cols, PanelWidth(n - q0), d);
+    } else {
+      kern.pack_right(b.data, b.ld, pc, kc, q0, cols, PanelWidth(n - q0), d);
+    }
   }
 }
 
@@ -207,7 +211,7 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
     } else {
       const int64_t q0 = panel * kPanelCols;
       PackRightBlock(b, s.n, pc, kc, q0, std::min(s.n, q0 + kPanelCols),
-                     shared + q0 * s.k + pc * gemm_internal::PanelWidth(s.n - q0));
+                     shared + q0 * s.k + pc * gemm_internal::PanelWidth(s.n - q0), kern);
     }
   });
   const float* apk = pack_a ? shared : a.packed->data();
@@ -372,7 +376,7 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
       const int64_t kc = std::min(bl.kc, s.k - pc);
       const bool last = pc + kc == s.k;
-      if (b.packed == nullptr) PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf);
+      if (b.packed == nullptr) PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf, kern);
       for (int64_t pb = p0; pb < p1; pb += kMcPanels) {
         const int64_t pe = std::min(p1, pb + kMcPanels);
         if (a.packed == nullptr) {

@@ -433,7 +433,7 @@ namespace orrery::ops::cpu::gemm_internal {
 const GemmKernels& Avx512Kernels() {
   static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
                              avx512::Im2ColPanelImpl, avx512::ConvTileAny, avx512::ConvPanel,
-                             true};
+                             avx512::PackRightRowsImpl, true};
   return k;
 }
 

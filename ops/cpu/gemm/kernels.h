@@ -115,6 +115,10 @@ using ConvPanelFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, cons
                              const uint16_t* masks, int64_t k0, int64_t kc, int64_t w,
                              float* dst);
 
+// PackRightPanel of a row-major operand (see PackRightRowsImpl).
+using PackRightFn = void (*)(const float* b, int64_t ldb, int64_t k0, int64_t kc, int64_t j0,
+                             int64_t cols, int64_t w, float* dst);
+
 struct GemmKernels {
   TileFn tile;
   EpilogueFn epilogue;
@@ -122,6 +126,7 @@ struct GemmKernels {
   Im2ColFn im2col;
   ConvTileFn conv_tile;    // null: the ISA has none (conv.cc uses im2col panels)
   ConvPanelFn conv_panel;  // null: the ISA has none (conv.cc uses im2col panels)
+  PackRightFn pack_right;
   bool tile_post;        // tile / conv_tile apply TileArgs::post
 };
 
