@@ -16,7 +16,8 @@
 //   - other 1-D / 2-D convolutions: GEMM of the packed W with im2col panels
 //     made block by block inside the GEMM's packing (no col buffer); for
 //     stride 1 with the output plane the input's size, on AVX-512, the
-//     panels are masked loads at per-tap offsets (gemm/conv_direct.h);
+//     panels are masked loads at per-tap offsets (gemm/conv_direct.h),
+//     also in the transposed GEMM for few positions;
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
 // Bias, residual and activation are the GEMM's epilogue.
 #include <algorithm>
@@ -237,8 +238,8 @@ struct ConvPrepared final : PreparedKernel {
   gemm_internal::DepthwiseFlatTable flat;
   // Stride-1 convolutions whose output keeps the input's size: the tables
   // of the im2col-free tile (direct_tile: W constant and the tile preferred
-  // for this shape) or else of the masked-load panels (gemm/conv_direct.h),
-  // used when the ISA has them.
+  // for this shape) or else of the masked-load panels, right or (transposed)
+  // left (gemm/conv_direct.h), used when the ISA has them.
   bool direct = false, direct_tile = false;
   gemm_internal::ConvDirectPlan direct_plan;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
@@ -363,9 +364,9 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     }
     p->packed = std::static_pointer_cast<const PackedGroups>(got);
   }
-  if (p->path == ConvPath::kIm2Col2D && !p->transposed) {
+  if (p->path == ConvPath::kIm2Col2D) {
     p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], &p->direct_plan);
-    p->direct_tile = p->direct && p->packed != nullptr &&
+    p->direct_tile = p->direct && !p->transposed && p->packed != nullptr &&
                      gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg);
   }
   int64_t scratch = 0;
@@ -406,8 +407,13 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   const size_t yt_bytes = static_cast<size_t>(p.out_vol * p.mg) * sizeof(float);
   const size_t yt_off = (ctx.scratch.size() - yt_bytes) & ~size_t{63};
   float* yt = reinterpret_cast<float*>(ctx.scratch.data() + yt_off);
+  const bool masked = p.direct && kern.conv_rows != nullptr;
   auto panel = [&](int64_t k0, int64_t kc, int64_t i0, int64_t rows, int64_t w, float* dst) {
-    kern.im2col(p.im2col, xg, k0, kc, i0, rows, w, dst);
+    if (masked) {
+      gemm_internal::ConvDirectLeftPanel(p.direct_plan, xg, p.in_vol, k0, kc, i0, dst, kern);
+    } else {
+      kern.im2col(p.im2col, xg, k0, kc, i0, rows, w, dst);
+    }
   };
   const PanelSource panels(panel);
   LeftOperand a{.data = xg, .ld = p.in_vol, .trans = true};  // pointwise: X_g^T

@@ -72,6 +72,14 @@ void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol,
                   plan.masks.data() + q * plan.k_vol * 3, k0, kc, w, dst);
 }
 
+void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
+                         int64_t kc, int64_t i0, float* dst, const GemmKernels& kern) {
+  const int64_t q = i0 / kPanelCols;
+  kern.conv_rows(x + i0, in_vol, plan.k_vol, plan.off.data(),
+                 plan.masks.data() + q * plan.k_vol * 3, static_cast<int>(i0 - q * kPanelCols),
+                 k0, kc, dst);
+}
+
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,
                    int64_t in_vol, const float* x, float* y, const Epilogue& ep,
                    ThreadGroup* threads, const GemmKernels& kern) {

@@ -48,6 +48,13 @@ bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels);
 void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
                      int64_t kc, int64_t j0, int64_t w, float* dst, const GemmKernels& kern);
 
+// One left panel of the transposed GEMM (positions as rows, see conv.cc)
+// for Sgemm's PanelSource (kern.conv_rows must be set): dst[k * kPanelRows
+// + i] = im2col(x)[k0 + k][i0 + i] for i < kPanelRows, zero past the plane;
+// i0 must be a multiple of kPanelRows (Sgemm's panels are).
+void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
+                         int64_t kc, int64_t i0, float* dst, const GemmKernels& kern);
+
 // Y[m x positions] = epilogue(W * im2col(X)) for one image and group: W is
 // packed (m x k, k = channels * k_vol), x the group's channels. Splits tiles
 // over `threads` like Sgemm; allocates nothing. `kern.conv_tile` must be set.

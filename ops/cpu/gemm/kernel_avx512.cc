@@ -130,6 +130,21 @@ void ConvPanel(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off
   }
 }
 
+void ConvRows(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+              const uint16_t* masks, int lane, int64_t k0, int64_t kc, float* dst) {
+  const int v = lane / 16, shift = lane % 16;
+  int64_t tap = k0 % k_vol;
+  const float* xc = x + (k0 / k_vol) * in_vol;
+  for (int64_t k = 0; k < kc; ++k) {
+    const auto m = static_cast<__mmask8>(masks[tap * 3 + v] >> shift);
+    _mm256_storeu_ps(dst + k * kPanelRows, _mm256_maskz_loadu_ps(m, xc + off[tap]));
+    if (++tap == k_vol) {
+      tap = 0;
+      xc += in_vol;
+    }
+  }
+}
+
 template <int R, int NV>
 void Tile(const TileArgs& t) {
   __m512 acc[R][NV];
@@ -433,7 +448,7 @@ namespace orrery::ops::cpu::gemm_internal {
 const GemmKernels& Avx512Kernels() {
   static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
                              avx512::Im2ColPanelImpl, avx512::ConvTileAny, avx512::ConvPanel,
-                             avx512::PackRightRowsImpl, true};
+                             avx512::ConvRows, avx512::PackRightRowsImpl, true};
   return k;
 }
 

@@ -42,6 +42,7 @@ const GemmKernels& PortableKernels() {
   static const GemmKernels k{portable::TileAny, portable::ApplyEpilogueImpl,
                              portable::DepthwisePlanesImpl, portable::Im2ColPanelImpl,
                              /*conv_tile=*/nullptr, /*conv_panel=*/nullptr,
+                             /*conv_rows=*/nullptr,
                              portable::PackRightRowsImpl,
                              /*tile_post=*/false};
   return k;

@@ -115,6 +115,16 @@ using ConvPanelFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, cons
                              const uint16_t* masks, int64_t k0, int64_t kc, int64_t w,
                              float* dst);
 
+// Left panels of the same convolutions for the transposed GEMM (output
+// positions as rows): dst[k * kPanelRows + i] = B[k0 + k][i] for i < 8,
+// with B as in ConvTileArgs for the 8 positions starting at a multiple of
+// 8 (`x` the group's input plus that position), `masks` the [k_vol][3]
+// lanes of the 48-column panel holding them and `lane` (0, 8, .., 40) their
+// first lane in it. One masked 8-lane load per row.
+using ConvRowsFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                            const uint16_t* masks, int lane, int64_t k0, int64_t kc,
+                            float* dst);
+
 // PackRightPanel of a row-major operand (see PackRightRowsImpl).
 using PackRightFn = void (*)(const float* b, int64_t ldb, int64_t k0, int64_t kc, int64_t j0,
                              int64_t cols, int64_t w, float* dst);
@@ -126,6 +136,7 @@ struct GemmKernels {
   Im2ColFn im2col;
   ConvTileFn conv_tile;    // null: the ISA has none (conv.cc uses im2col panels)
   ConvPanelFn conv_panel;  // null: the ISA has none (conv.cc uses im2col panels)
+  ConvRowsFn conv_rows;    // null: the ISA has none (conv.cc uses im2col panels)
   PackRightFn pack_right;
   bool tile_post;        // tile / conv_tile apply TileArgs::post
 };

@@ -508,6 +508,22 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 8, 9, 9}, .w = {68, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : panels) CheckConv(c, seed++);
+    // The same geometry with few positions and >= 64 channels (the
+    // transposed GEMM over masked-load left panels): 1, 7, 49, 63 and 64
+    // positions (8-row panels at every lane offset of a 48-column mask
+    // panel, short last panels), odd K, channels not a multiple of 8, 5x5,
+    // dilation, 1-D, groups, two images.
+    const std::vector<ConvCase> rows = {
+        {.x = {1, 7, 1, 1}, .w = {65, 7, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 5, 1, 7}, .w = {70, 5, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {2, 9, 7, 7}, .w = {67, 9, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 31, 7, 9}, .w = {64, 31, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 6, 8, 8}, .w = {100, 6, 5, 5}, .pads = {2, 2, 2, 2}, .bias = true},
+        {.x = {1, 5, 7, 8}, .w = {66, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
+        {.x = {1, 4, 30}, .w = {72, 4, 3}, .pads = {1, 1}},
+        {.x = {1, 8, 7, 7}, .w = {136, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+    };
+    for (const ConvCase& c : rows) CheckConv(c, seed++);
     CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
     // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
     CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
