@@ -14,10 +14,10 @@
 //     group, >= 256 positions, AVX-512: the im2col-free tile reading the
 //     input at per-tap offsets (gemm/conv_direct.h);
 //   - other 1-D / 2-D convolutions: GEMM of the packed W with im2col panels
-//     made block by block inside the GEMM's packing (no col buffer); for
-//     stride 1 with the output plane the input's size, on AVX-512, the
-//     panels are masked loads at per-tap offsets (gemm/conv_direct.h),
-//     also in the transposed GEMM for few positions;
+//     made block by block inside the GEMM's packing (no col buffer); on
+//     AVX-512 the panels are masked loads at per-tap offsets for stride 1
+//     with the output plane the input's size, masked gathers otherwise
+//     (gemm/conv_direct.h), also in the transposed GEMM for few positions;
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
 // Bias, residual and activation are the GEMM's epilogue.
 #include <algorithm>
@@ -236,10 +236,10 @@ struct ConvPrepared final : PreparedKernel {
   // Depthwise: the plane geometry (points into inner_* and flat).
   gemm_internal::DepthwiseGeometry depthwise;
   gemm_internal::DepthwiseFlatTable flat;
-  // Stride-1 convolutions whose output keeps the input's size: the tables
-  // of the im2col-free tile (direct_tile: W constant and the tile preferred
-  // for this shape) or else of the masked-load panels, right or (transposed)
-  // left (gemm/conv_direct.h), used when the ISA has them.
+  // 2-D convolutions: the tables of the im2col-free tile (direct_tile:
+  // linear plan, W constant and the tile preferred for this shape) or else
+  // of the masked-load / gather panels, right or (transposed) left
+  // (gemm/conv_direct.h), used when the ISA has them.
   bool direct = false, direct_tile = false;
   gemm_internal::ConvDirectPlan direct_plan;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
@@ -365,7 +365,11 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     p->packed = std::static_pointer_cast<const PackedGroups>(got);
   }
   if (p->path == ConvPath::kIm2Col2D) {
-    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], &p->direct_plan);
+    // Gathers beat im2col panels on every strided layer measured (ResNet-18
+    // stride-2 3x3 157 -> 172 / 141 -> 174 transposed, 7x7 stride-2 conv1
+    // 140 -> 146, 1x1 stride 2 162 -> 167 GFLOP/s, one thread).
+    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], /*gather=*/true,
+                                                   &p->direct_plan);
     p->direct_tile = p->direct && !p->transposed && p->packed != nullptr &&
                      gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg);
   }

@@ -25,21 +25,35 @@ constexpr int64_t kDirectMaxChannels = 32;
 
 }  // namespace
 
-bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan) {
-  if (g.sh != 1 || g.sw != 1 || g.h_in != h_out || g.w_in != g.w_out || g.h_in <= 0 ||
-      g.w_in <= 0 || g.kh <= 0 || g.kw <= 0) {
+bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
+                         ConvDirectPlan* plan) {
+  if (g.h_in <= 0 || g.w_in <= 0 || h_out <= 0 || g.w_out <= 0 || g.kh <= 0 || g.kw <= 0) {
+    return false;
+  }
+  const bool linear = g.sh == 1 && g.sw == 1 && g.h_in == h_out && g.w_in == g.w_out;
+  // Gathers index with int32 offsets within one input plane.
+  if (!linear && (!gather || g.h_in * g.w_in >= (int64_t{1} << 30) ||
+                  (h_out - 1) * g.sh + (g.kh - 1) * g.dh >= (int64_t{1} << 20) ||
+                  (g.w_out - 1) * g.sw + (g.kw - 1) * g.dw >= (int64_t{1} << 20))) {
     return false;
   }
   ConvDirectPlan p;
-  p.h = g.h_in;
-  p.w = g.w_in;
+  p.h = h_out;
+  p.w = g.w_out;
   p.k_vol = g.kh * g.kw;
   for (int64_t i = 0; i < g.kh; ++i) {
     for (int64_t j = 0; j < g.kw; ++j) {
-      p.off.push_back((i * g.dh - g.ph) * p.w + (j * g.dw - g.pw));
+      p.off.push_back((i * g.dh - g.ph) * g.w_in + (j * g.dw - g.pw));
     }
   }
   const int64_t n = p.positions();
+  if (!linear) {
+    p.base.assign(static_cast<size_t>(p.panels() * kPanelCols), 0);
+    for (int64_t pos = 0; pos < n; ++pos) {
+      p.base[static_cast<size_t>(pos)] =
+          static_cast<int32_t>(pos / p.w * g.sh * g.w_in + pos % p.w * g.sw);
+    }
+  }
   p.masks.assign(static_cast<size_t>(p.panels() * p.k_vol * 3), 0);
   for (int64_t q = 0; q < p.panels(); ++q) {
     for (int64_t i = 0; i < g.kh; ++i) {
@@ -49,9 +63,9 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan*
         for (int64_t l = 0; l < kPanelCols; ++l) {
           const int64_t pos = q * kPanelCols + l;
           if (pos >= n) break;
-          const int64_t ih = pos / p.w + i * g.dh - g.ph;
-          const int64_t iw = pos % p.w + j * g.dw - g.pw;
-          if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
+          const int64_t ih = pos / p.w * g.sh + i * g.dh - g.ph;
+          const int64_t iw = pos % p.w * g.sw + j * g.dw - g.pw;
+          if (ih < 0 || ih >= g.h_in || iw < 0 || iw >= g.w_in) continue;
           m[l / 16] = static_cast<uint16_t>(m[l / 16] | (1u << (l % 16)));
         }
       }
@@ -62,22 +76,26 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan*
 }
 
 bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {
-  return plan.positions() >= kDirectMinPositions && channels <= kDirectMaxChannels;
+  return plan.linear() && plan.positions() >= kDirectMinPositions &&
+         channels <= kDirectMaxChannels;
 }
 
 void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
                      int64_t kc, int64_t j0, int64_t w, float* dst, const GemmKernels& kern) {
   const int64_t q = j0 / kPanelCols;
-  kern.conv_panel(x + j0, in_vol, plan.k_vol, plan.off.data(),
-                  plan.masks.data() + q * plan.k_vol * 3, k0, kc, w, dst);
+  const bool lin = plan.linear();
+  kern.conv_panel(lin ? x + j0 : x, in_vol, plan.k_vol, plan.off.data(),
+                  plan.masks.data() + q * plan.k_vol * 3, lin ? nullptr : plan.base.data() + j0,
+                  k0, kc, w, dst);
 }
 
 void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
                          int64_t kc, int64_t i0, float* dst, const GemmKernels& kern) {
   const int64_t q = i0 / kPanelCols;
-  kern.conv_rows(x + i0, in_vol, plan.k_vol, plan.off.data(),
-                 plan.masks.data() + q * plan.k_vol * 3, static_cast<int>(i0 - q * kPanelCols),
-                 k0, kc, dst);
+  const bool lin = plan.linear();
+  kern.conv_rows(lin ? x + i0 : x, in_vol, plan.k_vol, plan.off.data(),
+                 plan.masks.data() + q * plan.k_vol * 3, lin ? nullptr : plan.base.data() + i0,
+                 static_cast<int>(i0 - q * kPanelCols), k0, kc, dst);
 }
 
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,

@@ -111,19 +111,24 @@ using ConvTileFn = void (*)(const ConvTileArgs& t);
 // (w = 16, 32 or 48), with B as in ConvTileArgs for a panel starting at a
 // multiple of kPanelCols (`x` the group's input plus that column, `masks`
 // the panel's [k_vol][3] lanes; masked-off lanes are stored as zero).
+// Other geometries (strides, output plane smaller than the input) pass
+// `base`, the panel's per-column input offsets: B[k][j] = x[c * in_vol +
+// base[j] + off[tap]] by masked gathers, with `x` the group's input itself.
 using ConvPanelFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
-                             const uint16_t* masks, int64_t k0, int64_t kc, int64_t w,
-                             float* dst);
+                             const uint16_t* masks, const int32_t* base, int64_t k0, int64_t kc,
+                             int64_t w, float* dst);
 
 // Left panels of the same convolutions for the transposed GEMM (output
 // positions as rows): dst[k * kPanelRows + i] = B[k0 + k][i] for i < 8,
 // with B as in ConvTileArgs for the 8 positions starting at a multiple of
 // 8 (`x` the group's input plus that position), `masks` the [k_vol][3]
 // lanes of the 48-column panel holding them and `lane` (0, 8, .., 40) their
-// first lane in it. One masked 8-lane load per row.
+// first lane in it. One masked 8-lane load per row; or, with `base` (the 8
+// positions' input offsets, see ConvPanelFn), one masked 8-lane gather from
+// `x` the group's input itself.
 using ConvRowsFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
-                            const uint16_t* masks, int lane, int64_t k0, int64_t kc,
-                            float* dst);
+                            const uint16_t* masks, const int32_t* base, int lane, int64_t k0,
+                            int64_t kc, float* dst);
 
 // PackRightPanel of a row-major operand (see PackRightRowsImpl).
 using PackRightFn = void (*)(const float* b, int64_t ldb, int64_t k0, int64_t kc, int64_t j0,

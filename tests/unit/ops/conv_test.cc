@@ -524,6 +524,25 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 8, 7, 7}, .w = {136, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : rows) CheckConv(c, seed++);
+    // Other geometries (AVX-512: masked gathers, right and transposed left
+    // panels): stride 2 to 1, 7 and 49 positions, 7x7 stride 2 pad 3, 1x1
+    // stride 2, a smaller output at stride 1 (no padding), strided dilated
+    // with uneven pads, 1-D, odd K, channels not a multiple of 8.
+    const std::vector<ConvCase> gathers = {
+        {.x = {1, 7, 2, 2}, .w = {41, 7, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 5, 2, 13}, .w = {70, 5, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+         .bias = true},
+        {.x = {2, 9, 14, 14}, .w = {67, 9, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 3, 40, 37}, .w = {19, 3, 7, 7}, .strides = {2, 2}, .pads = {3, 3, 3, 3},
+         .bias = true},
+        {.x = {1, 33, 27, 28}, .w = {35, 33, 1, 1}, .strides = {2, 2}},
+        {.x = {1, 33, 14, 14}, .w = {96, 33, 1, 1}, .strides = {2, 2}},
+        {.x = {1, 6, 21, 19}, .w = {37, 6, 3, 3}},
+        {.x = {1, 4, 23, 22}, .w = {33, 4, 3, 3}, .strides = {2, 3}, .dilations = {2, 2},
+         .pads = {2, 0, 1, 3}},
+        {.x = {1, 4, 101}, .w = {36, 4, 5}, .strides = {2}, .pads = {2, 2}},
+    };
+    for (const ConvCase& c : gathers) CheckConv(c, seed++);
     CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
     // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
     CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
