@@ -4,7 +4,8 @@
 // Blocking (BLIS-style): per K block, the right operand is packed kc x nc at
 // a time and the left one 256 x kc (unless prepacked); each right panel then
 // meets every left panel of the block. The epilogue runs on each tile right
-// after its last K block, while it is still in L1.
+// after its last K block, while it is still in L1. Prepacked right panels
+// (weights) are prefetched one panel ahead (NextPanel).
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -166,13 +167,18 @@ void PackLeftBlockPanel(const LeftOperand& a, int64_t i0, int64_t rows, int64_t 
   }
 }
 
-// The right panel (packed whole at `b`, PackedMatrix layout) a task reads
-// after (q0, pc): the next panel of
-// the chunk [j0, j1), else the chunk's first one in the next K block.
+// Weights streamed from L3 / memory: while the tiles of one packed right
+// panel run, each prefetches its share of the next panel into L2
+// (TileArgs::prefetch), so that the next panel's first tile does not wait
+// on memory (ResNet-18's 7x7 layers: ~90 -> ~130 GFLOP/s).
 struct NextPanel {
   const float* data = nullptr;
   int64_t lines = 0;  // 64-byte lines
 };
+
+// The right panel (packed whole at `b`, PackedMatrix layout) a task reads
+// after (q0, pc): the next panel of the chunk [j0, j1), else the chunk's
+// first one in the next K block.
 NextPanel NextRightPanel(const float* b, GemmShape s, int64_t max_kc, int64_t pc,
                          int64_t q0, int64_t j0, int64_t j1) {
   int64_t q = q0 + kPanelCols, k0 = pc;
@@ -184,6 +190,13 @@ NextPanel NextRightPanel(const float* b, GemmShape s, int64_t max_kc, int64_t pc
   const int64_t w = PanelWidth(s.n - q);
   const int64_t kc = std::min(max_kc, s.k - k0);
   return {b + q * s.k + k0 * w, kc * w / 16};
+}
+
+// Tile `i` of `n` prefetches this share of `next`.
+NextPanel PrefetchShare(const NextPanel& next, int64_t i, int64_t n) {
+  const int64_t per = CeilDiv(next.lines, n);
+  const int64_t first = std::min(next.lines, i * per);
+  return {next.data + first * 16, std::min(per, next.lines - first)};
 }
 
 // The shared-packing path (see kMaxSharedBytes): `shared` holds
@@ -243,12 +256,11 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
         const float* bp = bpk + q0 * s.k + pc * w;
         const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
         const NextPanel next = NextRightPanel(bpk, s, bl.kc, pc, q0, j0, j1);
-        const int64_t pf_per = CeilDiv(next.lines, p1 - p0);
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t i0 = p * kPanelRows;
           const int64_t rows = std::min(kPanelRows, s.m - i0);
           float* ct = c + i0 * ldc + q0;
-          const int64_t pf0 = std::min(next.lines, (p - p0) * pf_per);
+          const NextPanel pf = PrefetchShare(next, p - p0, p1 - p0);
           kern.tile({.kc = kc,
                      .a = apk + i0 * s.k + pc * kPanelRows,
                      .b = bp,
@@ -263,8 +275,8 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
                      .post = last && post_in_tile ? &ep : nullptr,
                      .i0 = i0,
                      .j0 = q0,
-                     .prefetch = next.data + pf0 * 16,
-                     .prefetch_lines = std::min(pf_per, next.lines - pf0)});
+                     .prefetch = pf.data,
+                     .prefetch_lines = pf.lines});
           if (last && post_after) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
         }
       }
@@ -396,14 +408,13 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
           const NextPanel next =
               b.packed != nullptr ? NextRightPanel(b.packed->data(), s, bl.kc, pc, q0, j0, j1)
                                   : NextPanel{};
-          const int64_t pf_per = CeilDiv(next.lines, pe - pb);
           for (int64_t p = pb; p < pe; ++p) {
             const int64_t i0 = p * kPanelRows;
             const int64_t rows = std::min(kPanelRows, s.m - i0);
             const float* ap = a.packed != nullptr ? a.packed->data() + i0 * s.k + pc * kPanelRows
                                                   : abuf + (p - pb) * kc * kPanelRows;
             float* ct = c + i0 * ldc + q0;
-            const int64_t pf0 = std::min(next.lines, (p - pb) * pf_per);
+            const NextPanel pf = PrefetchShare(next, p - pb, pe - pb);
             kern.tile({.kc = kc,
                        .a = ap,
                        .b = bp,
@@ -418,8 +429,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
                        .post = last && post_in_tile ? &ep : nullptr,
                        .i0 = i0,
                        .j0 = q0,
-                       .prefetch = next.data + pf0 * 16,
-                       .prefetch_lines = std::min(pf_per, next.lines - pf0)});
+                       .prefetch = pf.data,
+                       .prefetch_lines = pf.lines});
             if (last && post_after) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
           }
         }

@@ -143,7 +143,7 @@ struct GemmKernels {
   ConvPanelFn conv_panel;  // null: the ISA has none (conv.cc uses im2col panels)
   ConvRowsFn conv_rows;    // null: the ISA has none (conv.cc uses im2col panels)
   PackRightFn pack_right;
-  bool tile_post;        // tile / conv_tile apply TileArgs::post
+  bool tile_post;          // tile / conv_tile apply TileArgs::post
 };
 
 const GemmKernels& PortableKernels();
