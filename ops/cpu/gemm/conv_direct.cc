@@ -31,11 +31,17 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
     return false;
   }
   const bool linear = g.sh == 1 && g.sw == 1 && g.h_in == h_out && g.w_in == g.w_out;
-  // Gathers index with int32 offsets within one input plane.
-  if (!linear && (!gather || g.h_in * g.w_in >= (int64_t{1} << 30) ||
-                  (h_out - 1) * g.sh + (g.kh - 1) * g.dh >= (int64_t{1} << 20) ||
-                  (g.w_out - 1) * g.sw + (g.kw - 1) * g.dw >= (int64_t{1} << 20))) {
-    return false;
+  if (!linear) {
+    // Gathers index with int32 offsets from the channel's plane: the largest
+    // base + tap offset and the most negative tap offset must fit (bounded
+    // in double: the attributes are untrusted and the products could
+    // overflow int64).
+    const auto d = [](int64_t v) { return static_cast<double>(v); };
+    const double hi = (d(h_out - 1) * d(g.sh) + d(g.kh - 1) * d(g.dh)) * d(g.w_in) +
+                      d(g.w_out - 1) * d(g.sw) + d(g.kw - 1) * d(g.dw);
+    const double lo = -(d(g.ph) * d(g.w_in) + d(g.pw));
+    constexpr double kLimit = 2147483647.0;
+    if (!gather || hi >= kLimit || lo <= -kLimit) return false;
   }
   ConvDirectPlan p;
   p.h = h_out;
