@@ -268,12 +268,17 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
         const int64_t w = gemm_internal::PanelWidth(s.n - q0);
         const float* bp = bpk + q0 * s.k + pc * w;
         const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
+        // The weights one panel (right) or one K block (left) ahead, as in
+        // Sgemm.
         const NextPanel next = NextRightPanel(bpk, s, bl.kc, pc, q0, j0, j1);
+        const bool next_left = !pack_a && q0 + kPanelCols >= j1;
         for (int64_t p = p0; p < p1; ++p) {
           const int64_t i0 = p * kPanelRows;
           const int64_t rows = std::min(kPanelRows, s.m - i0);
           float* ct = c + i0 * ldc + q0;
-          const NextPanel pf = PrefetchShare(next, p - p0, p1 - p0);
+          const NextPanel pf = next_left
+                                   ? NextLeftPanel(apk, s, bl.kc, pc, p, p0, p1, p0, p1)
+                                   : PrefetchShare(next, p - p0, p1 - p0);
           kern.tile({.kc = kc,
                      .a = apk + i0 * s.k + pc * kPanelRows,
                      .b = bp,
