@@ -1,6 +1,7 @@
 #include "ops/cpu/gemm/conv_direct.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace orrery::ops::cpu::gemm_internal {
 namespace {
@@ -22,6 +23,7 @@ constexpr double kMinParallelFlops = 5e5;
 // 152), one thread, best of 60 runs.
 constexpr int64_t kDirectMinPositions = 256;
 constexpr int64_t kDirectMaxChannels = 32;
+constexpr double kMaxPlanBytes = 8 << 20;
 
 }  // namespace
 
@@ -31,6 +33,14 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
     return false;
   }
   const bool linear = g.sh == 1 && g.sw == 1 && g.h_in == h_out && g.w_in == g.w_out;
+  // The tables grow with the output plane: huge planes keep im2col rather
+  // than hold more than kMaxPlanBytes per node.
+  const double panels = std::ceil(static_cast<double>(h_out) * static_cast<double>(g.w_out) /
+                                  static_cast<double>(kPanelCols));
+  const double table_bytes = panels * (static_cast<double>(g.kh) * static_cast<double>(g.kw) *
+                                           3 * sizeof(uint16_t) +
+                                       (linear ? 0.0 : kPanelCols * sizeof(int32_t)));
+  if (table_bytes > kMaxPlanBytes) return false;
   if (!linear) {
     // Gathers index with int32 offsets from the channel's plane: the largest
     // base + tap offset and the most negative tap offset must fit (bounded

@@ -44,7 +44,8 @@ struct ConvDirectPlan {
 
 // The linear plan when the geometry fits (stride 1, output size == input
 // size); else, when `gather`, the gather plan (any 2-D geometry whose
-// plane offsets fit int32); else false. `g` is the convolution's im2col
+// plane offsets fit int32); else false, also when the tables would exceed
+// 8 MiB (huge planes keep im2col). `g` is the convolution's im2col
 // geometry, h_out its output height.
 bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
                          ConvDirectPlan* plan);

@@ -73,5 +73,14 @@ TEST(ConvDirectPlanTest, RefusesOffsetsBeyondInt32) {
                                    /*gather=*/true, &plan));
 }
 
+TEST(ConvDirectPlanTest, HugePlanesKeepIm2Col) {
+  // 4096 x 4096 outputs of a 7x7 kernel: ~350k panels of 294-byte masks.
+  ConvDirectPlan plan;
+  EXPECT_FALSE(BuildConvDirectPlan(Geometry(4096, 4096, 4096, 7, 1, 3), 4096,
+                                   /*gather=*/true, &plan));
+  EXPECT_TRUE(BuildConvDirectPlan(Geometry(224, 224, 112, 7, 2, 3), 112, /*gather=*/true,
+                                  &plan));
+}
+
 }  // namespace
 }  // namespace orrery::ops::cpu::gemm_internal
