@@ -10,11 +10,14 @@
 //     tap and output ranges are precomputed, so padding costs no branches,
 //     then the epilogue on the plane while it is in cache; on AVX-512, planes
 //     up to 4096 outputs as one flattened row of vectors (gemm/depthwise_flat.h);
-//   - stride 1 with the output plane the input's size, <= 128 channels per
+//   - stride 1 with the output plane the input's size, <= 32 channels per
 //     group, >= 256 positions, AVX-512: the im2col-free tile reading the
 //     input at per-tap offsets (gemm/conv_direct.h);
 //   - other 1-D / 2-D convolutions: GEMM of the packed W with im2col panels
-//     made block by block inside the GEMM's packing (no col buffer);
+//     made block by block inside the GEMM's packing (no col buffer); on
+//     AVX-512 the panels are masked loads at per-tap offsets for stride 1
+//     with the output plane the input's size, masked gathers otherwise
+//     (gemm/conv_direct.h), also in the transposed GEMM for few positions;
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
 // Bias, residual and activation are the GEMM's epilogue.
 #include <algorithm>
@@ -233,9 +236,11 @@ struct ConvPrepared final : PreparedKernel {
   // Depthwise: the plane geometry (points into inner_* and flat).
   gemm_internal::DepthwiseGeometry depthwise;
   gemm_internal::DepthwiseFlatTable flat;
-  // Stride-1 convolutions whose output keeps the input's size, W constant:
-  // the tables of the im2col-free tile (used when the ISA has one).
-  bool direct = false;
+  // 2-D convolutions: the tables of the im2col-free tile (direct_tile:
+  // linear plan, W constant and the tile preferred for this shape) or else
+  // of the masked-load / gather panels, right or (transposed) left
+  // (gemm/conv_direct.h), used when the ISA has them.
+  bool direct = false, direct_tile = false;
   gemm_internal::ConvDirectPlan direct_plan;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
   // so that the positions, not the channels, pad the 8-row panels; Y^T goes
@@ -248,11 +253,6 @@ struct ConvPrepared final : PreparedKernel {
 // channels per group, take the transposed GEMM.
 constexpr int64_t kTransposedMaxPositions = 64;
 constexpr int64_t kTransposedMinChannels = 64;
-// The im2col-free tile (gemm/conv_direct.h) reloads its input rows for every
-// 8 output channels, where panels are made once for all of them: it won on
-// ResNet-18's 64- and 128-channel 3x3 layers (10-15%) and lost on
-// GoogLeNet's 192-channel one (~12%).
-constexpr int64_t kDirectMaxChannels = 128;
 
 // W per group as the left operand W_g [mg x kdim], or transposed as the
 // right operand W_g^T [kdim x mg].
@@ -364,9 +364,14 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     }
     p->packed = std::static_pointer_cast<const PackedGroups>(got);
   }
-  if (p->path == ConvPath::kIm2Col2D && !p->transposed && p->packed != nullptr &&
-      p->mg <= kDirectMaxChannels) {
-    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], &p->direct_plan);
+  if (p->path == ConvPath::kIm2Col2D) {
+    // Gathers beat im2col panels on every strided layer measured (ResNet-18
+    // stride-2 3x3 157 -> 172 / 141 -> 174 transposed, 7x7 stride-2 conv1
+    // 140 -> 146, 1x1 stride 2 162 -> 167 GFLOP/s, one thread).
+    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], /*gather=*/true,
+                                                   &p->direct_plan);
+    p->direct_tile = p->direct && !p->transposed && p->packed != nullptr &&
+                     gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg);
   }
   int64_t scratch = 0;
   if (p->transposed) {
@@ -406,8 +411,13 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   const size_t yt_bytes = static_cast<size_t>(p.out_vol * p.mg) * sizeof(float);
   const size_t yt_off = (ctx.scratch.size() - yt_bytes) & ~size_t{63};
   float* yt = reinterpret_cast<float*>(ctx.scratch.data() + yt_off);
+  const bool masked = p.direct && kern.conv_rows != nullptr;
   auto panel = [&](int64_t k0, int64_t kc, int64_t i0, int64_t rows, int64_t w, float* dst) {
-    kern.im2col(p.im2col, xg, k0, kc, i0, rows, w, dst);
+    if (masked) {
+      gemm_internal::ConvDirectLeftPanel(p.direct_plan, xg, p.in_vol, k0, kc, i0, dst, kern);
+    } else {
+      kern.im2col(p.im2col, xg, k0, kc, i0, rows, w, dst);
+    }
   };
   const PanelSource panels(panel);
   LeftOperand a{.data = xg, .ld = p.in_vol, .trans = true};  // pointwise: X_g^T
@@ -480,12 +490,19 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       if (p.path == ConvPath::kPointwise) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
-      } else if (p.path == ConvPath::kIm2Col2D && p.direct && kern.conv_tile != nullptr) {
+      } else if (p.path == ConvPath::kIm2Col2D && p.direct_tile && kern.conv_tile != nullptr) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
                                      ctx.threads, kern);
       } else if (p.path == ConvPath::kIm2Col2D) {
+        const bool masked = p.direct && kern.conv_panel != nullptr;
         auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
-                         float* dst) { kern.im2col(p.im2col, xg, k0, kc, j0, cols, w, dst); };
+                         float* dst) {
+          if (masked) {
+            gemm_internal::ConvDirectPanel(p.direct_plan, xg, p.in_vol, k0, kc, j0, w, dst, kern);
+          } else {
+            kern.im2col(p.im2col, xg, k0, kc, j0, cols, w, dst);
+          }
+        };
         const PanelSource panels(panel);
         Sgemm(shape, a, RightOperand{.panels = &panels}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);

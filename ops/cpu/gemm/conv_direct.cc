@@ -1,6 +1,7 @@
 #include "ops/cpu/gemm/conv_direct.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace orrery::ops::cpu::gemm_internal {
 namespace {
@@ -12,28 +13,63 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t kMaxKc = 256;
 constexpr int64_t kMcPanels = 32;
 constexpr double kMinParallelFlops = 5e5;
-// Measured on ResNet-18's 3x3 layers: 10-15% faster than im2col panels at
-// 56x56 and 28x28, 3-5% slower at 14x14 (256 channels), so small planes
-// keep the panels.
+// The tile reloads its input rows for every 8 output channels, where
+// panels are made once for all of them. Against im2col panels the tile was
+// 10-15% faster at 56x56 and 28x28 (64 / 128 channels) and slower at 14x14;
+// against the masked-load panels (ConvDirectPanel) it is slower from 64
+// channels on (ResNet-18's 56x56 x 64: 153 vs 166 GFLOP/s, 28x28 x 128: 156
+// vs 174, GoogLeNet's 28x28 96 -> 128: 161 vs 176) and faster at 16 / 32
+// (56x56 x 32: 156 vs 148, 112x112 x 16: 157 vs 117, 5x5 16 -> 32: 160 vs
+// 152), one thread, best of 60 runs.
 constexpr int64_t kDirectMinPositions = 256;
+constexpr int64_t kDirectMaxChannels = 32;
+constexpr double kMaxPlanBytes = 8 << 20;
 
 }  // namespace
 
-bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan) {
-  if (g.sh != 1 || g.sw != 1 || g.h_in != h_out || g.w_in != g.w_out || g.h_in <= 0 ||
-      g.w_in <= 0 || g.kh <= 0 || g.kw <= 0 || g.h_in * g.w_in < kDirectMinPositions) {
+bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
+                         ConvDirectPlan* plan) {
+  if (g.h_in <= 0 || g.w_in <= 0 || h_out <= 0 || g.w_out <= 0 || g.kh <= 0 || g.kw <= 0) {
     return false;
   }
+  const bool linear = g.sh == 1 && g.sw == 1 && g.h_in == h_out && g.w_in == g.w_out;
+  // The tables grow with the output plane: huge planes keep im2col rather
+  // than hold more than kMaxPlanBytes per node.
+  const double panels = std::ceil(static_cast<double>(h_out) * static_cast<double>(g.w_out) /
+                                  static_cast<double>(kPanelCols));
+  const double table_bytes = panels * (static_cast<double>(g.kh) * static_cast<double>(g.kw) *
+                                           3 * sizeof(uint16_t) +
+                                       (linear ? 0.0 : kPanelCols * sizeof(int32_t)));
+  if (table_bytes > kMaxPlanBytes) return false;
+  if (!linear) {
+    // Gathers index with int32 offsets from the channel's plane: the largest
+    // base + tap offset and the most negative tap offset must fit (bounded
+    // in double: the attributes are untrusted and the products could
+    // overflow int64).
+    const auto d = [](int64_t v) { return static_cast<double>(v); };
+    const double hi = (d(h_out - 1) * d(g.sh) + d(g.kh - 1) * d(g.dh)) * d(g.w_in) +
+                      d(g.w_out - 1) * d(g.sw) + d(g.kw - 1) * d(g.dw);
+    const double lo = -(d(g.ph) * d(g.w_in) + d(g.pw));
+    constexpr double kLimit = 2147483647.0;
+    if (!gather || hi >= kLimit || lo <= -kLimit) return false;
+  }
   ConvDirectPlan p;
-  p.h = g.h_in;
-  p.w = g.w_in;
+  p.h = h_out;
+  p.w = g.w_out;
   p.k_vol = g.kh * g.kw;
   for (int64_t i = 0; i < g.kh; ++i) {
     for (int64_t j = 0; j < g.kw; ++j) {
-      p.off.push_back((i * g.dh - g.ph) * p.w + (j * g.dw - g.pw));
+      p.off.push_back((i * g.dh - g.ph) * g.w_in + (j * g.dw - g.pw));
     }
   }
   const int64_t n = p.positions();
+  if (!linear) {
+    p.base.assign(static_cast<size_t>(p.panels() * kPanelCols), 0);
+    for (int64_t pos = 0; pos < n; ++pos) {
+      p.base[static_cast<size_t>(pos)] =
+          static_cast<int32_t>(pos / p.w * g.sh * g.w_in + pos % p.w * g.sw);
+    }
+  }
   p.masks.assign(static_cast<size_t>(p.panels() * p.k_vol * 3), 0);
   for (int64_t q = 0; q < p.panels(); ++q) {
     for (int64_t i = 0; i < g.kh; ++i) {
@@ -43,9 +79,9 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan*
         for (int64_t l = 0; l < kPanelCols; ++l) {
           const int64_t pos = q * kPanelCols + l;
           if (pos >= n) break;
-          const int64_t ih = pos / p.w + i * g.dh - g.ph;
-          const int64_t iw = pos % p.w + j * g.dw - g.pw;
-          if (ih < 0 || ih >= p.h || iw < 0 || iw >= p.w) continue;
+          const int64_t ih = pos / p.w * g.sh + i * g.dh - g.ph;
+          const int64_t iw = pos % p.w * g.sw + j * g.dw - g.pw;
+          if (ih < 0 || ih >= g.h_in || iw < 0 || iw >= g.w_in) continue;
           m[l / 16] = static_cast<uint16_t>(m[l / 16] | (1u << (l % 16)));
         }
       }
@@ -53,6 +89,29 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan*
   }
   *plan = std::move(p);
   return true;
+}
+
+bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {
+  return plan.linear() && plan.positions() >= kDirectMinPositions &&
+         channels <= kDirectMaxChannels;
+}
+
+void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
+                     int64_t kc, int64_t j0, int64_t w, float* dst, const GemmKernels& kern) {
+  const int64_t q = j0 / kPanelCols;
+  const bool lin = plan.linear();
+  kern.conv_panel(lin ? x + j0 : x, in_vol, plan.k_vol, plan.off.data(),
+                  plan.masks.data() + q * plan.k_vol * 3, lin ? nullptr : plan.base.data() + j0,
+                  k0, kc, w, dst);
+}
+
+void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
+                         int64_t kc, int64_t i0, float* dst, const GemmKernels& kern) {
+  const int64_t q = i0 / kPanelCols;
+  const bool lin = plan.linear();
+  kern.conv_rows(lin ? x + i0 : x, in_vol, plan.k_vol, plan.off.data(),
+                 plan.masks.data() + q * plan.k_vol * 3, lin ? nullptr : plan.base.data() + i0,
+                 static_cast<int>(i0 - q * kPanelCols), k0, kc, dst);
 }
 
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,

@@ -1,13 +1,19 @@
-// Internal to ops/cpu: a convolution GEMM without im2col panels, for 1-D /
-// 2-D convolutions with stride 1 whose output plane has the input's size
+// Internal to ops/cpu: convolution GEMM operands without im2col, for 1-D /
+// 2-D convolutions. With stride 1 and an output plane of the input's size
 // (3x3 pad 1, 5x5 pad 2, dilated equivalents: most KxK layers of ResNet,
-// GoogLeNet and SqueezeNet). Flattened over the plane, output position p and
-// tap (kh, kw) read input p + (kh * dh - ph) * w + (kw * dw - pw): the B
+// GoogLeNet and SqueezeNet), flattened over the plane, output position p
+// and tap (kh, kw) read input p + (kh * dh - ph) * w + (kw * dw - pw): the B
 // operand of Y = W * im2col(X) is the input itself at a per-tap offset, with
-// lane masks for the taps that fall into the padding. The tile kernel
-// (ConvTileFn, AVX-512 only) loads those rows directly, so nothing is
-// packed: the weights are the usual packed left operand (PackedMatrix, K in
-// (c, kh, kw) order, layout unchanged) and the epilogue is the GEMM's.
+// lane masks for the taps that fall into the padding (the "linear" plan).
+// The tile kernel (ConvTileFn, AVX-512 only) loads those rows directly, so
+// nothing is packed; for more channels (where reloading the rows per 8
+// channels costs more than packing them once) ConvDirectPanel makes Sgemm's
+// right panels with the same masked loads, and ConvDirectLeftPanel the
+// left panels of the transposed GEMM (few positions). Other geometries
+// (strides, smaller outputs) use the same panels by masked gathers at a
+// per-position base offset plus the tap's. The weights are the usual packed
+// operand (PackedMatrix, K in (c, kh, kw) order, layout unchanged) and the
+// epilogue is the GEMM's.
 #pragma once
 
 #include <cstdint>
@@ -21,20 +27,47 @@ namespace orrery::ops::cpu::gemm_internal {
 
 // Per-shape tables, built once in Conv's Prepare.
 struct ConvDirectPlan {
-  int64_t h = 0, w = 0;  // the plane (input and output)
+  int64_t h = 0, w = 0;  // the output plane (linear: the input's too)
   int64_t k_vol = 0;
   std::vector<int64_t> off;     // [k_vol]: input offset of each tap
   std::vector<uint16_t> masks;  // [panel][k_vol][3]: lanes of each 48-column panel
+  // Empty for the linear plan (stride 1, output plane == input plane:
+  // position p reads p + off[tap]); otherwise [panels * 48]: the input
+  // offset of each output position (oh * sh * w_in + ow * sw; 0 past the
+  // end), read by gathers at base + off[tap].
+  std::vector<int32_t> base;
 
+  bool linear() const { return base.empty(); }
   int64_t positions() const { return h * w; }
   int64_t panels() const { return (positions() + kPanelCols - 1) / kPanelCols; }
 };
 
-// The plan when the geometry fits (stride 1, output size == input size,
-// at least 256 positions: smaller planes measured faster with panels),
-// else false. `g` is the convolution's im2col geometry, h_out its output
-// height.
-bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan);
+// The linear plan when the geometry fits (stride 1, output size == input
+// size); else, when `gather`, the gather plan (any 2-D geometry whose
+// plane offsets fit int32); else false, also when the tables would exceed
+// 8 MiB (huge planes keep im2col). `g` is the convolution's im2col
+// geometry, h_out its output height.
+bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
+                         ConvDirectPlan* plan);
+
+// Whether the tile (RunConvDirect; linear plans only) beats Sgemm over
+// ConvDirectPanel for `channels` output channels per group (measured; see
+// conv_direct.cc).
+bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels);
+
+// One right panel for Sgemm's PanelSource (kern.conv_panel must be set):
+// dst[k * w + j] = im2col(x)[k0 + k][j0 + j] for k < kc, j < w, zero past
+// the plane; j0 must be a multiple of kPanelCols (Sgemm's panels are).
+// Three masked loads and stores per row, where im2col copies row runs.
+void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
+                     int64_t kc, int64_t j0, int64_t w, float* dst, const GemmKernels& kern);
+
+// One left panel of the transposed GEMM (positions as rows, see conv.cc)
+// for Sgemm's PanelSource (kern.conv_rows must be set): dst[k * kPanelRows
+// + i] = im2col(x)[k0 + k][i0 + i] for i < kPanelRows, zero past the plane;
+// i0 must be a multiple of kPanelRows (Sgemm's panels are).
+void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
+                         int64_t kc, int64_t i0, float* dst, const GemmKernels& kern);
 
 // Y[m x positions] = epilogue(W * im2col(X)) for one image and group: W is
 // packed (m x k, k = channels * k_vol), x the group's channels. Splits tiles

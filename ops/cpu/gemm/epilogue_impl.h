@@ -257,6 +257,28 @@ ORRERY_GEMM_INLINE void Im2ColRun512(float* out, const float* src, int64_t b, in
 }
 #endif
 
+// PackRightPanel for a row-major (not transposed) operand:
+// dst[k * w + j] = b[(k0 + k) * ldb + j0 + j] for j < cols, zero on
+// [cols, w). Native vectors instead of a memcpy call per 48-float row,
+// which cost ~20% of a 64-row pointwise convolution.
+inline void PackRightRowsImpl(const float* b, int64_t ldb, int64_t k0, int64_t kc, int64_t j0,
+                              int64_t cols, int64_t w, float* dst) {
+  const float* src = b + k0 * ldb + j0;
+  for (int64_t k = 0; k < kc; ++k, src += ldb, dst += w) {
+#if defined(__AVX512F__)
+    for (int64_t j = 0; j < w; j += 16) {
+      const __mmask16 m = FirstLanes(cols - j);
+      _mm512_storeu_ps(dst + j, _mm512_maskz_loadu_ps(m, src + j));
+    }
+#else
+    int64_t j = 0;
+    for (; j + kW <= cols; j += kW) Store(dst + j, Load(src + j));
+    for (; j < cols; ++j) dst[j] = src[j];
+    for (; j < w; ++j) dst[j] = 0.0f;
+#endif
+  }
+}
+
 // One right panel of the im2col matrix: rows k0..k0+kc (channel, tap),
 // output positions [j0, j0 + cols) of the flattened output plane, written
 // to dst[k * w + j] in order. The positions are split once into runs along

@@ -101,6 +101,8 @@ namespace orrery::ops::cpu::gemm_internal {
 const GemmKernels& Avx2Kernels() {
   static const GemmKernels k{avx2::TileAny, avx2::ApplyEpilogueImpl, avx2::DepthwisePlanesImpl,
                              avx2::Im2ColPanelImpl, /*conv_tile=*/nullptr,
+                             /*conv_panel=*/nullptr, /*conv_rows=*/nullptr,
+                             avx2::PackRightRowsImpl,
                              /*tile_post=*/false};
   return k;
 }

@@ -100,6 +100,99 @@ void ConvTile(const gemm_internal::ConvTileArgs& t) {
   StoreTile<R, NV>(acc, t.c, t.ldc, t.cols, 1.0f, t.load_c, t.post, t.i0, t.j0);
 }
 
+// ConvPanelFn with NV vectors per panel row: masked loads, or masked
+// gathers at base[j] + off[tap] when Gather.
+template <int NV, bool Gather>
+void ConvPanelRows(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                   const uint16_t* masks, const int32_t* base, int64_t k0, int64_t kc,
+                   float* dst) {
+  __m512i bv[NV];
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v) {
+    bv[v] = Gather ? _mm512_loadu_si512(base + v * 16) : _mm512_setzero_si512();
+  }
+  int64_t tap = k0 % k_vol;
+  const float* xc = x + (k0 / k_vol) * in_vol;
+  for (int64_t k = 0; k < kc; ++k) {
+    const uint16_t* m = masks + tap * 3;
+    if (Gather) {
+      const __m512i o = _mm512_set1_epi32(static_cast<int32_t>(off[tap]));
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) {
+        _mm512_storeu_ps(dst + v * 16,
+                         _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m[v],
+                                                  _mm512_add_epi32(bv[v], o), xc, 4));
+      }
+    } else {
+      const float* b = xc + off[tap];
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) {
+        _mm512_storeu_ps(dst + v * 16, _mm512_maskz_loadu_ps(m[v], b + v * 16));
+      }
+    }
+    dst += NV * 16;
+    if (++tap == k_vol) {
+      tap = 0;
+      xc += in_vol;
+    }
+  }
+}
+
+template <bool Gather>
+void ConvPanelAny(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                  const uint16_t* masks, const int32_t* base, int64_t k0, int64_t kc, int64_t w,
+                  float* dst) {
+  switch (w / 16) {
+    case 1: return ConvPanelRows<1, Gather>(x, in_vol, k_vol, off, masks, base, k0, kc, dst);
+    case 2: return ConvPanelRows<2, Gather>(x, in_vol, k_vol, off, masks, base, k0, kc, dst);
+    default: return ConvPanelRows<3, Gather>(x, in_vol, k_vol, off, masks, base, k0, kc, dst);
+  }
+}
+
+void ConvPanel(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+               const uint16_t* masks, const int32_t* base, int64_t k0, int64_t kc, int64_t w,
+               float* dst) {
+  if (base != nullptr) {
+    return ConvPanelAny<true>(x, in_vol, k_vol, off, masks, base, k0, kc, w, dst);
+  }
+  ConvPanelAny<false>(x, in_vol, k_vol, off, masks, base, k0, kc, w, dst);
+}
+
+template <bool Gather>
+void ConvRowsAny(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                 const uint16_t* masks, const int32_t* base, int lane, int64_t k0, int64_t kc,
+                 float* dst) {
+  const int v = lane / 16, shift = lane % 16;
+  const __m256i b8 = Gather ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base))
+                            : _mm256_setzero_si256();
+  int64_t tap = k0 % k_vol;
+  const float* xc = x + (k0 / k_vol) * in_vol;
+  for (int64_t k = 0; k < kc; ++k) {
+    const auto m = static_cast<__mmask8>(masks[tap * 3 + v] >> shift);
+    __m256 r;
+    if (Gather) {
+      const __m256i idx = _mm256_add_epi32(b8, _mm256_set1_epi32(static_cast<int32_t>(off[tap])));
+      r = _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), m, idx, xc, 4);
+    } else {
+      r = _mm256_maskz_loadu_ps(m, xc + off[tap]);
+    }
+    _mm256_storeu_ps(dst + k * kPanelRows, r);
+    if (++tap == k_vol) {
+      tap = 0;
+      xc += in_vol;
+    }
+  }
+}
+
+void ConvRows(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+              const uint16_t* masks, const int32_t* base, int lane, int64_t k0, int64_t kc,
+              float* dst) {
+  if (base != nullptr) {
+    return ConvRowsAny<true>(x, in_vol, k_vol, off, masks, base, lane, k0, kc, dst);
+  }
+  ConvRowsAny<false>(x, in_vol, k_vol, off, masks, base, lane, k0, kc, dst);
+}
+
 template <int R, int NV>
 void Tile(const TileArgs& t) {
   __m512 acc[R][NV];
@@ -111,7 +204,10 @@ void Tile(const TileArgs& t) {
   const float* a = t.a;
   const float* b = t.b;
   const int64_t ldb = t.ldb;
+  const char* pf = reinterpret_cast<const char*>(t.prefetch);
+  const int64_t pf_lines = t.prefetch_lines;
   for (int64_t k = 0; k < t.kc; ++k) {
+    if (k < pf_lines) _mm_prefetch(pf + k * 64, _MM_HINT_T1);
     __m512 bv[NV];
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * 16);
@@ -399,7 +495,8 @@ namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& Avx512Kernels() {
   static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
-                             avx512::Im2ColPanelImpl, avx512::ConvTileAny, true};
+                             avx512::Im2ColPanelImpl, avx512::ConvTileAny, avx512::ConvPanel,
+                             avx512::ConvRows, avx512::PackRightRowsImpl, true};
   return k;
 }
 

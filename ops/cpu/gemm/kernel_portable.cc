@@ -41,7 +41,10 @@ namespace orrery::ops::cpu::gemm_internal {
 const GemmKernels& PortableKernels() {
   static const GemmKernels k{portable::TileAny, portable::ApplyEpilogueImpl,
                              portable::DepthwisePlanesImpl, portable::Im2ColPanelImpl,
-                             /*conv_tile=*/nullptr, /*tile_post=*/false};
+                             /*conv_tile=*/nullptr, /*conv_panel=*/nullptr,
+                             /*conv_rows=*/nullptr,
+                             portable::PackRightRowsImpl,
+                             /*tile_post=*/false};
   return k;
 }
 

@@ -27,6 +27,12 @@ struct TileArgs {
   // store (C's rows i0.., columns j0.. of the whole product).
   const Epilogue* post = nullptr;
   int64_t i0 = 0, j0 = 0;
+  // Cache lines [prefetch, prefetch + 16 * prefetch_lines) to bring into L2
+  // while the tile runs (at most one per k step; kernels may ignore it): the
+  // driver spreads the next weight panel over the tiles of the current one,
+  // so that weights streamed from memory arrive before they are needed.
+  const float* prefetch = nullptr;
+  int64_t prefetch_lines = 0;
 };
 
 // Epilogues a tile can apply in registers: biases, residual and an
@@ -100,13 +106,44 @@ struct ConvTileArgs {
 };
 using ConvTileFn = void (*)(const ConvTileArgs& t);
 
+// Right panels of the same convolutions for Sgemm's PanelSource, by the
+// same masked loads: dst[k * w + j] = B[k0 + k][j] for k < kc and j < w
+// (w = 16, 32 or 48), with B as in ConvTileArgs for a panel starting at a
+// multiple of kPanelCols (`x` the group's input plus that column, `masks`
+// the panel's [k_vol][3] lanes; masked-off lanes are stored as zero).
+// Other geometries (strides, output plane smaller than the input) pass
+// `base`, the panel's per-column input offsets: B[k][j] = x[c * in_vol +
+// base[j] + off[tap]] by masked gathers, with `x` the group's input itself.
+using ConvPanelFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                             const uint16_t* masks, const int32_t* base, int64_t k0, int64_t kc,
+                             int64_t w, float* dst);
+
+// Left panels of the same convolutions for the transposed GEMM (output
+// positions as rows): dst[k * kPanelRows + i] = B[k0 + k][i] for i < 8,
+// with B as in ConvTileArgs for the 8 positions starting at a multiple of
+// 8 (`x` the group's input plus that position), `masks` the [k_vol][3]
+// lanes of the 48-column panel holding them and `lane` (0, 8, .., 40) their
+// first lane in it. One masked 8-lane load per row; or, with `base` (the 8
+// positions' input offsets, see ConvPanelFn), one masked 8-lane gather from
+// `x` the group's input itself.
+using ConvRowsFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                            const uint16_t* masks, const int32_t* base, int lane, int64_t k0,
+                            int64_t kc, float* dst);
+
+// PackRightPanel of a row-major operand (see PackRightRowsImpl).
+using PackRightFn = void (*)(const float* b, int64_t ldb, int64_t k0, int64_t kc, int64_t j0,
+                             int64_t cols, int64_t w, float* dst);
+
 struct GemmKernels {
   TileFn tile;
   EpilogueFn epilogue;
   DepthwiseFn depthwise;
   Im2ColFn im2col;
-  ConvTileFn conv_tile;  // null: the ISA has none (conv.cc uses im2col panels)
-  bool tile_post;        // tile / conv_tile apply TileArgs::post
+  ConvTileFn conv_tile;    // null: the ISA has none (conv.cc uses im2col panels)
+  ConvPanelFn conv_panel;  // null: the ISA has none (conv.cc uses im2col panels)
+  ConvRowsFn conv_rows;    // null: the ISA has none (conv.cc uses im2col panels)
+  PackRightFn pack_right;
+  bool tile_post;          // tile / conv_tile apply TileArgs::post
 };
 
 const GemmKernels& PortableKernels();

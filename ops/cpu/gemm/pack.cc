@@ -16,7 +16,15 @@ void PackLeftPanel(const float* a, int64_t lda, bool trans, int64_t i0, int64_t 
                    int64_t kc, float* dst) {
   if (rows < kPanelRows) std::memset(dst, 0, static_cast<size_t>(kc * kPanelRows) * sizeof(float));
   if (trans) {
-    // op(A)[i][k] = a[k * lda + i]: each k reads `rows` contiguous floats.
+    // op(A)[i][k] = a[k * lda + i]: each k reads `rows` contiguous floats
+    // (a fixed-size copy for full panels: inlined, where a memcpy call per
+    // 32 bytes cost ~20% of a transposed 1x1 convolution on a 7x7 plane).
+    if (rows == kPanelRows) {
+      for (int64_t k = 0; k < kc; ++k) {
+        std::memcpy(dst + k * kPanelRows, a + (k0 + k) * lda + i0, kPanelRows * sizeof(float));
+      }
+      return;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       std::memcpy(dst + k * kPanelRows, a + (k0 + k) * lda + i0,
                   static_cast<size_t>(rows) * sizeof(float));

@@ -479,7 +479,7 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
          .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : flat) CheckConv(c, seed++);
-    // Stride 1, output plane == input plane, >= 256 positions, <= 128
+    // Stride 1, output plane == input plane, >= 256 positions, <= 32
     // channels (the im2col-free AVX-512 tile): 3x3 / 5x5 / dilated / 1-D /
     // asymmetric pads, K over one 256-deep block (40 * 9), row tails of
     // 1..7 channels, a 16-column panel tail, groups and two images.
@@ -493,6 +493,56 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 2, 16, 16}, .w = {1, 2, 3, 3}, .auto_pad = "SAME_LOWER"},
     };
     for (const ConvCase& c : direct) CheckConv(c, seed++);
+    // The same geometry with more channels (AVX-512: Sgemm over masked-load
+    // panels): 1, 7, 49, 100, 256 and 260 positions (panel tails of 1..48
+    // columns, 16 / 32 / 48 wide), odd K, K over two 256-deep blocks, rows
+    // not a multiple of 8, dilation, 5x5, 1-D, groups, two images.
+    const std::vector<ConvCase> panels = {
+        {.x = {1, 7, 1, 1}, .w = {40, 7, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 5, 1, 7}, .w = {33, 5, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 9, 7, 7}, .w = {41, 9, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 30, 16, 16}, .w = {37, 30, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {2, 6, 20, 13}, .w = {35, 6, 5, 5}, .pads = {2, 2, 2, 2}, .bias = true},
+        {.x = {1, 5, 16, 17}, .w = {34, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
+        {.x = {1, 4, 100}, .w = {36, 4, 3}, .pads = {1, 1}},
+        {.x = {1, 8, 9, 9}, .w = {68, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+    };
+    for (const ConvCase& c : panels) CheckConv(c, seed++);
+    // The same geometry with few positions and >= 64 channels (the
+    // transposed GEMM over masked-load left panels): 1, 7, 49, 63 and 64
+    // positions (8-row panels at every lane offset of a 48-column mask
+    // panel, short last panels), odd K, channels not a multiple of 8, 5x5,
+    // dilation, 1-D, groups, two images.
+    const std::vector<ConvCase> rows = {
+        {.x = {1, 7, 1, 1}, .w = {65, 7, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 5, 1, 7}, .w = {70, 5, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {2, 9, 7, 7}, .w = {67, 9, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 31, 7, 9}, .w = {64, 31, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 6, 8, 8}, .w = {100, 6, 5, 5}, .pads = {2, 2, 2, 2}, .bias = true},
+        {.x = {1, 5, 7, 8}, .w = {66, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
+        {.x = {1, 4, 30}, .w = {72, 4, 3}, .pads = {1, 1}},
+        {.x = {1, 8, 7, 7}, .w = {136, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+    };
+    for (const ConvCase& c : rows) CheckConv(c, seed++);
+    // Other geometries (AVX-512: masked gathers, right and transposed left
+    // panels): stride 2 to 1, 7 and 49 positions, 7x7 stride 2 pad 3, 1x1
+    // stride 2, a smaller output at stride 1 (no padding), strided dilated
+    // with uneven pads, 1-D, odd K, channels not a multiple of 8.
+    const std::vector<ConvCase> gathers = {
+        {.x = {1, 7, 2, 2}, .w = {41, 7, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 5, 2, 13}, .w = {70, 5, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+         .bias = true},
+        {.x = {2, 9, 14, 14}, .w = {67, 9, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 3, 40, 37}, .w = {19, 3, 7, 7}, .strides = {2, 2}, .pads = {3, 3, 3, 3},
+         .bias = true},
+        {.x = {1, 33, 27, 28}, .w = {35, 33, 1, 1}, .strides = {2, 2}},
+        {.x = {1, 33, 14, 14}, .w = {96, 33, 1, 1}, .strides = {2, 2}},
+        {.x = {1, 6, 21, 19}, .w = {37, 6, 3, 3}},
+        {.x = {1, 4, 23, 22}, .w = {33, 4, 3, 3}, .strides = {2, 3}, .dilations = {2, 2},
+         .pads = {2, 0, 1, 3}},
+        {.x = {1, 4, 101}, .w = {36, 4, 5}, .strides = {2}, .pads = {2, 2}},
+    };
+    for (const ConvCase& c : gathers) CheckConv(c, seed++);
     CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
     // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
     CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},

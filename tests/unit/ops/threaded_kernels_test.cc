@@ -97,8 +97,9 @@ TEST(ThreadedKernelsTest, RowsAndPlanes) {
 }
 
 // Convolutions whose GEMM packs the activations once for both threads (few
-// output positions: transposed; 14x14: im2col panels shared), the
-// im2col-free tile (32x32 plane, 3x3 pad 1), depthwise planes in chunks
+// output positions: transposed; 14x14: masked-load panels shared), masked
+// panels per task (32x32 plane, 40 channels), the im2col-free tile (20x20
+// plane, 16 channels), stride 2 (im2col panels), depthwise planes in chunks
 // (two images) and flat small planes.
 TEST(ThreadedKernelsTest, ConvolutionPaths) {
   Attributes pad1;
@@ -113,6 +114,12 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor x32 = F32({1, 24, 32, 32}, Wave(24 * 32 * 32));
   const Tensor w32 = F32({40, 24, 3, 3}, Wave(40 * 24 * 9));
   ExpectSameOnTwoThreads("Conv", {&x32, &w32}, pad1);
+  const Tensor x20 = F32({1, 8, 20, 20}, Wave(8 * 20 * 20));
+  const Tensor w20 = F32({16, 8, 3, 3}, Wave(16 * 8 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x20, &w20}, pad1);
+  Attributes stride2 = pad1;
+  stride2.Set("strides", std::vector<int64_t>{2, 2});
+  ExpectSameOnTwoThreads("Conv", {&x32, &w32}, stride2);
   const Tensor xp = F32({1, 40, 9, 9}, Wave(40 * 9 * 9));
   const Tensor wp = F32({96, 40, 1, 1}, Wave(96 * 40));
   ExpectSameOnTwoThreads("Conv", {&xp, &wp});
