@@ -101,6 +101,7 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
     o->set_late(d.late);
     o->set_late_slow_transfer(d.late_slow_transfer);
     o->set_late_unplanned_transfer(d.late_unplanned_transfer);
+    o->set_late_overrun(d.late_overrun);
   }
   for (const ModelCostStats& m : st.models) {
     v1::ModelCostInfo* o = response->add_models();

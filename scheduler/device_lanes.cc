@@ -122,6 +122,9 @@ void DeviceLanes::RecordRunLocked(const Job& job, const DeviceRunInfo& info) {
     ++counters_.late;
     counters_.late_slow_transfer += slow;
     counters_.late_unplanned_transfer += unplanned;
+    // Began later than planned, or ran longer than its predicted device time.
+    counters_.late_overrun += info.started_ns > job.predicted.start_ns + kReadySlackNs ||
+                              info.device_ns > job.exec_ns + kReadySlackNs;
   }
 }
 
@@ -175,6 +178,9 @@ DevicePlacement DeviceLanes::Place(const ModelKey& key, int64_t cpu_exec_ns, int
   }
   out.placement.target = PlacementTarget::kCpu;
   ++counters_.placed_cpu;
+  // The device tier sees this demand too, so that a model the CPU serves
+  // now can displace colder ones on the device (a pre-warm's test below).
+  if (in.device_available) (void)cache_->NoteDemand(key);
   // Would the device win once the weights are there? Then start moving them
   // now, while this request runs on the CPU.
   if (in.device_available && in.device_state == Residency::kAbsent &&
@@ -313,6 +319,8 @@ void DeviceLanes::WorkerLoop() {
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
     vtime_ = std::max(vtime_, job.vstart);
+    // Its current prediction (re-timed by the measured ends before it).
+    job.predicted = device_->compute()->Get(job.reservation).value_or(job.predicted);
     const bool resident = cache_->state(job.key) == Residency::kResident;
     lock.unlock();
 

@@ -379,6 +379,7 @@ int Main(int argc, char** argv) {
     delta("device_late", a.late(), b.late());
     delta("device_late_slow_transfer", a.late_slow_transfer(), b.late_slow_transfer());
     delta("device_late_unplanned_transfer", a.late_unplanned_transfer(), b.late_unplanned_transfer());
+    delta("device_late_overrun", a.late_overrun(), b.late_overrun());
   }
   for (const auto& m : after.models()) {
     // model_id is tenant_id/name@version: report as tenant/model.

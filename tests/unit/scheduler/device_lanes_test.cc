@@ -372,6 +372,29 @@ TEST(DeviceLanesFairTest, AFairPlacementNeverPushesAQueuedRequestPastItsDeadline
   EXPECT_EQ(s.fair_reordered, 1u);
 }
 
+// The device holds one model; both are one tenant's (another tenant's could
+// not be displaced past the share). "cold" was loaded and never asked for
+// since; "hot" is asked for, the lanes serve it (its transfer would lose)
+// but the device would win once it is there: the request counts as demand
+// in the device tier, so its pre-warm displaces "cold". (Without that
+// demand "hot" would be worth nothing to the device and displace nothing.)
+TEST(DeviceLanesTest, DemandServedOnTheCpuLetsAModelDisplaceAColderOneOnTheDevice) {
+  Rig rig(12 << 20);  // one 10 MB model in 2 MiB pages
+  const ModelKey cold{"t", "cold", 1};
+  const ModelKey hot{"t", "hot", 1};
+  ASSERT_TRUE(rig.cache->Register(cold, kModelBytes).ok());
+  ASSERT_TRUE(rig.cache->Register(hot, kModelBytes).ok());
+  rig.gate.Open();
+  ASSERT_TRUE(rig.lanes->Load(cold, 10 * kNsPerSec).ok());
+  const int64_t now = rig.clock.NowNs();
+  DevicePlacement p = rig.lanes->Place(hot, 5 * kMs, now + 8 * kMs, now, 0);
+  EXPECT_FALSE(p.on_device);
+  EXPECT_TRUE(p.prewarmed);
+  EXPECT_EQ(rig.cache->state(cold), Residency::kAbsent);
+  ASSERT_TRUE(rig.lanes->WaitResident(hot, 10 * kNsPerSec).ok());
+  EXPECT_EQ(rig.cache->Stats().misses, 0u);  // demand, not a request of the tier
+}
+
 // A device run while a transfer is on the link: both busy for the run's
 // 5 ms (the transfer starts first and ends after it).
 TEST(DeviceLanesTest, OverlapCountsTimeTheLinkAndTheDeviceAreBothBusy) {
