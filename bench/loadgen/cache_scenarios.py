@@ -52,13 +52,14 @@ DEADLINE_MS = 100
 WARMUP_S = 6.0
 OVERHEAD_BYTES = 256 << 20
 # S3: 40 of the models over 8 tenants; a simulated device of 24 MiB (6 of
-# these ~4 MiB segments: a sixth of the working set), a 1 Gb/s link (a
-# segment takes ~34 ms), 20 us latency, device runs at 2x the CPU's speed;
+# these ~4 MiB segments: a sixth of the working set), a slow 0.25 Gb/s link
+# (a segment takes ~134 ms, so that transfers are long enough to overlap
+# many device runs), 20 us latency, device runs at 2x the CPU's speed;
 # the popularity ranks are reshuffled every 1.5 s.
 S3_MODELS = 40
 S3_TENANTS = 8
 S3_DEVICE_MEMORY = 24 << 20
-S3_DEVICE = f"memory={S3_DEVICE_MEMORY},link-gbps=1,latency-us=20,speedup=2"
+S3_DEVICE = f"memory={S3_DEVICE_MEMORY},link-gbps=0.25,latency-us=20,speedup=2"
 S3_WARMUP_S = 4.0
 S3_PHASE_S = 1.5
 SCENARIOS = ("1", "2", "3", "4")
