@@ -122,7 +122,9 @@ void DeviceLanes::RecordRunLocked(const Job& job, const DeviceRunInfo& info) {
     ++counters_.late;
     counters_.late_slow_transfer += slow;
     counters_.late_unplanned_transfer += unplanned;
-    // Began later than planned, or ran longer than its predicted device time.
+    // Began later than planned (at placement, or when a fair insertion
+    // re-timed it), or ran longer than its predicted device time: its own or
+    // an earlier run overran.
     counters_.late_overrun += info.started_ns > job.predicted.start_ns + kReadySlackNs ||
                               info.device_ns > job.exec_ns + kReadySlackNs;
   }
@@ -319,8 +321,6 @@ void DeviceLanes::WorkerLoop() {
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
     vtime_ = std::max(vtime_, job.vstart);
-    // Its current prediction (re-timed by the measured ends before it).
-    job.predicted = device_->compute()->Get(job.reservation).value_or(job.predicted);
     const bool resident = cache_->state(job.key) == Residency::kResident;
     lock.unlock();
 

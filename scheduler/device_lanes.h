@@ -136,9 +136,10 @@ struct DeviceLanesStats {
   uint64_t late = 0;                     // device runs that ended after their deadline
   uint64_t late_slow_transfer = 0;       // of late: weights later than predicted (+ 1 ms)
   uint64_t late_unplanned_transfer = 0;  // of late: also waited_unplanned_transfer
-  // Of late: began over 1 ms after its (re-timed) predicted start, or held the
-  // device over 1 ms longer than predicted (the simulated device runs on the
-  // host CPU, so a descheduled run overruns and delays the queue behind it).
+  // Of late: began over 1 ms after its planned start (at placement or when a
+  // fair insertion re-timed it), or held the device over 1 ms longer than
+  // predicted (the simulated device runs on the host CPU, so a descheduled
+  // run overruns and delays the queue behind it).
   uint64_t late_overrun = 0;
   size_t queued = 0;            // placed, not finished
 };

@@ -485,12 +485,12 @@ def main():
                  f"({w:.1f} s): link = transfers, device = held compute time of device runs; both = the time a "
                  f"transfer and a device run were under way at once.", "",
                  "| admitted in time | sent / rejected at admission / late / dropped / errors | p99 ms | "
-                 "placed device / CPU | transfers (of which pre-warms) | MB moved | link busy | device busy | "
+                 "placed device / CPU | transfers finished / pre-warms started | MB moved | link busy | device busy | "
                  "both busy (share of link busy) | fair reorders |",
                  "|---|---|---|---|---|---|---|---|---|---|",
                  f"| {100 * t['attainment']:.2f}% | {t['sent']} / {t['rejected_early']} / {t['late']} / "
                  f"{t['rejected_late']} / {t['errors']} | {t['p99_ms']:.1f} | {v['device_placed']:.0f} / "
-                 f"{v['device_placed_cpu']:.0f} | {v['device_transfers']:.0f} ({v['device_prewarms']:.0f}) | "
+                 f"{v['device_placed_cpu']:.0f} | {v['device_transfers']:.0f} / {v['device_prewarms']:.0f} | "
                  f"{v['device_bytes_transferred'] / 1e6:.0f} | {100 * link_u:.1f}% | {100 * dev_u:.1f}% | "
                  f"{100 * both_u:.1f}% ({100 * both_u / link_u if link_u else 0:.0f}%) | "
                  f"{v['device_fair_reordered']:.0f} |", "",
@@ -498,7 +498,7 @@ def main():
                  f"(and {t['rejected_late']} dropped before running). On the device (server side: the run ended "
                  f"after the deadline): {v['device_late']:.0f}, of which {v['device_late_slow_transfer']:.0f} "
                  f"waited for weights arriving over 1 ms after their placement predicted, "
-                 f"{v.get('device_late_overrun', 0):.0f} began or ran over 1 ms later / longer than predicted "
+                 f"{v.get('device_late_overrun', 0):.0f} began over 1 ms after their planned start or ran over 1 ms longer than predicted "
                  f"(the simulated device executes on the shared host CPU) and "
                  f"**{v['device_late_unplanned_transfer']:.0f} waited for a transfer the scheduler did not plan** "
                  f"(one queued after the request's placement that went onto the link before its weights arrived; "
