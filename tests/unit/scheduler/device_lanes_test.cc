@@ -290,6 +290,15 @@ struct RunLog {
 const ModelKey kKeyA{"a", "m", 1};
 const ModelKey kKeyB{"b", "m", 1};
 
+// Tenant a's and tenant b's 1 MiB models, both on the device.
+void BothResident(Rig& rig) {
+  ASSERT_TRUE(rig.cache->Register(kKeyA, 1 << 20).ok());
+  ASSERT_TRUE(rig.cache->Register(kKeyB, 1 << 20).ok());
+  rig.gate.Open();
+  ASSERT_TRUE(rig.lanes->Load(kKeyA, 10 * kNsPerSec).ok());
+  ASSERT_TRUE(rig.lanes->Load(kKeyB, 10 * kNsPerSec).ok());
+}
+
 // Tenant a has four 5 ms requests queued on the device (virtual starts 0,
 // 5, 10, 15 ms) when tenant b places its first ones. Start-time fair
 // queuing puts b's first (virtual start 0) right after a's first, not after
@@ -302,11 +311,7 @@ TEST(DeviceLanesFairTest, AnotherTenantsRequestGoesAheadOfABacklogByVirtualStart
   for (const double weight_b : {1.0, 2.0}) {
     SCOPED_TRACE(weight_b);
     Rig rig;
-    ASSERT_TRUE(rig.cache->Register(kKeyA, 1 << 20).ok());
-    ASSERT_TRUE(rig.cache->Register(kKeyB, 1 << 20).ok());
-    rig.gate.Open();
-    ASSERT_TRUE(rig.lanes->Load(kKeyA, 10 * kNsPerSec).ok());
-    ASSERT_TRUE(rig.lanes->Load(kKeyB, 10 * kNsPerSec).ok());
+    ASSERT_NO_FATAL_FAILURE(BothResident(rig));
     const int64_t now = rig.clock.NowNs();
     const int64_t cpu_free = now + kNsPerSec;  // busy lanes: the device wins
     std::vector<DevicePlacement> a, b;
@@ -342,11 +347,7 @@ TEST(DeviceLanesFairTest, AnotherTenantsRequestGoesAheadOfABacklogByVirtualStart
 // none).
 TEST(DeviceLanesFairTest, AFairPlacementNeverPushesAQueuedRequestPastItsDeadline) {
   Rig rig;
-  ASSERT_TRUE(rig.cache->Register(kKeyA, 1 << 20).ok());
-  ASSERT_TRUE(rig.cache->Register(kKeyB, 1 << 20).ok());
-  rig.gate.Open();
-  ASSERT_TRUE(rig.lanes->Load(kKeyA, 10 * kNsPerSec).ok());
-  ASSERT_TRUE(rig.lanes->Load(kKeyB, 10 * kNsPerSec).ok());
+  ASSERT_NO_FATAL_FAILURE(BothResident(rig));
   const int64_t now = rig.clock.NowNs();
   const int64_t cpu_free = now + kNsPerSec;
   std::vector<DevicePlacement> a;
