@@ -98,6 +98,13 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
     o->set_link_utilisation(d.device.link_utilisation);
     o->set_compute_utilisation(d.device.compute_utilisation);
     o->set_window_seconds(static_cast<double>(d.window_ns) / 1e9);
+    o->set_overlap_seconds(static_cast<double>(d.overlap_ns) / 1e9);
+    o->set_fair_reordered(d.fair_reordered);
+    o->set_waited_unplanned_transfer(d.waited_unplanned_transfer);
+    o->set_late(d.late);
+    o->set_late_slow_transfer(d.late_slow_transfer);
+    o->set_late_unplanned_transfer(d.late_unplanned_transfer);
+    o->set_late_overrun(d.late_overrun);
   }
   for (const ModelCostStats& m : st.models) {
     v1::ModelCostInfo* o = response->add_models();

@@ -277,7 +277,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     const std::chrono::seconds every(options.summary_seconds);
     impl->summary = std::make_unique<PeriodicTask>(every, [raw, every] { raw->LogSummary(every); });
   }
-  if (host_options.keepalive) {
+  {  // keep-alive off: Maintain still trims malloc arenas after evictions
     impl->keepalive = std::make_unique<PeriodicTask>(std::chrono::milliseconds(options.keepalive_tick_ms), [raw] {
       const HostTier::MaintainReport r = raw->host->Maintain();
       for (const ModelKey& k : r.expired) spdlog::debug("host cache: keep-alive expired {}", k.ToString());

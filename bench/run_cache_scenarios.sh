@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# The issue-7 host-cache scenarios against a real orreryd, one command:
-#   bench/run_cache_scenarios.sh [--only 1,2,4] [--seconds S] [--count N] [--cold-cycles N]
+# The issue-7 host-cache and device scenarios against a real orreryd, one command:
+#   bench/run_cache_scenarios.sh [--only 1,2,3,4] [--seconds S] [--s3-seconds S] [--count N] [--cold-cycles N]
 # S1 many models (1,000 MLPs over 50 tenants, Zipf, 70% load, 100 ms
 # deadlines; keep-alive on / off / LRU), S2 cold start of ResNet-50 (vs disk
-# bandwidth + one inference, and vs ONNX Runtime), S4 peak RSS while cycling
-# the 1,000 models. Writes the models (bench/loadgen/make_cache_models.py,
-# ~1.5 GB, kept between runs), runs bench/loadgen/cache_scenarios.py, prints
-# PASS/FAIL/SKIP per target and replaces the block between
-# <!-- cache-scenarios:begin --> and <!-- cache-scenarios:end --> in
-# docs/benchmarks.md. Exits 1 when a target fails. Takes ~5 minutes.
+# bandwidth + one inference, and vs ONNX Runtime), S3 the simulated
+# accelerator (--sim-device, a device cache smaller than the working set:
+# link and device utilisation, their overlap, misses caused by unplanned
+# transfers), S4 peak RSS while cycling the 1,000 models. Writes the models
+# (bench/loadgen/make_cache_models.py, ~1.5 GB, kept between runs), runs
+# bench/loadgen/cache_scenarios.py, prints PASS/FAIL/SKIP per target and
+# rewrites the block between <!-- cache-scenarios:begin --> and
+# <!-- cache-scenarios:end --> in docs/benchmarks.md; with --only, the rows
+# and sections of the scenarios not run are kept as they were. Exits 1 when
+# a target fails. Takes ~6 minutes (S3 alone ~1).
 # Needs: ninja -C build orreryd orrery-loadgen; S2 needs the ResNet-50 export
 # and onnxruntime-node (bench/run_real_models.sh / scripts/bench-deps).
 # Environment:

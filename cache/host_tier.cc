@@ -1,5 +1,7 @@
 #include "cache/host_tier.h"
 
+#include <malloc.h>
+
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -84,8 +86,25 @@ Result<int64_t> HostTier::PredictReadyNs(const ModelRecord& record) {
   return host_->PredictReadyNs(KeyOf(record));
 }
 
+void HostTier::TrimAfterDrops() {
+#ifdef __GLIBC__
+  // Dropped models free their segment buffers (mmapped: back to the kernel
+  // at once) and their plans, run states and small structures, which stay in
+  // glibc's arenas as free chunks. Give those pages back too, at most once
+  // a second and only after something was dropped.
+  const TierStats st = host_->Stats();
+  const uint64_t drops = st.evictions + st.expirations;
+  const int64_t now = clock_->NowNs();
+  if (drops == trimmed_at_drops_ || now - trimmed_at_ns_ < kNsPerSec) return;
+  trimmed_at_drops_ = drops;
+  trimmed_at_ns_ = now;
+  malloc_trim(0);
+#endif
+}
+
 HostTier::MaintainReport HostTier::Maintain() {
   MaintainReport report;
+  TrimAfterDrops();
   if (!host_->options().keepalive) return report;
   report.expired = host_->ExpireIdle();
   for (const ModelKey& k : report.expired) cache_->EraseVersion(k.tenant, k.model, k.version);

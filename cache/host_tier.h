@@ -123,7 +123,10 @@ class HostTier {
   Status StartLoad(const ModelRecord& record);
 
   // One keep-alive tick: ExpireIdle, then Prewarm for every model whose
-  // reload is due now (PrewarmDue). No-op with keepalive off. O(entries).
+  // reload is due now (PrewarmDue); with keepalive off, nothing of that.
+  // Either way, at most once a second and only after models were evicted
+  // or expired, malloc_trim returns the freed pages of glibc's arenas (what
+  // dropped models' plans and run states leave there). O(entries).
   MaintainReport Maintain();
 
   TierStats stats() const { return host_->Stats(); }
@@ -156,6 +159,10 @@ class HostTier {
   HostTier& operator=(const HostTier&) = delete;
 
  private:
+  void TrimAfterDrops();  // called by Maintain (one thread)
+  uint64_t trimmed_at_drops_ = 0;
+  int64_t trimmed_at_ns_ = INT64_MIN / 2;
+
   struct Job {
     TierAction action;
     ModelRecord record;

@@ -430,6 +430,19 @@ Result<std::optional<TierAction>> TierCache::Prewarm(const ModelKey& key, std::v
   return std::optional<TierAction>(StartMove(it, now, /*prewarm=*/true));
 }
 
+Status TierCache::NoteDemand(const ModelKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_->NowNs();
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return NotRegistered(key);
+  Entry& e = it->second;
+  if (e.seen) e.idle.Add(now - e.last_use_ns);
+  e.rate.Arrive(now);
+  e.last_use_ns = now;
+  e.seen = true;
+  return Status::Ok();
+}
+
 bool TierCache::ShouldPrewarm(const ModelKey& key, int64_t t_ns) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);

@@ -165,6 +165,11 @@ class TierCache {
   // entries dropped for the room are appended to `evicted` when given (the
   // caller frees their bytes).
   Result<std::optional<TierAction>> Prewarm(const ModelKey& key, std::vector<ModelKey>* evicted = nullptr);
+  // A request for `key` served without this tier (the device tier: one the
+  // placement kept on the CPU): counts in the model's request rate and idle
+  // gaps, so that its value against resident entries is known, but pins,
+  // moves and counts (hits / misses) nothing. NOT_FOUND when unregistered.
+  Status NoteDemand(const ModelKey& key);
   // True if `key` is absent, predictable (idle_histogram.h) and should be
   // moving in at time `t_ns`: its expected window opens within the reload
   // time + margin and has not closed.

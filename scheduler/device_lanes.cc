@@ -11,6 +11,14 @@ namespace {
 // Busy periods older than this are dropped from the link and compute
 // timelines (utilisation windows are at most this long).
 constexpr int64_t kHistoryNs = 10 * 60 * kNsPerSec;
+// Measured intervals kept for the overlap of link and compute busy time (no
+// transfer or run lasts longer), and transfer starts kept for the unplanned-
+// transfer check.
+constexpr int64_t kOverlapHistoryNs = 10 * kNsPerSec;
+constexpr size_t kMaxLinkStarts = 1 << 16;
+// A device run's weights count as late when they arrive this much after the
+// placement's prediction (a real link sleep overshoots by tens of us).
+constexpr int64_t kReadySlackNs = kNsPerMs;
 
 }  // namespace
 
@@ -40,12 +48,90 @@ DeviceLanes::DeviceLanes(const Device* device, DeviceCache* cache, DeviceLanesOp
 DeviceLanes::~DeviceLanes() { Shutdown(); }
 
 void DeviceLanes::QueueTransferLocked(const TierAction& action) {
-  transfers_.push(Transfer{action});
+  transfers_.push(Transfer{action, ++transfers_queued_});
   cv_.notify_all();
 }
 
+size_t DeviceLanes::FairPositionLocked(double vstart, int64_t exec_ns) const {
+  size_t pos = jobs_.size();
+  while (pos > 0) {
+    const Job& before = jobs_[pos - 1];
+    if (before.vstart <= vstart) break;  // fair order (ties: first come first)
+    if (before.deadline_ns > 0) {
+      // Its current prediction (re-timed by measured ends since placement).
+      const int64_t end = device_->compute()->Get(before.reservation).value_or(before.predicted).end_ns;
+      if (end + exec_ns > before.deadline_ns) break;
+    }
+    --pos;
+  }
+  return pos;
+}
+
+void DeviceLanes::InsertJobLocked(Job job, size_t pos, int64_t now_ns) {
+  ResourceTimeline& compute = *device_->compute();
+  for (size_t i = pos; i < jobs_.size(); ++i) compute.Cancel(jobs_[i].reservation);
+  job.reservation = compute.Reserve(std::max(now_ns, job.ready_ns), job.exec_ns, &job.predicted);
+  for (size_t i = pos; i < jobs_.size(); ++i) {
+    Job& later = jobs_[i];
+    later.reservation = compute.Reserve(std::max(now_ns, later.ready_ns), later.exec_ns, &later.predicted);
+  }
+  if (pos < jobs_.size()) ++counters_.fair_reordered;
+  jobs_.insert(jobs_.begin() + static_cast<std::ptrdiff_t>(pos), std::move(job));
+}
+
+int64_t DeviceLanes::OverlapNs(const Interval& x, const std::deque<Interval>& other) {
+  int64_t sum = 0;
+  for (auto it = other.rbegin(); it != other.rend(); ++it) {
+    // Appended in order of their ends, give or take concurrent workers.
+    if (it->end_ns + kNsPerSec < x.start_ns) break;
+    sum += std::max<int64_t>(0, std::min(x.end_ns, it->end_ns) - std::max(x.start_ns, it->start_ns));
+  }
+  return sum;
+}
+
+void DeviceLanes::PruneHistory(std::deque<Interval>* history, int64_t before_ns) {
+  while (!history->empty() && history->front().end_ns < before_ns) history->pop_front();
+}
+
+void DeviceLanes::RecordRunLocked(const Job& job, const DeviceRunInfo& info) {
+  const Interval ran{info.started_ns, info.ended_ns};
+  counters_.device_busy_ns += info.device_ns;
+  counters_.overlap_ns += OverlapNs(ran, link_done_);
+  compute_done_.push_back(ran);
+  PruneHistory(&compute_done_, info.ended_ns - kOverlapHistoryNs);
+
+  // When did its weights arrive? At placement if they were resident, else at
+  // the end of the transfer it waited for.
+  int64_t ready = job.placed_ns;
+  if (job.ready_ns > job.placed_ns) {
+    auto end = transfer_end_.find(job.key);
+    if (end != transfer_end_.end()) ready = std::max(ready, end->second);
+  }
+  const bool slow = ready > job.ready_ns + kReadySlackNs;
+  bool unplanned = false;
+  if (slow) {
+    for (const auto& [seq, start] : link_starts_) {
+      if (seq > job.known_transfers && start < ready) {
+        unplanned = true;
+        break;
+      }
+    }
+  }
+  counters_.waited_unplanned_transfer += unplanned;
+  if (job.deadline_ns > 0 && info.ended_ns > job.deadline_ns) {
+    ++counters_.late;
+    counters_.late_slow_transfer += slow;
+    counters_.late_unplanned_transfer += unplanned;
+    // Began later than planned (at placement, or when a fair insertion
+    // re-timed it), or ran longer than its predicted device time: its own or
+    // an earlier run overran.
+    counters_.late_overrun += info.started_ns > job.predicted.start_ns + kReadySlackNs ||
+                              info.device_ns > job.exec_ns + kReadySlackNs;
+  }
+}
+
 DevicePlacement DeviceLanes::Place(const ModelKey& key, int64_t cpu_exec_ns, int64_t cpu_lane_free_ns,
-                                   int64_t host_ready_ns, int64_t deadline_ns) {
+                                   int64_t host_ready_ns, int64_t deadline_ns, double weight) {
   std::lock_guard<std::mutex> lock(mu_);
   PlacementInput in;
   in.now_ns = clock_->NowNs();
@@ -75,17 +161,28 @@ DevicePlacement DeviceLanes::Place(const ModelKey& key, int64_t cpu_exec_ns, int
       job.ticket = next_ticket_++;
       job.key = key;
       job.exec_ns = in.device_exec_ns;
-      job.reservation = device_->compute()->Reserve(std::max(in.now_ns, acq->ready_ns), job.exec_ns, &job.predicted);
+      job.placed_ns = in.now_ns;
+      job.ready_ns = std::max(in.now_ns, acq->ready_ns);
+      job.deadline_ns = deadline_ns;
+      job.known_transfers = transfers_queued_;
+      // Start-time fair queuing, as the CPU lanes' FairQueue.
+      double& finish = tenant_finish_[key.tenant];
+      job.vstart = std::max(vtime_, finish);
+      finish = job.vstart + static_cast<double>(job.exec_ns) / (weight > 0 ? weight : 1.0);
+      const size_t pos = FairPositionLocked(job.vstart, job.exec_ns);
       out.on_device = true;
       out.ticket = job.ticket;
-      out.predicted = job.predicted;
-      jobs_.push_back(std::move(job));
+      InsertJobLocked(std::move(job), pos, in.now_ns);
+      out.predicted = jobs_[pos].predicted;
       return out;
     }
     // No room on the device now (pinned or moving entries hold it): CPU.
   }
   out.placement.target = PlacementTarget::kCpu;
   ++counters_.placed_cpu;
+  // The device tier sees this demand too, so that a model the CPU serves
+  // now can displace colder ones on the device (a pre-warm's test below).
+  if (in.device_available) (void)cache_->NoteDemand(key);
   // Would the device win once the weights are there? Then start moving them
   // now, while this request runs on the CPU.
   if (in.device_available && in.device_state == Residency::kAbsent &&
@@ -170,12 +267,27 @@ void DeviceLanes::TransferLoop() {
     cv_.wait(lock, [this] { return !transfers_.empty() || (stop_ && jobs_.empty()); });
     if (transfers_.empty()) return;  // stopping, and nobody waits for a transfer
     const TierAction action = transfers_.top().action;
+    const uint64_t seq = transfers_.top().seq;
     transfers_.pop();
     ++transfers_in_flight_;
-    lock.unlock();
     const int64_t started = clock_->NowNs();
+    link_starts_.emplace_back(seq, started);
+    while (link_starts_.size() > kMaxLinkStarts ||
+           (!link_starts_.empty() && link_starts_.front().second < started - kOverlapHistoryNs)) {
+      link_starts_.pop_front();
+    }
+    lock.unlock();
     Status copied = options_.copy(action);
     const int64_t ended = clock_->NowNs();
+    lock.lock();
+    // Recorded before the weights count as resident, so that the run that
+    // waited for them finds when they arrived.
+    const Interval moved{started, ended};
+    counters_.overlap_ns += OverlapNs(moved, compute_done_);
+    link_done_.push_back(moved);
+    PruneHistory(&link_done_, ended - kOverlapHistoryNs);
+    transfer_end_[action.key] = ended;
+    lock.unlock();
     Status finished = cache_->FinishMove(action.id, started, copied);
     device_->link()->Prune(ended - kHistoryNs);
     lock.lock();
@@ -208,6 +320,7 @@ void DeviceLanes::WorkerLoop() {
     }
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
+    vtime_ = std::max(vtime_, job.vstart);
     const bool resident = cache_->state(job.key) == Residency::kResident;
     lock.unlock();
 
@@ -225,10 +338,12 @@ void DeviceLanes::WorkerLoop() {
     device_->compute()->Finish(job.reservation, info.ended_ns);
     device_->compute()->Prune(info.ended_ns - kHistoryNs);
     (void)cache_->Release(job.key);
+    lock.lock();
+    RecordRunLocked(job, info);  // before `done`: its caller sees the run counted
+    lock.unlock();
     job.work.done(std::move(outputs), info);
 
     lock.lock();
-    counters_.device_busy_ns += info.device_ns;
     cv_.notify_all();
   }
 }

@@ -250,7 +250,8 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
       // The lanes could start it once the work ahead and in the way is
       // done, as admission predicts; the handler holds the host pin, so
       // the weights are in RAM now.
-      placed = options_.device->Place(job->request.cache_key, job->predicted_ns, lane_free, now, job->deadline_ns);
+      placed = options_.device->Place(job->request.cache_key, job->predicted_ns, lane_free, now, job->deadline_ns,
+                                      tenant.policy.weight);
       job->bytes_transferred = placed.bytes_transferred;
       if (placed.on_device) status = Status::Ok();
     }

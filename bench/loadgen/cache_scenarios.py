@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""The issue-7 host-cache scenarios, run by bench/run_cache_scenarios.sh.
+"""The issue-7 host-cache and device scenarios, run by bench/run_cache_scenarios.sh.
 
-    cache_scenarios.py --build DIR --out DIR --doc docs/benchmarks.md [--only 1,2,4] [--seconds S]
+    cache_scenarios.py --build DIR --out DIR --doc docs/benchmarks.md [--only 1,2,3,4] [--seconds S]
 
 S1 many models: COUNT (1,000) MLPs of 1-2 MiB (make_cache_models.py) over 50
    tenants (model i belongs to tenant i % 50), --host-cache-bytes = half of
@@ -15,12 +15,23 @@ S2 cold start: ResNet-50 (~/.cache/orrery-bench/models, bench/run_real_models.sh
    (orrery-loadgen --cold-start); against `segment bytes / disk bandwidth
    (dd O_DIRECT on the same file system) + one warm inference`, and against
    ONNX Runtime's session creation + first run (bench/ort_run.js --cold).
+S3 simulated accelerator: 40 of the models over 8 tenants, `--sim-device`
+   with room for 6 of them, the Zipf ranks reshuffled every 1.5 s, 70% of
+   the lanes' capacity, 100 ms deadlines. From the server's device counters
+   over the measured window: link and device busy time, the time both were
+   busy at once, and device runs that ended after their deadline by cause
+   (weights later than planned; a transfer queued after the request's
+   placement went first = unplanned; the run itself overran).
 S4 memory bound: the COUNT models called round robin (every request a miss)
-   while orreryd's peak RSS (VmHWM) is read from /proc; bound = the cache
-   budget + a fixed 256 MiB. Uploaded with --calibrate-uploads false, so its
+   while orreryd's peak RSS (VmHWM) is read from /proc, with a breakdown
+   by kind from /proc/PID/smaps at the highest RSS sampled; bound = the cache
+   budget + an idle orreryd's RSS (measured) + RocksDB's configured memory +
+   128 MiB for serving. Uploaded with --calibrate-uploads false, so its
    upload time against S1's (calibrating) says what calibration costs.
-Replaces the block between <!-- cache-scenarios:begin --> and
-<!-- cache-scenarios:end --> in the doc.
+Rewrites the block between <!-- cache-scenarios:begin --> and
+<!-- cache-scenarios:end --> in the doc: a summary row per target and a
+section per scenario (<!-- cache-sN:begin/end -->, with its run's date,
+commit, load average and commands); scenarios not run keep theirs.
 """
 import argparse
 import datetime
@@ -41,7 +52,26 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 TENANTS = 50
 DEADLINE_MS = 100
 WARMUP_S = 6.0
-OVERHEAD_BYTES = 256 << 20
+# S4's fixed overhead above the host cache budget: the RSS of an idle
+# orreryd with no models (measured: the binary, its libraries -- the CUDA
+# ones when built with nvcc --, gRPC, RocksDB opened) + RocksDB's configured
+# memory (64 MiB of memtables + 8 MiB block cache, storage/catalog.cc) + this
+# margin for what serving adds besides the cached models: pooled run states
+# of resident models, malloc arenas, thread stacks, gRPC buffers.
+ROCKSDB_BYTES = 72 << 20
+SERVING_MARGIN_BYTES = 128 << 20
+# S3: 40 of the models over 8 tenants; a simulated device of 24 MiB (6 of
+# these ~4 MiB segments: a sixth of the working set), a slow 0.25 Gb/s link
+# (a segment takes ~134 ms, so that transfers are long enough to overlap
+# many device runs), 20 us latency, device runs at 2x the CPU's speed;
+# the popularity ranks are reshuffled every 1.5 s.
+S3_MODELS = 40
+S3_TENANTS = 8
+S3_DEVICE_MEMORY = 24 << 20
+S3_DEVICE = f"memory={S3_DEVICE_MEMORY},link-gbps=0.25,latency-us=20,speedup=2"
+S3_WARMUP_S = 4.0
+S3_PHASE_S = 1.5
+SCENARIOS = ("1", "2", "3", "4")
 
 
 def tenant_of(i):
@@ -98,8 +128,64 @@ def round_robin_trace(path, count, rate, cycles):
             f.write(f"{k / rate:.6f},{tenant_of(m)},m{m:04d},\n")
 
 
+def smaps_breakdown(pid):
+    """Resident bytes of process `pid` by kind, from /proc/PID/smaps: what the
+    mappings' sizes and names say they are (orreryd's segment buffers are
+    mmapped blocks of whole 2 MiB pages; a 256 KiB block is a pooled run
+    state's scratch)."""
+    kinds = {}
+    prev_name, size, name = "", 0, ""
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split(None, 5)
+            if "-" in head[0] and len(head) >= 5 and ":" not in head[0]:
+                prev_name = name
+                lo, hi = (int(x, 16) for x in head[0].split("-"))
+                size, name = hi - lo, head[5].strip() if len(head) > 5 else ""
+            elif head[0] == "Rss:":
+                rss = int(head[1]) << 10
+                if "libcublas" in name or "libcuda" in name or (not name and "libcublas" in prev_name):
+                    k = "CUDA libraries (code, data, .bss), loaded at start"
+                elif "/" in name or name == "[heap]":
+                    k = "orreryd, other libraries, brk heap"
+                elif name:
+                    k = "other"
+                elif size >= 2 << 20 and size % (2 << 20) in (0, 4096):
+                    k = "segment buffers (the host cache's charge)"
+                elif size % (260 << 10) == 0:
+                    k = "256 KiB blocks: pooled run states' scratch of resident models"
+                elif size >= 16 << 20:
+                    k = "glibc malloc arenas"
+                else:
+                    k = "other anonymous: RocksDB memtables + block cache, stacks, gRPC, models' plans"
+                kinds[k] = kinds.get(k, 0) + rss
+    return kinds
+
+
+def idle_rss(orreryd):
+    """RSS of a freshly started orreryd with no models (1 s after it listens)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        port = os.path.join(d, "port")
+        p = subprocess.Popen([orreryd, "--data-dir", os.path.join(d, "data"), "--listen", "127.0.0.1:0",
+                              "--port-file", port, "--log-level", "warn"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(300):
+                if os.path.exists(port) and open(port).read().strip():
+                    break
+                time.sleep(0.1)
+            time.sleep(1)
+            status = dict(line.split(":", 1) for line in open(f"/proc/{p.pid}/status"))
+            return int(status["VmRSS"].split()[0]) << 10
+        finally:
+            p.terminate()
+            p.wait()
+
+
 class RssWatch(threading.Thread):
-    """Peak RSS (VmHWM) of the orreryd started from `binary` while running."""
+    """Peak RSS (VmHWM) of the orreryd started from `binary` while running,
+    and smaps_breakdown() at the highest RSS seen (at most once a second)."""
 
     def __init__(self, binary):
         super().__init__(daemon=True)
@@ -107,6 +193,9 @@ class RssWatch(threading.Thread):
         self.stop = threading.Event()
         self.peak_kib = 0
         self.first_kib = 0
+        self.breakdown = {}
+        self.breakdown_rss = 0
+        self.breakdown_at = 0.0
 
     def find(self):
         for pid in os.listdir("/proc"):
@@ -130,6 +219,10 @@ class RssWatch(threading.Thread):
                     rss = int(status["VmRSS"].split()[0])
                     self.first_kib = self.first_kib or rss
                     self.peak_kib = max(self.peak_kib, int(status["VmHWM"].split()[0]), rss)
+                    if rss << 10 > self.breakdown_rss and time.monotonic() - self.breakdown_at >= 1:
+                        self.breakdown = smaps_breakdown(pid)
+                        self.breakdown_rss = sum(self.breakdown.values())
+                        self.breakdown_at = time.monotonic()
                 except (OSError, KeyError, ValueError):
                     pid = None
             time.sleep(0.05)
@@ -227,6 +320,59 @@ def s2_cold(ctx, cycles):
     return {"runs": runs, "disk_bps": bw, "loader_bps": s.get("host_loader_bytes_per_sec", 0), "ort": ort}
 
 
+def s3_trace(path, models, tenants, rate, warmup, seconds, seed=3):
+    """Poisson arrivals at `rate`, Zipf(1.0) over `models` (model i of tenant
+    i % tenants), ranks shuffled anew every S3_PHASE_S (the hot set moves, so
+    the device cache must take new models in while it serves), 100 ms
+    deadlines; every model called once in the first half of the warm-up.
+    Returns the number of arrivals."""
+    rng = random.Random(seed)
+    ranks = list(range(models))
+    rng.shuffle(ranks)
+    phase = 0
+    cum, acc = [], 0.0
+    for k in range(models):
+        acc += 1.0 / (k + 1)
+        cum.append(acc)
+    rows = [(warmup / 2 * i / models, i) for i in range(models)]
+    t = 0.0
+    while True:
+        t += rng.expovariate(rate)
+        if t >= warmup + seconds:
+            break
+        if int(t / S3_PHASE_S) != phase:
+            phase = int(t / S3_PHASE_S)
+            rng.shuffle(ranks)
+        x = rng.random() * acc
+        k = next(j for j, c in enumerate(cum) if c >= x)
+        rows.append((t, ranks[k]))
+    rows.sort()
+    with open(path, "w") as f:
+        for t, m in rows:
+            f.write(f"{t:.6f},d{m % tenants:02d},m{m:04d},{DEADLINE_MS}\n")
+    return len(rows)
+
+
+def s3_device(ctx, models_dir, seconds):
+    """The simulated accelerator with a device cache smaller than the
+    working set: S3_MODELS models over S3_TENANTS tenants, open loop at 70% of
+    the CPU lanes' capacity (measured without the device)."""
+    models = [f"m{i:04d}" for i in range(S3_MODELS)]
+    margs = []
+    for m in models:
+        margs += ["--model", f"{m}={os.path.join(models_dir, m + '.onnx')}"]
+    cap_args = list(margs)
+    for i in range(S3_TENANTS):
+        cap_args += ["--stream", f"d{i:02d}:{models[i]}:c1"]
+    cap = ctx.run("s3_capacity", cap_args, duration=4, warmup=1, plot=False)["total"]["goodput_rps"]
+    rate = 0.7 * cap
+    trace = os.path.join(ctx.out, "s3_trace.csv")
+    n = s3_trace(trace, S3_MODELS, S3_TENANTS, rate, S3_WARMUP_S, seconds)
+    s = ctx.run("s3_device", margs + ["--trace", trace, f"--orreryd-arg=--sim-device={S3_DEVICE}"],
+                duration=seconds, warmup=S3_WARMUP_S, plot=False)
+    return cap, rate, n, s
+
+
 def s4_memory(ctx, models_dir, count, budget):
     trace = os.path.join(ctx.out, "s4_trace.csv")
     rate = 150
@@ -241,7 +387,7 @@ def s4_memory(ctx, models_dir, count, budget):
     finally:
         watch.stop.set()
         watch.join()
-    return s, watch.first_kib << 10, watch.peak_kib << 10
+    return s, watch.first_kib << 10, watch.peak_kib << 10, watch.breakdown
 
 
 def load_average():
@@ -259,73 +405,115 @@ def fmt_mb(b):
     return f"{b / (1 << 20):.0f} MiB"
 
 
+def read_block(path, name):
+    """The lines between <!-- NAME:begin --> and <!-- NAME:end --> ([] if none)."""
+    if not path or not os.path.exists(path):
+        return []
+    text = open(path).read()
+    b, e = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if b not in text or e not in text:
+        return []
+    return text[text.index(b) + len(b):text.index(e)].strip("\n").split("\n")
+
+
+def old_parts(lines):
+    """From a block written before: each scenario's summary rows and its
+    section (<!-- cache-sN:begin --> .. end), so that a run of some scenarios
+    (--only) keeps the others' results."""
+    rows, sections = {}, {}
+    cur = None
+    for line in lines:
+        for n in SCENARIOS:
+            if line.startswith(f"| S{n} "):
+                rows.setdefault(n, []).append(line)
+            if line == f"<!-- cache-s{n}:begin -->":
+                cur = n
+                sections[n] = []
+        if cur is not None:
+            sections[cur].append(line)
+            if line == f"<!-- cache-s{cur}:end -->":
+                cur = None
+    return rows, sections
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--doc", default="")
     p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--s3-seconds", type=float, default=15)
     p.add_argument("--count", type=int, default=1000)
     p.add_argument("--cold-cycles", type=int, default=5)
-    p.add_argument("--only", default="1,2,4")
+    p.add_argument("--only", default=",".join(SCENARIOS))
     p.add_argument("--command", default="bench/run_cache_scenarios.sh")
     args = p.parse_args()
     only = set(args.only.split(","))
     os.makedirs(args.out, exist_ok=True)
     ctx = Ctx(argparse.Namespace(build=args.build, models=args.out, out=args.out, seconds=args.seconds,
                                  noisy_factor=1))
-    started = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")
-    load_before = load_average()
     models_dir = os.path.join(args.out, "cache-models")
     onnx_total = int(subprocess.run([sys.executable, os.path.join(HERE, "make_cache_models.py"), models_dir,
                                      str(args.count)], stdout=subprocess.PIPE, text=True, check=True).stdout)
     files = sum(os.path.getsize(os.path.join(models_dir, f"m{i:04d}.onnx")) for i in range(args.count))
-    ratio = segment_ratio(ctx, models_dir) if ("1" in only or "4" in only) else 1.0
+    ratio = segment_ratio(ctx, models_dir) if only & {"1", "3", "4"} else 1.0
     segments = int(files * ratio)
     budget = segments // 2
-    lines = []
-    results = []
+    results = {}   # scenario -> [(name, target, got, ok)]
+    sections = {}  # scenario -> lines (without the markers)
+    commit = git_commit()
+
+    def run_line(load_before, started):
+        return (f"Run: `{args.command}` on {started} UTC at commit {commit} ({os.cpu_count()} cores, shared with "
+                f"other work; load average {' '.join(load_before)} before, {' '.join(load_average())} after).")
+
+    def begin():
+        return load_average(), datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"), len(ctx.commands)
+
     if "1" in only:
+        lb, started, c0 = begin()
         cap, rate, n, runs = s1_many(ctx, models_dir, args.count, budget, args.seconds)
         rows = s1_rows(runs, args.seconds)
-        lines += ["### S1 many models", "",
-                  f"{args.count} MLPs (`make_cache_models.py`: 1-2 MiB of weights each, {onnx_total / 1e9:.2f} GB "
-                  f"in all) over {TENANTS} tenants; `--host-cache-bytes {budget}`: half of what the host tier charges for "
-                  f"them, estimated as {segments / 1e9:.2f} GB from m0000 (charged {ratio:.3f} x its ONNX file: the "
-                  f"segment, rounded up to 2 MiB). Capacity with the models resident "
-                  f"(16 models of 16 tenants, one request outstanding each): {cap:.0f} req/s; offered {rate:.0f} req/s (70%), Zipf(1.0) "
-                  f"over shuffled ranks plus {max(1, args.count // 50)} periodic models (every 2-8 s), "
-                  f"{DEADLINE_MS} ms deadlines; {WARMUP_S:.0f} s warm-up (every model called once) + "
-                  f"{args.seconds:.0f} s measured, {n} arrivals in the trace.", "",
-                  "| policy | admitted in time | sent / rejected at admission / late / dropped / errors | p99 ms | "
-                  "host hit ratio | cold loads (misses + joins) | loads/s | GB loaded | pre-warms / expirations | "
-                  "mean idle resident MB | upload of all models |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines = ["### S1 many models", "", run_line(lb, started), "",
+                 f"{args.count} MLPs (`make_cache_models.py`: 1-2 MiB of weights each, {onnx_total / 1e9:.2f} GB "
+                 f"in all) over {TENANTS} tenants; `--host-cache-bytes {budget}`: half of what the host tier charges for "
+                 f"them, estimated as {segments / 1e9:.2f} GB from m0000 (charged {ratio:.3f} x its ONNX file: the "
+                 f"segment, rounded up to 2 MiB). Capacity with the models resident "
+                 f"(16 models of 16 tenants, one request outstanding each): {cap:.0f} req/s; offered {rate:.0f} req/s (70%), Zipf(1.0) "
+                 f"over shuffled ranks plus {max(1, args.count // 50)} periodic models (every 2-8 s), "
+                 f"{DEADLINE_MS} ms deadlines; {WARMUP_S:.0f} s warm-up (every model called once) + "
+                 f"{args.seconds:.0f} s measured, {n} arrivals in the trace.", "",
+                 "| policy | admitted in time | sent / rejected at admission / late / dropped / errors | p99 ms | "
+                 "host hit ratio | cold loads (misses + joins) | loads/s | GB loaded | pre-warms / expirations | "
+                 "mean idle resident MB | upload of all models |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| {r['policy']} | {100 * r['attainment']:.2f}% | {r['sent']} / {r['rejected_early']} / "
                          f"{r['late']} / {r['dropped']} / {r['errors']} | {r['p99_ms']:.1f} | {r['hit_ratio']:.4f} | "
                          f"{r['cold_loads']:.0f} | {r['loads_per_s']:.1f} | {r['gb_loaded']:.2f} | "
                          f"{r['prewarms']:.0f} / {r['expirations']:.0f} | {r['idle_mb']:.0f} | "
                          f"{r['uploaded']:.0f} in {r['upload_s']:.1f} s |")
-        lines.append("")
         ka = rows[0]
-        results.append(("S1 admitted requests in time (keep-alive on)", ">= 99.9%",
-                        f"{100 * ka['attainment']:.2f}%", ka["attainment"] >= 0.999))
+        results["1"] = [("S1 admitted requests in time (keep-alive on)", ">= 99.9%",
+                         f"{100 * ka['attainment']:.2f}%", ka["attainment"] >= 0.999)]
+        sections["1"] = lines + commands_lines(ctx, c0)
     if "2" in only:
+        lb, started, c0 = begin()
         c = s2_cold(ctx, args.cold_cycles)
         if c is None:
-            results.append(("S2 cold start", "within 1.2x of bytes / disk bandwidth + one inference",
-                            "SKIP: no ResNet-50 export (bench/run_real_models.sh exports it)", None))
+            results["2"] = [("S2 cold start", "within 1.2x of bytes / disk bandwidth + one inference",
+                             "SKIP: no ResNet-50 export (bench/run_real_models.sh exports it)", None)]
+            sections["2"] = ["### S2 cold start", "", run_line(lb, started), "", "Skipped: no ResNet-50 export."]
         else:
-            lines += ["### S2 cold start", "",
-                      f"ResNet-50 (`~/.cache/orrery-bench/models/resnet50`), evicted from the host cache before "
-                      f"each cycle (`orrery-loadgen --cold-start {args.cold_cycles}`). Disk: "
-                      f"{c['disk_bps'] / 1e6:.0f} MB/s (dd O_DIRECT, 1 MiB blocks, same file system, median of 3); "
-                      f"the loader's learned bandwidth at the end {c['loader_bps'] / 1e6:.0f} MB/s. Bound = segment "
-                      f"bytes / disk bandwidth + the warm request that follows (client-side, ms).", "",
-                      "| cycle | segment MB | request to response | predicted (load + warm run) | "
-                      "bound | ratio to bound | load waited / predicted | warm request |",
-                      "|---|---|---|---|---|---|---|---|"]
+            lines = ["### S2 cold start", "", run_line(lb, started), "",
+                     f"ResNet-50 (`~/.cache/orrery-bench/models/resnet50`), evicted from the host cache before "
+                     f"each cycle (`orrery-loadgen --cold-start {args.cold_cycles}`). Disk: "
+                     f"{c['disk_bps'] / 1e6:.0f} MB/s (dd O_DIRECT, 1 MiB blocks, same file system, median of 3); "
+                     f"the loader's learned bandwidth at the end {c['loader_bps'] / 1e6:.0f} MB/s. Bound = segment "
+                     f"bytes / disk bandwidth + the warm request that follows (client-side, ms).", "",
+                     "| cycle | segment MB | request to response | predicted (load + warm run) | "
+                     "bound | ratio to bound | load waited / predicted | warm request |",
+                     "|---|---|---|---|---|---|---|---|"]
             ratios = []
             for i, r in enumerate(c["runs"]):
                 bound = r["segment_bytes"] / c["disk_bps"] * 1e3 + r["warm_ms"]
@@ -338,49 +526,131 @@ def main():
             lines += ["", "ONNX Runtime (onnxruntime-node, 1 intra-op thread, the ONNX file dropped from the page "
                       "cache first): session creation + first run " +
                       ", ".join(f"{o['create_ms']:.0f} + {o['first_run_ms']:.0f} = {o['total_ms']:.0f} ms"
-                                for o in ort) + ".", ""]
+                                for o in ort) + "."]
             med = statistics.median(ratios)
-            results.append(("S2 cold start vs bytes / disk bandwidth + one inference", "<= 1.2x (median of cycles)",
-                            f"{med:.2f}x (cycles {', '.join(f'{x:.2f}' for x in ratios)}); ORT cold "
-                            f"{statistics.median(o['total_ms'] for o in ort):.0f} ms vs Orrery "
-                            f"{statistics.median(r['cold_ms'] for r in c['runs']):.0f} ms", med <= 1.2))
+            results["2"] = [("S2 cold start vs bytes / disk bandwidth + one inference", "<= 1.2x (median of cycles)",
+                             f"{med:.2f}x (cycles {', '.join(f'{x:.2f}' for x in ratios)}); ORT cold "
+                             f"{statistics.median(o['total_ms'] for o in ort):.0f} ms vs Orrery "
+                             f"{statistics.median(r['cold_ms'] for r in c['runs']):.0f} ms", med <= 1.2)]
+            sections["2"] = lines + commands_lines(ctx, c0)
+    if "3" in only:
+        lb, started, c0 = begin()
+        cap, rate, n, sm = s3_device(ctx, models_dir, args.s3_seconds)
+        v, t = sm["server"], sm["total"]
+        w = v.get("device_window_seconds", 0)
+        if w <= 0:
+            raise RuntimeError("s3: no device stats in the loadgen summary (orreryd without --sim-device?)")
+        link_u, dev_u, both_u = v["device_transfer_seconds"] / w, v["device_busy_seconds"] / w, \
+            v["device_overlap_seconds"] / w
+        working = int(sum(os.path.getsize(os.path.join(models_dir, f"m{i:04d}.onnx")) for i in range(S3_MODELS))
+                      * ratio)
+        admitted = t["sent"] - t["rejected_early"]
+        lines = ["### S3 simulated accelerator", "", run_line(lb, started), "",
+                 f"{S3_MODELS} of the MLPs over {S3_TENANTS} tenants (model i of tenant i % {S3_TENANTS}), "
+                 f"`--sim-device {S3_DEVICE}`: {fmt_mb(S3_DEVICE_MEMORY)} of device memory against a working set of "
+                 f"~{fmt_mb(working)} of segments (estimated as for S1), so transfers go on all the time. CPU lanes' "
+                 f"capacity without the device (one request outstanding per tenant): {cap:.0f} req/s; offered "
+                 f"{rate:.0f} req/s (70%), Poisson, Zipf(1.0) over ranks reshuffled every {S3_PHASE_S:g} s "
+                 f"(the hot set moves), {DEADLINE_MS} ms deadlines; "
+                 f"{S3_WARMUP_S:.0f} s warm-up (every model called once) + {args.s3_seconds:.0f} s measured, {n} "
+                 f"arrivals. Utilisations are the server's summed measured busy time over the measured window "
+                 f"({w:.1f} s): link = transfers, device = held compute time of device runs; both = the time a "
+                 f"transfer and a device run were under way at once.", "",
+                 "| admitted in time | sent / rejected at admission / late / dropped / errors | p99 ms | "
+                 "placed device / CPU | transfers finished / pre-warms started | MB moved | link busy | device busy | "
+                 "both busy (share of link busy) | fair reorders |",
+                 "|---|---|---|---|---|---|---|---|---|---|",
+                 f"| {100 * t['attainment']:.2f}% | {t['sent']} / {t['rejected_early']} / {t['late']} / "
+                 f"{t['rejected_late']} / {t['errors']} | {t['p99_ms']:.1f} | {v['device_placed']:.0f} / "
+                 f"{v['device_placed_cpu']:.0f} | {v['device_transfers']:.0f} / {v['device_prewarms']:.0f} | "
+                 f"{v['device_bytes_transferred'] / 1e6:.0f} | {100 * link_u:.1f}% | {100 * dev_u:.1f}% | "
+                 f"{100 * both_u:.1f}% ({100 * both_u / link_u if link_u else 0:.0f}%) | "
+                 f"{v['device_fair_reordered']:.0f} |", "",
+                 f"Late requests: {t['late']} of {admitted} admitted answered after their deadline at the client "
+                 f"(and {t['rejected_late']} dropped before running). On the device (server side: the run ended "
+                 f"after the deadline): {v['device_late']:.0f}, of which {v['device_late_slow_transfer']:.0f} "
+                 f"waited for weights arriving over 1 ms after their placement predicted, "
+                 f"{v.get('device_late_overrun', 0):.0f} began over 1 ms after their planned start or ran over "
+                 f"1 ms longer than predicted "
+                 f"(the simulated device executes on the shared host CPU) and "
+                 f"**{v['device_late_unplanned_transfer']:.0f} waited for a transfer the scheduler did not plan** "
+                 f"(one queued after the request's placement that went onto the link before its weights arrived; "
+                 f"{v['device_waited_unplanned_transfer']:.0f} device runs waited for such a transfer at all). "
+                 f"Requests on the CPU lanes wait for no transfer (their weights are in host RAM)."]
+        unplanned = v["device_late_unplanned_transfer"]
+        results["3"] = [
+            ("S3 link and device busy at once", "both utilisations reported, overlap > 0",
+             f"link {100 * link_u:.1f}%, device {100 * dev_u:.1f}%, both {100 * both_u:.1f}%", both_u > 0),
+            ("S3 misses caused by an unplanned transfer", "0",
+             f"{unplanned:.0f} (admitted in time {100 * t['attainment']:.2f}%; device runs late "
+             f"{v['device_late']:.0f})", unplanned == 0)]
+        sections["3"] = lines + commands_lines(ctx, c0)
     if "4" in only:
-        s, first, peak = s4_memory(ctx, models_dir, args.count, budget)
-        v = s["server"]
-        bound = budget + OVERHEAD_BYTES
-        lines += ["### S4 memory bound", "",
-                  f"The {args.count} models called round robin, twice (150 req/s, no deadline; nearly every request "
-                  f"a miss: {v['host_misses']:.0f} misses, {v['host_loads']:.0f} loads, "
-                  f"{v['host_bytes_loaded'] / 1e9:.2f} GB loaded), `--host-cache-bytes {budget}` "
-                  f"({fmt_mb(budget)}), `--calibrate-uploads false`. orreryd RSS: {fmt_mb(first)} when first seen, "
-                  f"peak (VmHWM, whole life including the uploads) {fmt_mb(peak)}; bound = budget + 256 MiB = "
-                  f"{fmt_mb(bound)}; peak - budget = {fmt_mb(peak - budget)}. Upload of {v['models_uploaded']:.0f} "
-                  f"models without calibration: {v['upload_seconds']:.1f} s.", ""]
-        results.append(("S4 peak RSS while cycling the models", f"<= budget + 256 MiB = {fmt_mb(bound)}",
-                        fmt_mb(peak), peak <= bound))
-    load_after = load_average()
+        lb, started, c0 = begin()
+        idle = idle_rss(ctx.orreryd)
+        sv, first, peak, parts = s4_memory(ctx, models_dir, args.count, budget)
+        v = sv["server"]
+        overhead = idle + ROCKSDB_BYTES + SERVING_MARGIN_BYTES
+        bound = budget + overhead
+        lines = ["### S4 memory bound", "", run_line(lb, started), "",
+                 f"The {args.count} models called round robin, twice (150 req/s, no deadline; nearly every request "
+                 f"a miss: {v['host_misses']:.0f} misses, {v['host_loads']:.0f} loads, "
+                 f"{v['host_bytes_loaded'] / 1e9:.2f} GB loaded), `--host-cache-bytes {budget}` "
+                 f"({fmt_mb(budget)}), `--calibrate-uploads false`. orreryd RSS: {fmt_mb(first)} when first seen, "
+                 f"peak (VmHWM, whole life including the uploads) {fmt_mb(peak)}; peak - budget = "
+                 f"{fmt_mb(peak - budget)}. Bound = budget + fixed overhead = {fmt_mb(budget)} + {fmt_mb(overhead)} "
+                 f"= {fmt_mb(bound)}, the overhead being an idle orreryd's RSS with no models ({fmt_mb(idle)}, "
+                 f"measured just before) + RocksDB's configured memory ({fmt_mb(ROCKSDB_BYTES)}: memtables + block "
+                 f"cache) + {fmt_mb(SERVING_MARGIN_BYTES)} for serving (pooled run states of resident models, malloc "
+                 f"arenas, thread stacks, gRPC buffers; this margin is the script's choice). Upload of "
+                 f"{v['models_uploaded']:.0f} models without calibration: {v['upload_seconds']:.1f} s.", "",
+                 "Resident memory by kind at the highest RSS sampled (/proc/PID/smaps, kinds from the mappings' "
+                 "sizes and names):", "", "| kind | MiB |", "|---|---|"]
+        for k, b in sorted(parts.items(), key=lambda kv: -kv[1]):
+            lines.append(f"| {k} | {b / (1 << 20):.0f} |")
+        lines.append(f"| total | {sum(parts.values()) / (1 << 20):.0f} |")
+        results["4"] = [("S4 peak RSS while cycling the models",
+                         f"<= budget + idle RSS + RocksDB + {fmt_mb(SERVING_MARGIN_BYTES)} = {fmt_mb(bound)}",
+                         f"{fmt_mb(peak)} (budget + {fmt_mb(peak - budget)})", peak <= bound)]
+        sections["4"] = lines + commands_lines(ctx, c0)
     print("\n=== cache scenario results ===")
     failed = 0
-    for name, target, got, ok in results:
-        verdict = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
-        failed += ok is False
-        print(f"{verdict:4}  {name}: target {target}, got {got}")
+    for n in SCENARIOS:
+        for name, target, got, ok in results.get(n, []):
+            verdict = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
+            failed += ok is False
+            print(f"{verdict:4}  {name}: target {target}, got {got}")
     if args.doc:
-        head = ["<!-- cache-scenarios:begin -->", "## Host cache scenarios (issue 7)", "",
-                f"Written by `{args.command}` on {started} UTC at commit {git_commit()} ({os.cpu_count()} cores, "
-                f"shared with other work; load average {' '.join(load_before)} before, {' '.join(load_after)} after). "
-                "Each run starts its own orreryd (default flags besides those named) on loopback; orrery-loadgen "
-                "runs on the same machine.", "",
+        kept_rows, kept_sections = old_parts(read_block(args.doc, "cache-scenarios"))
+        body = ["<!-- cache-scenarios:begin -->", "## Host cache and device scenarios (issue 7)", "",
+                "Written by `bench/run_cache_scenarios.sh`; `--only` re-runs some scenarios and keeps the others' "
+                "rows and sections as they were (each section says when and at which commit it ran). Each run "
+                "starts its own orreryd (default flags besides those named) on loopback; orrery-loadgen runs on "
+                "the same machine.", "",
                 "| scenario | target | result | verdict |", "|---|---|---|---|"]
-        for name, target, got, ok in results:
-            head.append(f"| {name} | {target} | {got} | {'SKIP' if ok is None else ('PASS' if ok else '**FAIL**')} |")
-        body = head + [""] + lines + ["Commands (`$B` = the build dir; CSV / JSON per run in the output dir):", "",
-                                      "```"]
-        body += [c.replace(ctx.build.rstrip("/") + "/", "$B/") for c in ctx.commands]
-        body += ["```", "<!-- cache-scenarios:end -->"]
+        for n in SCENARIOS:
+            if n in results:
+                for name, target, got, ok in results[n]:
+                    body.append(f"| {name} | {target} | {got} | "
+                                f"{'SKIP' if ok is None else ('PASS' if ok else '**FAIL**')} |")
+            else:
+                body += kept_rows.get(n, [])
+        body.append("")
+        for n in SCENARIOS:
+            if n in sections:
+                body += [f"<!-- cache-s{n}:begin -->"] + sections[n] + [f"<!-- cache-s{n}:end -->", ""]
+            elif n in kept_sections:
+                body += kept_sections[n] + [""]
+        body.append("<!-- cache-scenarios:end -->")
         replace_block(args.doc, "cache-scenarios", body)
         print(f"wrote {args.doc}")
     sys.exit(1 if failed else 0)
+
+
+def commands_lines(ctx, first):
+    """The orrery-loadgen commands a scenario ran (`$B` = the build dir)."""
+    cmds = [c.replace(ctx.build.rstrip("/") + "/", "$B/") for c in ctx.commands[first:]]
+    return ["", "Commands (`$B` = the build dir; CSV / JSON per run in the output dir):", "", "```"] + cmds + ["```"]
 
 
 if __name__ == "__main__":

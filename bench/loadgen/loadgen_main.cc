@@ -313,7 +313,9 @@ int Main(int argc, char** argv) {
   ro.warmup_ns = warmup_ns;
   ro.duration_ns = duration_ns;
   ro.completion_threads = o.completion_threads;
+  std::chrono::steady_clock::time_point stats_before_at;
   ro.on_warmup_end = [&] {
+    stats_before_at = std::chrono::steady_clock::now();
     (void)SchedulerStats(admin.get(), admin_token, &before);
     (void)HostCacheInfo(admin.get(), admin_token, &cache_before);
   };
@@ -322,6 +324,8 @@ int Main(int argc, char** argv) {
   std::vector<Record> records = RunWorkload(targets, arrivals, ro);
   grpc::Status st = SchedulerStats(admin.get(), admin_token, &after);
   if (!st.ok()) return Fail("scheduler stats: " + st.error_message());
+  const double stats_window_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stats_before_at).count();
   std::map<std::string, int64_t> service;
   for (const auto& t : after.tenants()) {
     auto name = ids.find(t.tenant_id());
@@ -355,6 +359,27 @@ int Main(int argc, char** argv) {
     summary.server["host_capacity_bytes"] = static_cast<double>(cache_after.capacity_bytes());
     summary.server["host_resident_bytes_end"] = static_cast<double>(cache_after.resident_bytes());
     summary.server["host_loader_bytes_per_sec"] = cache_after.bytes_per_sec();
+  }
+  if (after.has_device()) {
+    // The device tier over the measured window (orreryd --sim-device).
+    const v1::DeviceSchedulerInfo& a = after.device();
+    const v1::DeviceSchedulerInfo& b = before.device();
+    const auto delta = [&](const char* name, double x, double y) { summary.server[name] = x - y; };
+    summary.server["device_window_seconds"] = stats_window_s;
+    delta("device_placed", a.placed_device(), b.placed_device());
+    delta("device_placed_cpu", a.placed_cpu(), b.placed_cpu());
+    delta("device_prewarms", a.prewarms(), b.prewarms());
+    delta("device_transfers", a.transfers(), b.transfers());
+    delta("device_bytes_transferred", a.bytes_transferred(), b.bytes_transferred());
+    delta("device_transfer_seconds", a.transfer_seconds(), b.transfer_seconds());
+    delta("device_busy_seconds", a.device_busy_seconds(), b.device_busy_seconds());
+    delta("device_overlap_seconds", a.overlap_seconds(), b.overlap_seconds());
+    delta("device_fair_reordered", a.fair_reordered(), b.fair_reordered());
+    delta("device_waited_unplanned_transfer", a.waited_unplanned_transfer(), b.waited_unplanned_transfer());
+    delta("device_late", a.late(), b.late());
+    delta("device_late_slow_transfer", a.late_slow_transfer(), b.late_slow_transfer());
+    delta("device_late_unplanned_transfer", a.late_unplanned_transfer(), b.late_unplanned_transfer());
+    delta("device_late_overrun", a.late_overrun(), b.late_overrun());
   }
   for (const auto& m : after.models()) {
     // model_id is tenant_id/name@version: report as tenant/model.

@@ -33,15 +33,27 @@ class Gate {
     open_ = true;
     cv_.notify_all();
   }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
   void Wait() {
     std::unique_lock<std::mutex> lock(mu_);
+    ++entered_;
+    cv_.notify_all();
     cv_.wait(lock, [this] { return open_; });
+  }
+  // Blocks until `n` transfers in all have reached the gate.
+  void AwaitEntered(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return entered_ >= n; });
   }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = false;
+  int entered_ = 0;
 };
 
 ModelCache::ModelPtr CompiledRelu() {
@@ -73,7 +85,7 @@ struct Rig {
     options.wait_until = [this](int64_t t) { clock.AdvanceTo(t); };
     options.copy = [this](const TierAction& a) {
       gate.Wait();
-      clock.AdvanceNs(device->CopyNs(a.bytes));
+      clock.AdvanceNs(device->CopyNs(a.bytes) * copy_slowdown);
       return Status::Ok();
     };
     lanes = std::make_unique<DeviceLanes>(device.get(), cache.get(), options);
@@ -84,6 +96,7 @@ struct Rig {
   }
   FakeClock clock;
   Gate gate;
+  int64_t copy_slowdown = 1;  // a measured copy this many times its prediction
   std::unique_ptr<SimulatedDevice> device;
   std::unique_ptr<DeviceCache> cache;
   std::unique_ptr<DeviceLanes> lanes;
@@ -278,6 +291,181 @@ TEST(DeviceLanesTest, SchedulerAdmitsOnTheDeviceIncludingTheTransfer) {
   scheduler.Resume();
   scheduler.Shutdown();
   EXPECT_EQ(scheduler.completed(), 5u);
+}
+
+// Device work that records which tenant ran, in order, and when it finished.
+struct RunLog {
+  std::mutex mu;
+  std::vector<std::string> order;
+  std::vector<std::promise<DeviceRunInfo>> done{16};
+  DeviceWork Work(const std::string& tenant, int i) {
+    DeviceWork w;
+    w.run = [this, tenant](ops::ThreadGroup*) -> Result<std::vector<NamedTensor>> {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(tenant);
+      return std::vector<NamedTensor>{};
+    };
+    w.done = [this, i](Result<std::vector<NamedTensor>>, const DeviceRunInfo& info) { done[i].set_value(info); };
+    return w;
+  }
+};
+
+const ModelKey kKeyA{"a", "m", 1};
+const ModelKey kKeyB{"b", "m", 1};
+
+// Tenant a's and tenant b's 1 MiB models, both on the device.
+void BothResident(Rig& rig) {
+  ASSERT_TRUE(rig.cache->Register(kKeyA, 1 << 20).ok());
+  ASSERT_TRUE(rig.cache->Register(kKeyB, 1 << 20).ok());
+  rig.gate.Open();
+  ASSERT_TRUE(rig.lanes->Load(kKeyA, 10 * kNsPerSec).ok());
+  ASSERT_TRUE(rig.lanes->Load(kKeyB, 10 * kNsPerSec).ok());
+}
+
+// Tenant a has four 5 ms requests queued on the device (virtual starts 0,
+// 5, 10, 15 ms) when tenant b places its first ones. Start-time fair
+// queuing puts b's first (virtual start 0) right after a's first, not after
+// all of a's backlog; with weight 2 b's second (virtual start 2.5 ms) also
+// goes before a's second, with weight 1 (5 ms, a tie) after it. The compute
+// reservations behind are re-timed, and the device runs in exactly that
+// order. Everything is placed before anything starts, so the fake clock
+// stands still while deciding.
+TEST(DeviceLanesFairTest, AnotherTenantsRequestGoesAheadOfABacklogByVirtualStart) {
+  for (const double weight_b : {1.0, 2.0}) {
+    SCOPED_TRACE(weight_b);
+    Rig rig;
+    ASSERT_NO_FATAL_FAILURE(BothResident(rig));
+    const int64_t now = rig.clock.NowNs();
+    const int64_t cpu_free = now + kNsPerSec;  // busy lanes: the device wins
+    std::vector<DevicePlacement> a, b;
+    for (int i = 0; i < 4; ++i) a.push_back(rig.lanes->Place(kKeyA, 5 * kMs, cpu_free, now, 0));
+    for (int i = 0; i < 2; ++i) b.push_back(rig.lanes->Place(kKeyB, 5 * kMs, cpu_free, now, 0, weight_b));
+    for (const DevicePlacement& p : a) ASSERT_TRUE(p.on_device);
+    for (const DevicePlacement& p : b) ASSERT_TRUE(p.on_device);
+    EXPECT_EQ(a[0].predicted.start_ns, now);
+    EXPECT_EQ(b[0].predicted.start_ns, now + 5 * kMs);
+    EXPECT_EQ(b[1].predicted.start_ns, now + (weight_b == 2.0 ? 10 : 15) * kMs);
+    EXPECT_EQ(rig.lanes->Stats().fair_reordered, 2u);
+
+    RunLog log;
+    int i = 0;
+    for (const DevicePlacement& p : a) ASSERT_TRUE(rig.lanes->Start(p.ticket, log.Work("a", i++)).ok());
+    for (const DevicePlacement& p : b) ASSERT_TRUE(rig.lanes->Start(p.ticket, log.Work("b", i++)).ok());
+    std::vector<DeviceRunInfo> runs;
+    for (int k = 0; k < i; ++k) runs.push_back(log.done[k].get_future().get());
+    const std::vector<std::string> expected = weight_b == 2.0
+                                                  ? std::vector<std::string>{"a", "b", "b", "a", "a", "a"}
+                                                  : std::vector<std::string>{"a", "b", "a", "b", "a", "a"};
+    EXPECT_EQ(log.order, expected);
+    // Each ran when its (re-timed) prediction said: b's first at +5 ms, a's
+    // last at +25 ms.
+    EXPECT_EQ(runs[4].started_ns, now + 5 * kMs);
+    EXPECT_EQ(runs[3].ended_ns, now + 30 * kMs);
+  }
+}
+
+// b's request does not go ahead of a queued request that would then miss
+// its deadline: a's second is due exactly at its predicted end, so b's
+// request goes behind it (and ahead of a's third and fourth, which have
+// none).
+TEST(DeviceLanesFairTest, AFairPlacementNeverPushesAQueuedRequestPastItsDeadline) {
+  Rig rig;
+  ASSERT_NO_FATAL_FAILURE(BothResident(rig));
+  const int64_t now = rig.clock.NowNs();
+  const int64_t cpu_free = now + kNsPerSec;
+  std::vector<DevicePlacement> a;
+  for (int i = 0; i < 4; ++i) {
+    a.push_back(rig.lanes->Place(kKeyA, 5 * kMs, cpu_free, now, i == 1 ? now + 10 * kMs : 0));
+    ASSERT_TRUE(a.back().on_device);
+  }
+  EXPECT_EQ(a[1].predicted.end_ns, now + 10 * kMs);
+  DevicePlacement b = rig.lanes->Place(kKeyB, 5 * kMs, cpu_free, now, 0);
+  ASSERT_TRUE(b.on_device);
+  EXPECT_EQ(b.predicted.start_ns, now + 10 * kMs);
+  RunLog log;
+  int i = 0;
+  for (const DevicePlacement& p : a) ASSERT_TRUE(rig.lanes->Start(p.ticket, log.Work("a", i++)).ok());
+  ASSERT_TRUE(rig.lanes->Start(b.ticket, log.Work("b", i++)).ok());
+  std::vector<DeviceRunInfo> runs;
+  for (int k = 0; k < i; ++k) runs.push_back(log.done[k].get_future().get());
+  EXPECT_EQ(log.order, (std::vector<std::string>{"a", "a", "b", "a", "a"}));
+  EXPECT_EQ(runs[1].ended_ns, now + 10 * kMs);  // by its deadline
+  EXPECT_EQ(runs[4].started_ns, now + 10 * kMs);
+  const DeviceLanesStats s = rig.lanes->Stats();
+  EXPECT_EQ(s.late, 0u);
+  EXPECT_EQ(s.fair_reordered, 1u);
+}
+
+// The device holds one model; both are one tenant's (another tenant's could
+// not be displaced past the share). "cold" was loaded and never asked for
+// since; "hot" is asked for, the lanes serve it (its transfer would lose)
+// but the device would win once it is there: the request counts as demand
+// in the device tier, so its pre-warm displaces "cold". (Without that
+// demand "hot" would be worth nothing to the device and displace nothing.)
+TEST(DeviceLanesTest, DemandServedOnTheCpuLetsAModelDisplaceAColderOneOnTheDevice) {
+  Rig rig(12 << 20);  // one 10 MB model in 2 MiB pages
+  const ModelKey cold{"t", "cold", 1};
+  const ModelKey hot{"t", "hot", 1};
+  ASSERT_TRUE(rig.cache->Register(cold, kModelBytes).ok());
+  ASSERT_TRUE(rig.cache->Register(hot, kModelBytes).ok());
+  rig.gate.Open();
+  ASSERT_TRUE(rig.lanes->Load(cold, 10 * kNsPerSec).ok());
+  const int64_t now = rig.clock.NowNs();
+  DevicePlacement p = rig.lanes->Place(hot, 5 * kMs, now + 8 * kMs, now, 0);
+  EXPECT_FALSE(p.on_device);
+  EXPECT_TRUE(p.prewarmed);
+  EXPECT_EQ(rig.cache->state(cold), Residency::kAbsent);
+  ASSERT_TRUE(rig.lanes->WaitResident(hot, 10 * kNsPerSec).ok());
+  EXPECT_EQ(rig.cache->Stats().misses, 0u);  // demand, not a request of the tier
+}
+
+// A device run while a transfer is on the link: both busy for the run's
+// 5 ms (the transfer starts first and ends after it).
+TEST(DeviceLanesTest, OverlapCountsTimeTheLinkAndTheDeviceAreBothBusy) {
+  Rig rig;
+  ASSERT_TRUE(rig.cache->Register(kKeyA, 1 << 20).ok());
+  ASSERT_TRUE(rig.cache->Register(kKeyB, kModelBytes).ok());
+  rig.gate.Open();
+  ASSERT_TRUE(rig.lanes->Load(kKeyA, 10 * kNsPerSec).ok());  // 1 transfer through the gate
+  rig.gate.Close();
+  const int64_t t0 = rig.clock.NowNs();
+  auto load_b = std::async(std::launch::async, [&] { return rig.lanes->Load(kKeyB, 10 * kNsPerSec); });
+  rig.gate.AwaitEntered(2);  // b's transfer has started at t0
+  DevicePlacement p = rig.lanes->Place(kKeyA, 5 * kMs, t0 + kNsPerSec, t0, 0);
+  ASSERT_TRUE(p.on_device);
+  RunLog log;
+  ASSERT_TRUE(rig.lanes->Start(p.ticket, log.Work("a", 0)).ok());
+  const DeviceRunInfo run = log.done[0].get_future().get();
+  EXPECT_EQ(run.started_ns, t0);
+  EXPECT_EQ(run.ended_ns, t0 + 5 * kMs);
+  rig.gate.Open();
+  ASSERT_TRUE(load_b.get().ok());
+  const DeviceLanesStats s = rig.lanes->Stats();
+  EXPECT_EQ(s.transfers, 2u);
+  EXPECT_EQ(s.overlap_ns, 5 * kMs);
+  EXPECT_EQ(s.device_busy_ns, 5 * kMs);
+}
+
+// A planned transfer that takes twice its prediction makes its request late:
+// counted as late because of a slow transfer, not an unplanned one (nothing
+// else went onto the link).
+TEST(DeviceLanesTest, ALateRunIsAttributedToItsSlowPlannedTransfer) {
+  Rig rig;
+  rig.copy_slowdown = 2;
+  ASSERT_TRUE(rig.cache->Register(kKey, kModelBytes).ok());
+  const int64_t now = rig.clock.NowNs();
+  DevicePlacement p = rig.lanes->Place(kKey, 5 * kMs, now + kNsPerSec, now, now + kCopyNs + 5 * kMs);
+  ASSERT_TRUE(p.on_device);
+  RunLog log;
+  ASSERT_TRUE(rig.lanes->Start(p.ticket, log.Work("t", 0)).ok());
+  rig.gate.Open();
+  const DeviceRunInfo run = log.done[0].get_future().get();
+  EXPECT_EQ(run.started_ns, now + 2 * kCopyNs);
+  const DeviceLanesStats s = rig.lanes->Stats();
+  EXPECT_EQ(s.late, 1u);
+  EXPECT_EQ(s.late_slow_transfer, 1u);
+  EXPECT_EQ(s.late_unplanned_transfer, 0u);
+  EXPECT_EQ(s.waited_unplanned_transfer, 0u);
 }
 
 }  // namespace
