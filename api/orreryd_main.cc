@@ -93,6 +93,11 @@ int main(int argc, char** argv) {
                  "lane time ahead of fair order (0 = strict fair order)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--deadline-margin", options.deadline_margin_fraction,
+                 "Finish this share of each request's time to its deadline early (within 0.5-5 ms), for gRPC and "
+                 "the network on the way back to the client (0 = plan to the deadline exactly)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.99));
   app.add_option("--calibrate-uploads", options.calibrate_uploads,
                  "Calibrate each uploaded model on a lane (billed to its tenant)")
       ->capture_default_str();

@@ -42,6 +42,11 @@ struct ServerOptions {
   // keep running the model it just ran while that tenant is at most this
   // much lane time ahead of fair order; 0 = strict fair order.
   int64_t affinity_window_us = 2000;
+  // The scheduler finishes this share of a request's time to its deadline
+  // early, within [0.5, 5] ms, for gRPC and the network on the way back
+  // (FairSchedulerOptions::deadline_margin_fraction); 0 = plan to the
+  // client's deadline exactly.
+  double deadline_margin_fraction = 0.05;
   bool calibrate_uploads = true;          // calibrate each upload on a lane
   // Prometheus text metrics over HTTP (GET /metrics); "" = none. Port 0
   // picks a free port (see metrics_address()).

@@ -164,6 +164,14 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
   } else if (tenant.policy.default_timeout_ns > 0) {
     job.deadline_ns = now + tenant.policy.default_timeout_ns;
   }
+  if (job.deadline_ns != kNoDeadline) {
+    // The scheduler's own target: the client's deadline minus the margin
+    // for the way to the client (deadline_margin_fraction).
+    const int64_t left = std::max<int64_t>(job.deadline_ns - now, 0);
+    job.deadline_ns -= std::clamp(static_cast<int64_t>(options_.deadline_margin_fraction * static_cast<double>(left)),
+                                  options_.deadline_margin_min_ns,
+                                  std::max(options_.deadline_margin_min_ns, options_.deadline_margin_max_ns));
+  }
   const CostPrediction cost = costs_.Predict(job.model_id, job.batch);
   job.predicted_ns = cost.ns;
   job.predicted_steps = cost.steps;

@@ -575,6 +575,29 @@ TEST(FairSchedulerTest, WaitSlackIsLearnedFromWaitsThatRanLong) {
   scheduler.Shutdown();
 }
 
+// The deadline margin: admission plans to finish a share of the time left
+// early (for the answer's way back), at least deadline_margin_min_ns.
+TEST(FairSchedulerTest, AdmissionLeavesTheDeadlineMarginForTheWayBack) {
+  FakeClock clock;
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                               .admission_wait_slack = 0, .deadline_margin_fraction = 0.1,
+                                               .deadline_margin_min_ns = kMs / 2, .deadline_margin_max_ns = 5 * kMs});
+  scheduler.Calibrate("relu", 1, 1 * kMs);
+  auto model = ReluModel();
+  // 1 ms of work fits 1.4 ms, but not with the 0.5 ms minimum margin.
+  EXPECT_EQ(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 1400'000), [](Outputs) {}).code(),
+            StatusCode::kDeadlineExceeded);
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 500 * kMs), [](Outputs) {}).ok());
+  }
+  // Done in 9 ms: 9.5 ms leaves 0.95 ms of margin, too little; 10 ms leaves 1.
+  EXPECT_EQ(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 9500'000), [](Outputs) {}).code(),
+            StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 10 * kMs), [](Outputs) {}).ok());
+  scheduler.Resume();
+  scheduler.Shutdown();
+}
+
 // With cache affinity a lane keeps running the model it just ran while that
 // tenant is within the window of its fair share, instead of alternating.
 TEST(FairSchedulerTest, CacheAffinityRunsTheWarmModelWithinTheWindow) {
