@@ -172,15 +172,36 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   scheduled.model_id = ModelCostId(*record);
   LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
   scheduled.deadline_ns = *deadline;
+  // Load-aware admission: a version that is not resident is admitted only
+  // if it can still meet its deadline after the load's predicted end; it is
+  // queued once resident, so it never waits on a lane for its weights.
+  int64_t load_predicted_ns = 0;  // 0: resident when the request came
+  if (ctx_->host != nullptr) {
+    Result<int64_t> ready = ctx_->host->PredictReadyNs(*record);
+    if (!ready.ok()) return ToGrpcStatus(ready.status());
+    load_predicted_ns = std::max<int64_t>(*ready - ctx_->host->clock().NowNs(), 0);
+    if (load_predicted_ns > 0) scheduled.ready_ns = ctx_->scheduler->NowNs() + load_predicted_ns;
+  }
   // A request admission refuses anyway is refused before its payload is
   // decoded and its model pinned, so that a flood of doomed requests costs
   // gRPC, authentication and this check only. Without inputs the check
   // assumes batch 1, the cheapest run: what it refuses, Submit would too.
-  // (Not with a device tier: Submit may place on the device what the lanes
-  // cannot take in time.)
-  if (ctx_->device == nullptr) {
-    if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) return ToGrpcStatus(s);
+  // (With a device tier only for a model still to load: Submit may place
+  // on the device what the lanes cannot take in time.)
+  if (ctx_->device == nullptr || load_predicted_ns > 0) {
+    if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) {
+      // Rejected with its model still to load: start the load anyway, so
+      // that the model's next requests are not all rejected for a load
+      // that never happens.
+      if (load_predicted_ns > 0 && s.code() == StatusCode::kDeadlineExceeded) {
+        Status started = ctx_->host->StartLoad(*record);
+        s = Status(s.code(), s.message() + (started.ok() ? "; the load has started, retry shortly"
+                                                         : "; the load could not start: " + started.message()));
+      }
+      return ToGrpcStatus(s);
+    }
   }
+  scheduled.ready_ns = 0;
   Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
   if (!inputs.ok()) return ToGrpcStatus(inputs.status());
   scheduled.inputs = std::move(inputs).value();
@@ -189,31 +210,9 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // has then finished on its lane); a miss loads it on a loader thread.
   HostTier::Pin pin;
   Result<ModelCache::ModelPtr> model = Status::Internal("unset");
-  int64_t load_predicted_ns = 0;  // 0: resident when the request came
-  int64_t load_wait_ns = 0;       // measured wait for the weights
+  int64_t load_wait_ns = 0;  // measured wait for the weights
   if (ctx_->host != nullptr) {
-    // Load-aware admission: a version that is not resident is admitted only
-    // if it can still meet its deadline after the load's predicted end, and
-    // is rejected at once otherwise (no load started). It is queued once
-    // resident, so it never waits on a lane for its weights.
-    Result<int64_t> ready = ctx_->host->PredictReadyNs(*record);
-    if (!ready.ok()) return ToGrpcStatus(ready.status());
     const int64_t acquire_start_ns = ctx_->host->clock().NowNs();
-    if (const int64_t load_ns = *ready - acquire_start_ns; load_ns > 0) {
-      load_predicted_ns = load_ns;
-      scheduled.ready_ns = ctx_->scheduler->NowNs() + load_ns;
-      if (Status s = ctx_->scheduler->CheckAdmission(scheduled); !s.ok()) {
-        // Rejected for the load: start it anyway, so that the model's next
-        // requests are not all rejected for a load that never happens.
-        if (s.code() == StatusCode::kDeadlineExceeded) {
-          Status started = ctx_->host->StartLoad(*record);
-          s = Status(s.code(), s.message() + (started.ok() ? "; the load has started, retry shortly"
-                                                           : "; the load could not start: " + started.message()));
-        }
-        return ToGrpcStatus(s);
-      }
-      scheduled.ready_ns = 0;
-    }
     Result<HostTier::Pin> pinned = ctx_->host->Acquire(*record);
     if (!pinned.ok()) return ToGrpcStatus(pinned.status());
     load_wait_ns = ctx_->host->clock().NowNs() - acquire_start_ns;
