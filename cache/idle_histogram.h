@@ -33,6 +33,13 @@ struct KeepAliveOptions {
   // test ~15% of the time, of 8 ~0.8%, of 12 ~0.02%), and a model wrongly
   // called predictable is worth nothing before its "window" and unloaded.
   int min_predictable_samples = 12;
+  // A model that is not predictable is not expired before it has been idle
+  // this long, however short its keep-alive window: at a high request rate
+  // the 99th-percentile gap is tens of milliseconds, and outliving it says
+  // little about the next request (exponential gaps have no memory), while
+  // expiring costs that request a reload. Memory needed by others is freed
+  // by eviction, which does not wait for this.
+  int64_t min_idle_ns = 1'000'000'000;
 };
 
 struct KeepAliveWindows {

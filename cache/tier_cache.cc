@@ -467,7 +467,9 @@ std::vector<ModelKey> TierCache::ExpireIdle() {
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     const Entry& e = it->second;
     if (e.state != Residency::kResident || e.pins > 0 || !e.seen) continue;
-    if (!e.idle.Windows(options_.keepalive_options).valid || Protected(e, now)) continue;
+    const KeepAliveWindows w = e.idle.Windows(options_.keepalive_options);
+    if (!w.valid || Protected(e, now)) continue;
+    if (!w.predictable && now - e.last_use_ns < options_.keepalive_options.min_idle_ns) continue;
     expired.push_back(it->first);
     Drop(it, /*expired=*/true);
   }

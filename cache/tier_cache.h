@@ -177,9 +177,10 @@ class TierCache {
   // Every registered key for which ShouldPrewarm(key, t_ns) holds, in key order.
   std::vector<ModelKey> PrewarmDue(int64_t t_ns) const;
   // Unloads resident unpinned entries the keep-alive policy does not expect
-  // to be used before they could be reloaded: past their keep-alive window,
-  // or (predictable ones) before their prewarm window by more than the
-  // reload time + margin.
+  // to be used before they could be reloaded: past their keep-alive window
+  // (and, unless predictable, idle for keepalive_options.min_idle_ns), or
+  // (predictable ones) before their prewarm window by more than the reload
+  // time + margin.
   // Returns them. No-op unless options.keepalive.
   std::vector<ModelKey> ExpireIdle();
   // Operator eviction. FAILED_PRECONDITION while pinned or moving.

@@ -316,6 +316,31 @@ TEST_F(HostCacheTest, PeriodicModelIsUnloadedBetweenCallsAndPrewarmedBeforeTheNe
   EXPECT_EQ(c->Stats().expirations, 1u);
 }
 
+// Irregular gaps of 1-40 ms (a busy model): its keep-alive window is ~40 ms,
+// but outliving it at that rate is no sign the model went cold.
+TEST_F(HostCacheTest, BusyUnpredictableModelIsNotExpiredBeforeMinIdle) {
+  auto c = Make(Opts(1'000'000));
+  const ModelKey k = K("t", "busy");
+  ASSERT_TRUE(c->Register(k, 1000).ok());
+  for (int i = 0; i < 40; ++i) {
+    Use(c.get(), k);
+    clock_.AdvanceNs((1 + (i * 7) % 40) * kNsPerMs);
+  }
+  Use(c.get(), k);
+  const int64_t last = c->Info(k)->last_use_ns;
+  const KeepAliveWindows w = c->Info(k)->windows;
+  ASSERT_TRUE(w.valid);
+  ASSERT_FALSE(w.predictable);
+  ASSERT_LT(w.keepalive_ns, 100 * kNsPerMs);
+  const int64_t min_idle = KeepAliveOptions{}.min_idle_ns;
+  clock_.AdvanceTo(last + 100 * kNsPerMs);  // past the window, well before min_idle
+  EXPECT_TRUE(c->ExpireIdle().empty());
+  EXPECT_EQ(c->state(k), Residency::kResident);
+  clock_.AdvanceTo(last + min_idle);
+  EXPECT_EQ(c->ExpireIdle(), std::vector<ModelKey>{k});
+  EXPECT_EQ(c->state(k), Residency::kAbsent);
+}
+
 TEST_F(HostCacheTest, PrewarmReportsTheEntriesItEvictsForItsRoom) {
   // The caller (HostTier::Maintain) must drop what a pre-warm evicted.
   auto c = Make(Opts(1000));
