@@ -390,13 +390,31 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::TakeAtRiskLocked(int64_t now,
   return nullptr;
 }
 
-std::unique_ptr<FairScheduler::Job> FairScheduler::TakeFairlyEarlierLocked(const Job& running, int64_t now) {
+bool FairScheduler::StackCanWaitLocked(const std::vector<std::unique_ptr<Job>>& stack, int64_t now,
+                                       int64_t first_ns) {
+  const int64_t response = ResponseMarginLocked(now);
+  double t = static_cast<double>(now + first_ns);
+  for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+    const Job& j = **it;
+    t += static_cast<double>(j.remaining_ns.load(std::memory_order_relaxed)) * costs_.SlowdownBound(j.model_id);
+    if (j.deadline_ns != kNoDeadline && t + static_cast<double>(response) > static_cast<double>(j.deadline_ns)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::unique_ptr<FairScheduler::Job> FairScheduler::TakeFairlyEarlierLocked(
+    const std::vector<std::unique_ptr<Job>>& stack, int64_t now) {
   if (!options_.fair_preemption) return nullptr;
+  const Job& running = *stack.back();
   std::optional<FairQueue::Dispatch> next = queue_.Peek();
   if (!next || next->tenant == running.request.tenant_id ||
       next->virtual_start > running.dispatch.virtual_start) {
     return nullptr;
   }
+  // Fairness reorders work; it does not make an admitted request late.
+  if (!StackCanWaitLocked(stack, now, queued_.at(next->item.id)->planned_ns)) return nullptr;
   // A run taken for its warm weights is not undone by the backlogged tenant
   // it went before (that is the window's trade); a lone request still
   // preempts it.
@@ -573,7 +591,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
       const int64_t now = clock_->NowNs();
       DropInfeasibleLocked(now, &dropped);
       if (!paused_ && at_risk) next = TakeAtRiskLocked(now, remaining, job.deadline_ns);
-      if (!paused_ && !next) next = TakeFairlyEarlierLocked(job, now);
+      if (!paused_ && !next) next = TakeFairlyEarlierLocked(stack, now);
       if (next) ++preemptions_;
       checked_generation = queue_generation_.load(std::memory_order_acquire);
     }

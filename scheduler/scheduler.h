@@ -275,10 +275,17 @@ class FairScheduler {
   // A queued job of the lane's last model, if cache affinity allows it
   // instead of `fair`; null otherwise.
   std::unique_ptr<Job> TakeWarmLocked(const FairQueue::Dispatch& fair, const LaneCache& cache, int64_t now);
-  // The fair pick, if it belongs to another tenant and fair order puts it
-  // no later than `running` (virtual start <=, i.e. a tenant back from idle
-  // or under its share); null otherwise. Dispatched (and batched).
-  std::unique_ptr<Job> TakeFairlyEarlierLocked(const Job& running, int64_t now);
+  // The fair pick, if it belongs to another tenant, fair order puts it no
+  // later than the running job (the top of `stack`; virtual start <=, i.e. a
+  // tenant back from idle or under its share), and every job on the lane's
+  // stack still meets its deadline after it (StackCanWaitLocked); null
+  // otherwise. Dispatched (and batched).
+  std::unique_ptr<Job> TakeFairlyEarlierLocked(const std::vector<std::unique_ptr<Job>>& stack, int64_t now);
+  // Whether the lane's stack (running job on top, parked ones below) still
+  // finishes every job by its deadline if `first_ns` of other work runs
+  // first: the jobs finish top down, each after its predicted remainder x
+  // its model's slowdown bound, plus the response margin.
+  bool StackCanWaitLocked(const std::vector<std::unique_ptr<Job>>& stack, int64_t now, int64_t first_ns);
   // An urgent queued job that would miss its deadline waiting `busy_ns` and
   // whose deadline is before `deadline_ns`; null if none.
   std::unique_ptr<Job> TakeAtRiskLocked(int64_t now, int64_t busy_ns, int64_t deadline_ns);

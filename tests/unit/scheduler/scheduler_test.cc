@@ -412,6 +412,52 @@ TEST(FairSchedulerTest, AnotherTenantsRequestWaitsOneLayerNotTheWholeRun) {
   }
 }
 
+// Fair preemption never makes an admitted request late: with a deadline
+// that leaves no room for another run of the same model, the running
+// request is not preempted for the other tenant's; with a loose one it is.
+TEST(FairSchedulerTest, FairPreemptionKeepsTheRunningRequestsDeadline) {
+  constexpr int64_t kWidth = 1 << 19;
+  auto model = ChainModel(60);
+  Tensor big(DType::kFloat32, {1, kWidth});
+  for (int64_t i = 0; i < kWidth; ++i) big.data<float>()[i] = static_cast<float>(i % 5) - 2;
+  auto chain_request = [&](const std::string& tenant, int64_t deadline_ns) {
+    InferenceRequest r{tenant, model, {NamedTensor{"x", big}}};
+    r.model_id = "chain";
+    r.deadline_ns = deadline_ns;
+    return r;
+  };
+  for (bool tight : {true, false}) {
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1});
+    for (const char* t : {"running", "other"}) {  // the cost of the chain is measured
+      std::promise<void> warm;
+      ASSERT_TRUE(scheduler.Submit(chain_request(t, 0), [&](Outputs) { warm.set_value(); }).ok());
+      warm.get_future().get();
+    }
+    int64_t predicted = 0;
+    for (const ModelCostStats& m : scheduler.Stats().models) predicted = m.estimate_ns.at(1);
+    ASSERT_GT(predicted, 0);
+    const int64_t deadline = scheduler.NowNs() + (tight ? predicted * 16 / 10 : predicted * 100);
+    std::promise<int64_t> running_done, other_done;
+    ASSERT_TRUE(scheduler.Submit(chain_request("running", deadline), [&](Outputs) {
+      running_done.set_value(SteadyClock::Get()->NowNs());
+    }).ok());
+    while (scheduler.queue_depth() > 0) std::this_thread::yield();  // it is on the lane
+    ASSERT_TRUE(scheduler.Submit(chain_request("other", 0), [&](Outputs) {
+      other_done.set_value(SteadyClock::Get()->NowNs());
+    }).ok());
+    const int64_t running_end = running_done.get_future().get();
+    const int64_t other_end = other_done.get_future().get();
+    scheduler.Shutdown();
+    if (tight) {
+      EXPECT_EQ(scheduler.Stats().preemptions, 0u) << "preempted although the deadline left no room";
+      EXPECT_LT(running_end, other_end);
+    } else {
+      EXPECT_EQ(scheduler.Stats().preemptions, 1u);
+      EXPECT_GT(running_end, other_end);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace orrery
 
