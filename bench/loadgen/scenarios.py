@@ -151,8 +151,29 @@ def s5_deadlines(ctx, cap, cap_long):
     res.append(("3 predictability", f"abs(pred - meas) / meas p99 <= 10% over all requests (got {100 * p99:.1f}%)",
                 p99 <= 0.10, f"{len(errors)} requests, p50 {100 * p50:.1f}%; scheduler's per model p50 / p99: " +
                 ", ".join(f"{m} {100 * s['model_error_p50'].get(m, 0):.1f}% / {100 * e:.1f}%"
-                          for m, e in errs.items())))
+                          for m, e in errs.items()) + "; " + back_to_back_spread(ctx, ("mlp", "mlp_long"))))
     return res
+
+
+def back_to_back_spread(ctx, models, runs=1000):
+    """The floor under scenario 3 on this machine: the same model run back to
+    back on the lane's CPU with no server (orrery-run), same input. A
+    predictor that always said the median would be off by (p99 - p50) / p99
+    on the slowest 1%; no predictor can know which runs those are."""
+    out = []
+    for m in models:
+        cmd = ([] if not ctx.pin else ["taskset", "-c", ctx.lane_cpus]) + [
+            os.path.join(ctx.build, "orrery-run"), os.path.join(ctx.models, m + ".onnx"), "--bench", str(runs),
+            "--threads", "1"]
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        line = next((x for x in res.stdout.splitlines() if x.startswith("{")), None)
+        if res.returncode != 0 or line is None:
+            out.append(f"{m} (orrery-run failed)")
+            continue
+        b = json.loads(line)
+        out.append(f"{m} {100 * (b['p99_ms'] - b['p50_ms']) / b['p99_ms']:.1f}% "
+                   f"(p50 {b['p50_ms']:.3f} ms, p99 {b['p99_ms']:.3f} ms, {b['preempted_runs']} of {runs} runs preempted)")
+    return "back-to-back spread (p99 - p50) / p99 with no server, same input: " + ", ".join(out)
 
 
 def s6_batching(ctx):
