@@ -491,7 +491,7 @@ def main():
     p.add_argument("--target-seconds", type=float, default=10.0,
                    help="latency: approximate timed seconds per model, side and thread count")
     p.add_argument("--min-iters", type=int, default=5)
-    p.add_argument("--max-iters", type=int, default=200)
+    p.add_argument("--max-iters", type=int, default=2000)
     p.add_argument("--batch", type=int, default=8, help="latency: batch size for throughput")
     p.add_argument("--doc", default="", help="latency: write the markdown report here")
     p.add_argument("--command", default="", help="latency: command line to record in the report")
