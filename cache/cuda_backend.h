@@ -57,8 +57,9 @@ class CudaBackend {
 };
 
 // The module's entry point, extern "C": CudaBackend* orrery_cuda_backend(int
-// abi). It returns null when `abi` differs from the module's, i.e. an
-// orreryd and a module from different builds.
+// abi). It returns null when `abi` differs from the module's. The module
+// shares Orrery's C++ types with orreryd, so the two must come from the same
+// build (deploy them together); bump the number when these interfaces change.
 inline constexpr int kCudaBackendAbi = 1;
 inline constexpr const char* kCudaBackendEntry = "orrery_cuda_backend";
 
