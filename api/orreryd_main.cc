@@ -13,8 +13,7 @@
 #include "api/server.h"
 #include "api/version.h"
 #include "base/cpu_set.h"
-#include "cache/cuda_device.h"
-#include "runtime/cuda/cuda_executor.h"
+#include "cache/cuda_backend.h"
 
 int main(int argc, char** argv) {
   // Large blocks (segment read buffers that loaded models' weights live in,
@@ -152,26 +151,25 @@ int main(int argc, char** argv) {
   // The GPU is opened (arena, staging, link measured) and becomes the
   // server's device tier (cache, transfers, CacheList, stats); the scheduler
   // places requests on it by predicted completion when their model's plan
-  // runs there (runtime/cuda/cuda_executor.h), else on the CPU lanes. Kept
+  // runs there (the module's runtime::CudaExecutor), else on the CPU lanes.
+  // The CUDA backend is a module loaded here, only when the driver reports a
+  // GPU (cache/cuda_backend.h), so a CPU server maps no CUDA library. Kept
   // open until shutdown; the executor outlives the server.
   std::unique_ptr<orrery::Device> gpu;
-  std::unique_ptr<orrery::runtime::CudaExecutor> gpu_executor;
+  std::unique_ptr<orrery::GpuExecutor> gpu_executor;
   if (selection->kind != orrery::DeviceSelection::Kind::kCpu) {
-    orrery::Result<std::unique_ptr<orrery::Device>> opened =
-        orrery::OpenCudaDevice(selection->ordinal);
+    orrery::Result<orrery::OpenedGpu> opened = orrery::OpenCudaGpu(selection->ordinal);
     if (opened.ok()) {
-      gpu = std::move(*opened);
+      gpu = std::move(opened->device);
+      gpu_executor = std::move(opened->executor);
       spdlog::info("device: {} (opened)", gpu->Describe());
-      if (auto* cuda = dynamic_cast<orrery::CudaDevice*>(gpu.get()); cuda != nullptr) {
-        gpu_executor = std::make_unique<orrery::runtime::CudaExecutor>(cuda->context());
-        orrery::runtime::CudaExecutor* exec = gpu_executor.get();
-        options.device_executor.supports = [exec](const orrery::InferenceRequest& r) {
-          return r.model != nullptr && exec->Supports(*r.model, r.inputs).ok();
-        };
-        options.device_executor.run = [exec](const orrery::InferenceRequest& r) {
-          return exec->Run(*r.model, r.inputs);
-        };
-      }
+      orrery::GpuExecutor* exec = gpu_executor.get();
+      options.device_executor.supports = [exec](const orrery::InferenceRequest& r) {
+        return r.model != nullptr && exec->Supports(*r.model, r.inputs).ok();
+      };
+      options.device_executor.run = [exec](const orrery::InferenceRequest& r) {
+        return exec->Run(*r.model, r.inputs);
+      };
     } else if (selection->kind == orrery::DeviceSelection::Kind::kCuda) {
       spdlog::warn("--device {}: {}; continuing CPU-only", device, opened.status().message());
     } else {

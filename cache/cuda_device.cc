@@ -1,6 +1,5 @@
 #include "cache/cuda_device.h"
 
-#include <charconv>
 #include <cstdio>
 
 namespace orrery {
@@ -55,31 +54,6 @@ Result<std::unique_ptr<Device>> OpenCudaDevice(int ordinal) {
   options.context.ordinal = ordinal;
   ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device, CudaDevice::Open(options));
   return std::unique_ptr<Device>(std::move(device));
-}
-
-Result<DeviceSelection> ParseDeviceSelection(std::string_view value) {
-  DeviceSelection s;
-  if (value == "cpu") return s;
-  if (value == "auto") {
-    s.kind = DeviceSelection::Kind::kAuto;
-    return s;
-  }
-  if (value == "cuda") {
-    s.kind = DeviceSelection::Kind::kCuda;
-    return s;
-  }
-  if (value.starts_with("cuda:")) {
-    const std::string_view n = value.substr(5);
-    int ordinal = -1;
-    const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), ordinal);
-    if (ec == std::errc() && end == n.data() + n.size() && !n.empty() && ordinal >= 0) {
-      s.kind = DeviceSelection::Kind::kCuda;
-      s.ordinal = ordinal;
-      return s;
-    }
-  }
-  return Status::InvalidArgument("--device: expected cpu, auto, cuda or cuda:N, got '" +
-                                 std::string(value) + "'");
 }
 
 }  // namespace orrery

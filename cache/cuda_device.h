@@ -5,9 +5,10 @@
 // measured when the device opens, and compute is the context's compute
 // stream. Plans run on it with runtime/cuda/cuda_plan.h (context()).
 //
-// Library orrery_cache_cuda (not orrery_cache), so that only binaries that
-// ask for a GPU link the CUDA libraries. In builds without nvcc every Open
-// returns UNAVAILABLE "no CUDA device ...". Nothing in this file has run on a
+// Library orrery_cache_cuda (not orrery_cache): linked into the CUDA module
+// liborrery_cuda.so, which orreryd loads only when a GPU is asked for
+// (cache/cuda_backend.h), and into cuda_tests. In builds without nvcc every
+// Open returns UNAVAILABLE "no CUDA device ...". Nothing in this file has run on a
 // GPU in this repository's CI machine (it has none): the tests there check
 // the stub paths, the flag parsing and the clean skip.
 #pragma once
@@ -59,18 +60,9 @@ class CudaDevice final : public Device {
   std::shared_ptr<ResourceTimeline> compute_;
 };
 
-// The integration point for orreryd: CUDA device `ordinal` with default
-// options, or UNAVAILABLE "no CUDA device ..." (no GPU, no driver, or a build
-// without the CUDA backend).
+// CUDA device `ordinal` with default options, or UNAVAILABLE "no CUDA
+// device ..." (no GPU, no driver, or a build without the CUDA backend).
+// orreryd reaches it through the module (cache/cuda_backend.h).
 Result<std::unique_ptr<Device>> OpenCudaDevice(int ordinal);
-
-// orreryd's --device value: "cpu", "auto" (the first GPU if any, else the
-// CPU) or "cuda" / "cuda:N". INVALID_ARGUMENT naming the value otherwise.
-struct DeviceSelection {
-  enum class Kind { kCpu, kAuto, kCuda };
-  Kind kind = Kind::kCpu;
-  int ordinal = 0;
-};
-Result<DeviceSelection> ParseDeviceSelection(std::string_view value);
 
 }  // namespace orrery

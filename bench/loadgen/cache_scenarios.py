@@ -53,8 +53,9 @@ TENANTS = 50
 DEADLINE_MS = 100
 WARMUP_S = 6.0
 # S4's fixed overhead above the host cache budget: the RSS of an idle
-# orreryd with no models (measured: the binary, its libraries -- the CUDA
-# ones when built with nvcc --, gRPC, RocksDB opened) + RocksDB's configured
+# orreryd with no models (measured: the binary, its libraries -- gRPC,
+# RocksDB opened; the CUDA ones only with --device on a GPU machine,
+# cache/cuda_backend.h --) + RocksDB's configured
 # memory (64 MiB of memtables + 8 MiB block cache, storage/catalog.cc) + this
 # margin for what serving adds besides the cached models: pooled run states
 # of resident models, malloc arenas, thread stacks, gRPC buffers.

@@ -31,7 +31,7 @@ cli_start_orreryd() {
   "$bin/orreryd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" --log-level warn "$@" &
   server_pid=$!
   for _ in $(seq 1 600); do [ -s "$work/port" ] && break; sleep 0.1; done
-  [ -s "$work/port" ] || { echo "FAIL: orreryd did not start"; exit 1; }
+  [ -s "$work/port" ] || { echo "FAIL: orreryd did not start" >&2; exit 1; }
   ORRERY_SERVER=$(cat "$work/port")
   export ORRERY_SERVER
   unset ORRERY_API_KEY ORRERY_ADMIN_TOKEN ORRERY_DATA_DIR

@@ -1,6 +1,7 @@
 // The CUDA device, context and plan runner. What needs a GPU skips with a
 // message when none is found (or the build has no CUDA backend); what does
-// not (flag parsing, the UNAVAILABLE path, plan checks) always runs.
+// not (the UNAVAILABLE path, plan checks) always runs; --device parsing and
+// the module loader are tested in tests/unit/cache/cuda_backend_test.cc.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -85,21 +86,6 @@ ModelBuilder SmallCnn() {
   b.Node("Softmax", {"scaled"}, {"Y"}, "softmax");
   b.Output("Y", kFloat, {2, 5});
   return b;
-}
-
-TEST(DeviceSelection, ParsesCpuAutoCudaAndOrdinals) {
-  Result<DeviceSelection> s = ParseDeviceSelection("cuda:3");
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->kind, DeviceSelection::Kind::kCuda);
-  EXPECT_EQ(s->ordinal, 3);
-  EXPECT_EQ(ParseDeviceSelection("cuda")->ordinal, 0);
-  EXPECT_EQ(ParseDeviceSelection("auto")->kind, DeviceSelection::Kind::kAuto);
-  EXPECT_EQ(ParseDeviceSelection("cpu")->kind, DeviceSelection::Kind::kCpu);
-  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:1x", ""}) {
-    Result<DeviceSelection> r = ParseDeviceSelection(bad);
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(r.status().message().find("--device"), std::string::npos);
-  }
 }
 
 TEST(CudaDevice, OpenWithoutGpuIsUnavailableNamingTheReason) {
