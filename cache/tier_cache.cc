@@ -527,6 +527,11 @@ std::vector<TierEntryInfo> TierCache::List() const {
 }
 
 Result<int64_t> TierCache::PredictReadyNs(const ModelKey& key) const {
+  ORRERY_ASSIGN_OR_RETURN(Readiness r, PredictReady(key));
+  return r.ready_ns;
+}
+
+Result<Readiness> TierCache::PredictReady(const ModelKey& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
@@ -535,14 +540,14 @@ Result<int64_t> TierCache::PredictReadyNs(const ModelKey& key) const {
   const int64_t now = clock_->NowNs();
   const Entry& e = it->second;
   switch (e.state) {
-    case Residency::kResident: return now;
+    case Residency::kResident: return Readiness{e.state, now};
     case Residency::kMoving: {
       std::optional<Interval> iv = timeline_->Get(e.action_id);
-      return iv.has_value() ? std::max(now, iv->end_ns) : now;
+      return Readiness{e.state, iv.has_value() ? std::max(now, iv->end_ns) : now};
     }
     case Residency::kAbsent: break;
   }
-  return timeline_->Predict(now, transfer_.PredictNs(e.bytes)).end_ns;
+  return Readiness{e.state, timeline_->Predict(now, transfer_.PredictNs(e.bytes)).end_ns};
 }
 
 int64_t TierCache::PredictMoveNs(int64_t bytes) const {

@@ -88,6 +88,12 @@ struct Acquisition {
   std::vector<ModelKey> evicted;     // entries dropped to make room
 };
 
+// Where a model stands for a request arriving now (admission's view).
+struct Readiness {
+  Residency state = Residency::kAbsent;
+  int64_t ready_ns = 0;  // predicted time resident (now when it is)
+};
+
 struct TierEntryInfo {
   ModelKey key;
   int64_t bytes = 0;
@@ -204,6 +210,8 @@ class TierCache {
   // the move's predicted end when moving, else now's prediction of a new move
   // on the timeline (evictions assumed possible). NOT_FOUND if unknown.
   Result<int64_t> PredictReadyNs(const ModelKey& key) const;
+  // The same with the state it was predicted from.
+  Result<Readiness> PredictReady(const ModelKey& key) const;
   // Predicted duration of a move of `bytes` (the transfer model's).
   int64_t PredictMoveNs(int64_t bytes) const;
   // Where a move of `key`'s bytes that cannot start before `earliest_ns`
