@@ -265,12 +265,10 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
       std::move(scheduled),
       [&done](Result<std::vector<NamedTensor>> outputs) { done.set_value(std::move(outputs)); });
   if (!submitted.ok()) {
-    if (submitted.code() == StatusCode::kDeadlineExceeded) {
+    // Not an early rejection when it waited for (and used) a load first.
+    if (submitted.code() == StatusCode::kDeadlineExceeded && trace.waited_for_load()) {
       CountMiss(*record, trace, MissHow::kRejectedLate);
-      // Not an early rejection: it waited for (and used) a load first.
-      if (trace.at_admission.state != Residency::kResident) {
-        submitted = submitted.WithPrefix("admitted, then refused after waiting for its model's load");
-      }
+      submitted = submitted.WithPrefix("admitted, then refused after waiting for its model's load");
     }
     return ToGrpcStatus(submitted);
   }

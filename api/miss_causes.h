@@ -18,7 +18,7 @@ namespace orrery {
 // How an admitted request missed.
 enum class MissHow {
   kAcquireFailed,    // the host tier gave no weights (room never freed, load failed)
-  kRejectedLate,     // the scheduler's admission refused it after its load
+  kRejectedLate,     // the scheduler's admission refused it after waiting for its load
   kDropped,          // queued, dropped before running
   kEndedLate,        // ran, but ended after its deadline
 };
@@ -41,6 +41,10 @@ struct LoadTrace {
   Residency at_acquire = Residency::kResident;      // what Acquire found
   int64_t room_wait_ns = 0;                         // Acquire's wait for room
   int64_t ready_ns = 0;                             // measured: when Acquire returned
+  // Not resident at admission, or no longer when acquired: it waited for a load.
+  bool waited_for_load() const {
+    return at_admission.state != Residency::kResident || at_acquire != Residency::kResident;
+  }
 };
 
 // `tolerance_ns`: lateness below this is noise, not a cause.

@@ -37,6 +37,9 @@ TEST(MissCausesTest, FirstCauseThatHoldsInOrder) {
             MissCause::kAfterLoad);
   // Resident throughout.
   EXPECT_EQ(ClassifyMiss(Trace(Residency::kResident, 0, Residency::kResident, 0, 10), kTol), MissCause::kLane);
+  EXPECT_FALSE(Trace(Residency::kResident, 0, Residency::kResident, 0, 10).waited_for_load());
+  EXPECT_TRUE(Trace(Residency::kResident, 0, Residency::kAbsent, 0, 10).waited_for_load());
+  EXPECT_TRUE(Trace(Residency::kMoving, 5, Residency::kResident, 0, 10).waited_for_load());
 }
 
 TEST(MissCausesTest, CountersAreKeptPerStateHowAndCause) {
