@@ -130,6 +130,18 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, cons
   return status;
 }
 
+void InferenceServiceImpl::CountMiss(const ModelRecord& record, const LoadTrace& trace, MissHow how) const {
+  if (ctx_->host == nullptr) return;
+  const MissCause cause = ClassifyMiss(trace, kMissToleranceNs);
+  if (ctx_->metrics != nullptr) ctx_->metrics->admitted_misses.Count(trace.at_admission.state, how, cause);
+  spdlog::debug("admitted request missed: model={}/{} how={} cause={} state_at_admission={} load_predicted_us={} "
+                "found={} room_wait_us={} weights_after_us={}",
+                record.tenant_id(), record.name(), MissHowName(how), MissCauseName(cause),
+                ResidencyName(trace.at_admission.state), (trace.at_admission.ready_ns - trace.admitted_ns) / 1000,
+                ResidencyName(trace.at_acquire), trace.room_wait_ns / 1000,
+                (trace.ready_ns - trace.admitted_ns) / 1000);
+}
+
 grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
                                          inference::ModelInferResponse* response, std::vector<std::string>* labels) {
   const int64_t arrival_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -176,10 +188,13 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // if it can still meet its deadline after the load's predicted end; it is
   // queued once resident, so it never waits on a lane for its weights.
   int64_t load_predicted_ns = 0;  // 0: resident when the request came
+  LoadTrace trace;  // for a miss after admission (api/miss_causes.h)
   if (ctx_->host != nullptr) {
-    Result<int64_t> ready = ctx_->host->PredictReadyNs(*record);
+    Result<Readiness> ready = ctx_->host->PredictReady(*record);
     if (!ready.ok()) return ToGrpcStatus(ready.status());
-    load_predicted_ns = std::max<int64_t>(*ready - ctx_->host->clock().NowNs(), 0);
+    trace.at_admission = *ready;
+    trace.admitted_ns = ctx_->host->clock().NowNs();
+    load_predicted_ns = std::max<int64_t>(ready->ready_ns - ctx_->host->clock().NowNs(), 0);
     if (load_predicted_ns > 0) scheduled.ready_ns = ctx_->scheduler->NowNs() + load_predicted_ns;
   }
   // A request admission refuses anyway is refused before its payload is
@@ -214,8 +229,14 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   if (ctx_->host != nullptr) {
     const int64_t acquire_start_ns = ctx_->host->clock().NowNs();
     Result<HostTier::Pin> pinned = ctx_->host->Acquire(*record);
-    if (!pinned.ok()) return ToGrpcStatus(pinned.status());
-    load_wait_ns = ctx_->host->clock().NowNs() - acquire_start_ns;
+    trace.ready_ns = ctx_->host->clock().NowNs();
+    if (!pinned.ok()) {
+      CountMiss(*record, trace, MissHow::kAcquireFailed);
+      return ToGrpcStatus(pinned.status());
+    }
+    trace.at_acquire = pinned->state_before();
+    trace.room_wait_ns = pinned->room_wait_ns();
+    load_wait_ns = trace.ready_ns - acquire_start_ns;
     pin = std::move(pinned).value();
     model = pin.model();
   } else {
@@ -239,12 +260,25 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   if (ctx_->device != nullptr) scheduled.cache_key = HostTier::KeyOf(*record);
   RunReport run;
   scheduled.report = &run;
+  const int64_t deadline_ns = scheduled.deadline_ns;
   Status submitted = ctx_->scheduler->Submit(
       std::move(scheduled),
       [&done](Result<std::vector<NamedTensor>> outputs) { done.set_value(std::move(outputs)); });
-  if (!submitted.ok()) return ToGrpcStatus(submitted);
+  if (!submitted.ok()) {
+    // Not an early rejection when it waited for (and used) a load first.
+    if (submitted.code() == StatusCode::kDeadlineExceeded && trace.waited_for_load()) {
+      CountMiss(*record, trace, MissHow::kRejectedLate);
+      submitted = submitted.WithPrefix("admitted, then refused after waiting for its model's load");
+    }
+    return ToGrpcStatus(submitted);
+  }
   Result<std::vector<NamedTensor>> outputs = result.get();
   const int64_t answered_ns = ctx_->scheduler->NowNs();
+  if (!outputs.ok() && outputs.status().code() == StatusCode::kDeadlineExceeded) {
+    CountMiss(*record, trace, MissHow::kDropped);
+  } else if (outputs.ok() && deadline_ns != 0 && answered_ns > deadline_ns) {
+    CountMiss(*record, trace, MissHow::kEndedLate);
+  }
 
   // Metering: the request reached the scheduler, so it gets exactly one
   // ledger entry, written before the client learns the outcome (to the OS,

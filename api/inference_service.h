@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "api/miss_causes.h"
 #include "api/proto/grpc_predict_v2.grpc.pb.h"
 #include "api/service_context.h"
 
@@ -38,6 +39,11 @@ class InferenceServiceImpl final : public inference::GRPCInferenceService::Servi
   // the caller's tenant into *tenant_out when given.
   Result<ModelRecord> Resolve(const grpc::ServerContext& context, const std::string& name,
                               const std::string& version, TenantRecord* tenant_out = nullptr) const;
+  // An admitted request missed its deadline: counted by cause
+  // (metrics: orrery_admitted_misses_total) and logged at debug level.
+  void CountMiss(const ModelRecord& record, const LoadTrace& trace, MissHow how) const;
+  // A load or room wait this much later than predicted is a cause.
+  static constexpr int64_t kMissToleranceNs = 1'000'000;
 
   ServiceContext* ctx_;
 };

@@ -69,10 +69,33 @@ void ServerMetrics::RenderTier(const std::string& tier, const std::string& moves
         t.bytes_per_sec);
 }
 
+void ServerMetrics::RenderAdmittedMisses() {
+  auto& family = registry.Family("orrery_admitted_misses_total",
+                                 "Requests admitted that then missed their deadline, by their model's host-cache "
+                                 "state at admission, how they missed and the first cause (api/miss_causes.h).",
+                                 MetricType::kCounter, {"state", "how", "cause"});
+  for (Residency state : {Residency::kResident, Residency::kMoving, Residency::kAbsent}) {
+    for (int h = 0; h < kMissHowCount; ++h) {
+      for (int c = 0; c < kMissCauseCount; ++c) {
+        const auto how = static_cast<MissHow>(h);
+        const auto cause = static_cast<MissCause>(c);
+        const uint64_t n = admitted_misses.Get(state, how, cause);
+        if (n == 0) continue;
+        family.CounterWith({std::string(ResidencyName(state)), std::string(MissHowName(how)),
+                            std::string(MissCauseName(cause))})
+            .Mirror(static_cast<double>(n));
+      }
+    }
+  }
+}
+
 std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoaderStats* loader,
                                   const TierStats* host, const TierStats* device) {
   const SchedulerStats s = scheduler.Stats();
-  if (host != nullptr) RenderTier("host", "loads (segment reads)", *host);
+  if (host != nullptr) {
+    RenderTier("host", "loads (segment reads)", *host);
+    RenderAdmittedMisses();
+  }
   if (device != nullptr) RenderTier("device", "host -> device transfers", *device);
   registry.Family("orrery_lane_utilisation", "Measured lane time / (lanes x 60 s) over the last minute.",
                   MetricType::kGauge)

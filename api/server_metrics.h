@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/miss_causes.h"
 #include "base/metrics.h"
 #include "cache/model_loader.h"
 #include "cache/tier_cache.h"
@@ -44,10 +45,14 @@ struct ServerMetrics {
   // orrery_inference_latency_seconds{tenant, model}: successful ModelInfers,
   // end to end inside the server.
   metrics::MetricFamily* latency = nullptr;
+  // Admitted requests that missed, by cause (rendered with the host cache's
+  // families as orrery_admitted_misses_total{state, how, cause}).
+  MissCounters admitted_misses;
 
  private:
   // The orrery_<tier>_cache_* families of one tier; `moves` names its loads.
   void RenderTier(const std::string& tier, const std::string& moves, const TierStats& t);
+  void RenderAdmittedMisses();
 
   std::atomic<uint64_t> ok_{0}, failed_{0};
   std::atomic<int64_t> ok_latency_ns_{0};

@@ -14,6 +14,7 @@ TierOptions HostCache::ToTierOptions(const HostCacheOptions& o) {
   t.keepalive_options = o.keepalive_options;
   t.prewarm_margin_ns = o.prewarm_margin_ns;
   t.rate_tau_ns = o.rate_tau_ns;
+  t.move_slack.max = o.load_slack_max;
   return t;
 }
 

@@ -33,6 +33,9 @@ struct HostCacheOptions {
   KeepAliveOptions keepalive_options;
   int64_t prewarm_margin_ns = 50 * kNsPerMs;
   int64_t rate_tau_ns = 30 * kNsPerSec;
+  // Loads are predicted this much longer at most, by how late recent loads
+  // ended (TierOptions::move_slack; 0 = off).
+  double load_slack_max = 1.0;
 };
 
 class HostCache : public TierCache {

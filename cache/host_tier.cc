@@ -1,6 +1,7 @@
 #include "cache/host_tier.h"
 
 #include <malloc.h>
+#include <pthread.h>
 
 #include <utility>
 
@@ -80,10 +81,15 @@ void HostTier::Unregister(const ModelRecord& record) {
 }
 
 Result<int64_t> HostTier::PredictReadyNs(const ModelRecord& record) {
-  Result<int64_t> ready = host_->PredictReadyNs(KeyOf(record));
+  ORRERY_ASSIGN_OR_RETURN(Readiness r, PredictReady(record));
+  return r.ready_ns;
+}
+
+Result<Readiness> HostTier::PredictReady(const ModelRecord& record) {
+  Result<Readiness> ready = host_->PredictReady(KeyOf(record));
   if (ready.status().code() != StatusCode::kNotFound) return ready;
   ORRERY_RETURN_IF_ERROR(Register(record));
-  return host_->PredictReadyNs(KeyOf(record));
+  return host_->PredictReady(KeyOf(record));
 }
 
 void HostTier::TrimAfterDrops() {
@@ -99,6 +105,9 @@ void HostTier::TrimAfterDrops() {
   trimmed_at_drops_ = drops;
   trimmed_at_ns_ = now;
   malloc_trim(0);
+  // Trimming locks each arena while it returns pages; a long one stalls the
+  // lanes' allocations (a suspect for bursts of late requests).
+  spdlog::debug("host tier: malloc_trim took {} us", (clock_->NowNs() - now) / 1000);
 #endif
 }
 
@@ -128,6 +137,8 @@ HostTier::MaintainReport HostTier::Maintain() {
 }
 
 void HostTier::LoaderLoop() {
+  // Named, so that its CPU time shows apart from the lanes' (top -H, /proc).
+  (void)pthread_setname_np(pthread_self(), "orrery-loader");
   while (true) {
     Job job;
     {
@@ -161,7 +172,8 @@ void HostTier::LoaderLoop() {
 
 Result<HostTier::Pin> HostTier::Acquire(const ModelRecord& record, bool wait_for_room) {
   const ModelKey key = KeyOf(record);
-  const int64_t give_up = clock_->NowNs() + options_.acquire_timeout_ns;
+  const int64_t asked_ns = clock_->NowNs();
+  const int64_t give_up = asked_ns + options_.acquire_timeout_ns;
   Result<Acquisition> acq = Status::Unavailable("not tried");
   while (true) {
     acq = host_->Acquire(key);
@@ -183,6 +195,9 @@ Result<HostTier::Pin> HostTier::Acquire(const ModelRecord& record, bool wait_for
   Pin pin;
   pin.tier_ = this;
   pin.key_ = key;
+  pin.state_before_ = acq->state_before;
+  pin.predicted_ready_ns_ = acq->ready_ns;
+  pin.room_wait_ns_ = clock_->NowNs() - asked_ns;
   std::shared_future<Status> wait = StartOrJoin(*acq, key, record);
   if (wait.valid()) ORRERY_RETURN_IF_ERROR(wait.get());
   if (acq->action.has_value()) pin.bytes_loaded_ = acq->action->bytes;
@@ -287,7 +302,10 @@ HostTier::Pin::Pin(Pin&& other) noexcept
     : tier_(std::exchange(other.tier_, nullptr)),
       key_(std::move(other.key_)),
       model_(std::move(other.model_)),
-      bytes_loaded_(std::exchange(other.bytes_loaded_, 0)) {}
+      bytes_loaded_(std::exchange(other.bytes_loaded_, 0)),
+      state_before_(other.state_before_),
+      predicted_ready_ns_(other.predicted_ready_ns_),
+      room_wait_ns_(other.room_wait_ns_) {}
 
 HostTier::Pin& HostTier::Pin::operator=(Pin&& other) noexcept {
   if (this != &other) {
@@ -296,6 +314,9 @@ HostTier::Pin& HostTier::Pin::operator=(Pin&& other) noexcept {
     key_ = std::move(other.key_);
     model_ = std::move(other.model_);
     bytes_loaded_ = std::exchange(other.bytes_loaded_, 0);
+    state_before_ = other.state_before_;
+    predicted_ready_ns_ = other.predicted_ready_ns_;
+    room_wait_ns_ = other.room_wait_ns_;
   }
   return *this;
 }

@@ -93,6 +93,13 @@ class HostTier {
     // started the load (a miss), 0 when it hit or joined a load in flight.
     // What metering bills the request for.
     int64_t bytes_loaded() const { return bytes_loaded_; }
+    // How the acquisition found the version (hit: resident, join: moving,
+    // miss: absent), when it predicted the weights resident, and how long
+    // it waited for room first (pinned or loading models held it): what a
+    // request that missed its deadline is traced with (api/miss_causes.h).
+    Residency state_before() const { return state_before_; }
+    int64_t predicted_ready_ns() const { return predicted_ready_ns_; }
+    int64_t room_wait_ns() const { return room_wait_ns_; }
 
    private:
     friend class HostTier;
@@ -100,6 +107,9 @@ class HostTier {
     ModelKey key_;
     ModelCache::ModelPtr model_;
     int64_t bytes_loaded_ = 0;
+    Residency state_before_ = Residency::kResident;
+    int64_t predicted_ready_ns_ = 0;
+    int64_t room_wait_ns_ = 0;
   };
   // Blocks for the load on a miss. Errors: the load's (NOT_FOUND if the
   // version is gone, ...), RESOURCE_EXHAUSTED for a model that never fits,
@@ -112,6 +122,8 @@ class HostTier {
   // timeline when loading or absent. Records no request. Errors: NOT_FOUND /
   // RESOURCE_EXHAUSTED as Register (it registers on demand).
   Result<int64_t> PredictReadyNs(const ModelRecord& record);
+  // The same with the state it was predicted from (resident, loading, absent).
+  Result<Readiness> PredictReady(const ModelRecord& record);
 
   // Starts loading `record` if it is absent, without waiting or pinning:
   // for a request that admission rejected because of the load, so that the

@@ -26,7 +26,8 @@ TierCache::TierCache(const TierOptions& options, const Clock* clock)
       timeline_(options.timeline != nullptr
                     ? options.timeline
                     : std::make_shared<ResourceTimeline>(std::max(options.concurrency, 1))),
-      transfer_(options.transfer) {
+      transfer_(options.transfer),
+      move_lateness_(options.move_slack.quantile, options.move_slack.window, options.move_slack.max_age_ns) {
   if (options_.granule_bytes <= 0) options_.granule_bytes = 1;
   last_tick_ns_ = clock_->NowNs();
   stats_.name = options_.name;
@@ -281,6 +282,8 @@ TierAction TierCache::StartMove(Entries::iterator it, int64_t now_ns, bool prewa
   action.prewarm = prewarm;
   action.id = timeline_->Reserve(now_ns, transfer_.PredictNs(e.bytes), &action.predicted);
   e.action_id = action.id;
+  e.move_predicted = action.predicted;
+  e.move_started_ns = now_ns;
   actions_.emplace(action.id, it->first);
   ++stats_.moves_started;
   if (prewarm) ++stats_.prewarms;
@@ -396,6 +399,10 @@ Status TierCache::FinishMove(uint64_t action_id, int64_t started_ns, const Statu
   e.action_id = 0;
   if (outcome.ok()) {
     transfer_.Observe(e.bytes, now - started_ns);
+    const int64_t predicted_wait = e.move_predicted.end_ns - e.move_started_ns;
+    if (predicted_wait >= options_.move_slack.min_wait_ns) {
+      move_lateness_.Add(now, static_cast<double>(now - e.move_started_ns) / static_cast<double>(predicted_wait) - 1);
+    }
     e.state = Residency::kResident;
     resident_ += e.charged;
     if (e.pins > 0) pinned_resident_ += e.charged;
@@ -529,6 +536,11 @@ std::vector<TierEntryInfo> TierCache::List() const {
 }
 
 Result<int64_t> TierCache::PredictReadyNs(const ModelKey& key) const {
+  ORRERY_ASSIGN_OR_RETURN(Readiness r, PredictReady(key));
+  return r.ready_ns;
+}
+
+Result<Readiness> TierCache::PredictReady(const ModelKey& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
@@ -536,15 +548,26 @@ Result<int64_t> TierCache::PredictReadyNs(const ModelKey& key) const {
   }
   const int64_t now = clock_->NowNs();
   const Entry& e = it->second;
+  int64_t ready = now;
   switch (e.state) {
-    case Residency::kResident: return now;
+    case Residency::kResident: return Readiness{e.state, now};
     case Residency::kMoving: {
       std::optional<Interval> iv = timeline_->Get(e.action_id);
-      return iv.has_value() ? std::max(now, iv->end_ns) : now;
+      ready = iv.has_value() ? std::max(now, iv->end_ns) : now;
+      break;
     }
-    case Residency::kAbsent: break;
+    case Residency::kAbsent:
+      ready = timeline_->Predict(now, transfer_.PredictNs(e.bytes)).end_ns;
+      break;
   }
-  return timeline_->Predict(now, transfer_.PredictNs(e.bytes)).end_ns;
+  const double wait = static_cast<double>(ready - now) * (1 + MoveSlack(now));
+  return Readiness{e.state, now + static_cast<int64_t>(std::min(wait, 1e18))};
+}
+
+double TierCache::MoveSlack(int64_t now_ns) const {
+  const TierOptions::MoveSlack& o = options_.move_slack;
+  if (o.max <= 0 || move_lateness_.size() < o.min_samples) return 0;
+  return std::clamp(move_lateness_.Value(now_ns), 0.0, o.max);
 }
 
 int64_t TierCache::PredictMoveNs(int64_t bytes) const {
@@ -572,6 +595,7 @@ TierStats TierCache::Stats() const {
   s.used_bytes = used_;
   s.resident_bytes = resident_;
   s.pinned_bytes = pinned_resident_;
+  s.move_slack = MoveSlack(now);
   s.entries = entries_.size();
   s.resident = 0;
   for (const auto& [k, e] : entries_) s.resident += e.state == Residency::kResident ? 1 : 0;

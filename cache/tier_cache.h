@@ -40,6 +40,7 @@
 
 #include "base/status.h"
 #include "base/clock.h"
+#include "base/windowed_quantile.h"
 #include "cache/idle_histogram.h"
 #include "cache/model_key.h"
 #include "cache/rate_estimator.h"
@@ -70,6 +71,23 @@ struct TierOptions {
   // caller's polling period and queueing on the timeline).
   int64_t prewarm_margin_ns = 50 * kNsPerMs;
   int64_t rate_tau_ns = 30 * kNsPerSec;  // horizon of the request-rate estimate
+  // Move slack: PredictReady plans a move's remaining wait longer than the
+  // timeline says, by the `quantile` of how much later than predicted recent
+  // moves ended ((measured end - start) / (predicted end - start) - 1, for
+  // moves predicted at least `min_wait_ns` long; the last `window`, no older
+  // than `max_age_ns`), within [0, max]; 0 until `min_samples` were seen.
+  // Loads queue behind each other and run on a CPU shared with the lanes,
+  // so they end later than predicted in bursts; a request admitted on the
+  // bare prediction was loaded and then missed its deadline (api/
+  // miss_causes.h). max 0: off (the device tier).
+  struct MoveSlack {
+    double quantile = 0.99;
+    size_t window = 256;
+    int64_t max_age_ns = 10 * kNsPerSec;
+    size_t min_samples = 20;
+    int64_t min_wait_ns = kNsPerMs;
+    double max = 0;
+  } move_slack;
 };
 
 // A move into the tier (a load or a transfer) the caller must perform.
@@ -86,6 +104,12 @@ struct Acquisition {
   int64_t ready_ns = 0;  // predicted time the weights are resident (now when they are)
   std::optional<TierAction> action;  // the move this call started, if any
   std::vector<ModelKey> evicted;     // entries dropped to make room
+};
+
+// Where a model stands for a request arriving now (admission's view).
+struct Readiness {
+  Residency state = Residency::kAbsent;
+  int64_t ready_ns = 0;  // predicted time resident (now when it is)
 };
 
 struct TierEntryInfo {
@@ -123,6 +147,7 @@ struct TierStats {
   // for models nobody is using.
   double idle_byte_ns = 0;
   double bytes_per_sec = 0;    // the transfer model's current bandwidth
+  double move_slack = 0;       // the slack PredictReady plans moves with now (TierOptions::move_slack)
 };
 
 class TierCache {
@@ -203,8 +228,11 @@ class TierCache {
   std::vector<TierEntryInfo> List() const;
   // Predicted time `key` would be resident if acquired now: now when resident,
   // the move's predicted end when moving, else now's prediction of a new move
-  // on the timeline (evictions assumed possible). NOT_FOUND if unknown.
+  // on the timeline (evictions assumed possible); the wait until then is
+  // stretched by the move slack (TierOptions::move_slack). NOT_FOUND if unknown.
   Result<int64_t> PredictReadyNs(const ModelKey& key) const;
+  // The same with the state it was predicted from.
+  Result<Readiness> PredictReady(const ModelKey& key) const;
   // Predicted duration of a move of `bytes` (the transfer model's).
   int64_t PredictMoveNs(int64_t bytes) const;
   // Where a move of `key`'s bytes that cannot start before `earliest_ns`
@@ -236,6 +264,8 @@ class TierCache {
     RateEstimator rate;
     IdleHistogram idle;
     uint64_t action_id = 0;   // while moving
+    Interval move_predicted;  // the move's predicted interval when it started
+    int64_t move_started_ns = 0;
   };
   using Entries = std::map<ModelKey, Entry>;
 
@@ -273,6 +303,8 @@ class TierCache {
   int64_t pinned_resident_ = 0;
   int64_t last_tick_ns_ = 0;
   TierStats stats_;
+  mutable WindowedQuantile move_lateness_;  // for TierOptions::move_slack
+  double MoveSlack(int64_t now_ns) const;
 };
 
 }  // namespace orrery

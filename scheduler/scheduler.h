@@ -51,7 +51,7 @@
 #include "scheduler/device_lanes.h"
 #include "scheduler/fair_queue.h"
 #include "scheduler/request.h"
-#include "scheduler/windowed_quantile.h"
+#include "base/windowed_quantile.h"
 
 namespace orrery {
 

@@ -73,6 +73,10 @@ S3_DEVICE = f"memory={S3_DEVICE_MEMORY},link-gbps=0.25,latency-us=20,speedup=2"
 S3_WARMUP_S = 4.0
 S3_PHASE_S = 1.5
 SCENARIOS = ("1", "2", "3", "4")
+# orreryd's orrery_admitted_misses_total labels (api/miss_causes.h), in the
+# order the S1 table prints them.
+MISS_CAUSES = ("load_late", "room_wait", "evicted_after_admission", "after_load", "lane")
+MISS_HOWS = ("rejected_after_load", "dropped", "ended_late", "acquire_failed")
 
 
 def tenant_of(i):
@@ -273,7 +277,9 @@ def s1_rows(runs, seconds):
             "loads_per_s": v["host_loads"] / seconds, "gb_loaded": v["host_bytes_loaded"] / 1e9,
             "prewarms": v["host_prewarms"], "expirations": v["host_expirations"],
             "idle_mb": v["host_idle_byte_seconds"] / seconds / 1e6, "upload_s": v["upload_seconds"],
-            "uploaded": v["models_uploaded"]})
+            "uploaded": v["models_uploaded"],
+            "misses": " / ".join(f"{v.get('miss_cause_' + c, 0):.0f}" for c in MISS_CAUSES),
+            "misses_how": " / ".join(f"{v.get('miss_how_' + h, 0):.0f}" for h in MISS_HOWS)})
     return rows
 
 
@@ -486,14 +492,16 @@ def main():
                  f"{args.seconds:.0f} s measured, {n} arrivals in the trace.", "",
                  "| policy | admitted in time | sent / rejected at admission / late / dropped / errors | p99 ms | "
                  "host hit ratio | cold loads (misses + joins) | loads/s | GB loaded | pre-warms / expirations | "
-                 "mean idle resident MB | upload of all models |",
-                 "|---|---|---|---|---|---|---|---|---|---|---|"]
+                 "mean idle resident MB | upload of all models | admitted then missed, by cause: load late / "
+                 "room wait / evicted after admission / after the load / lane | by how: rejected after the load / "
+                 "dropped / ended late / no weights |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| {r['policy']} | {100 * r['attainment']:.2f}% | {r['sent']} / {r['rejected_early']} / "
                          f"{r['late']} / {r['dropped']} / {r['errors']} | {r['p99_ms']:.1f} | {r['hit_ratio']:.4f} | "
                          f"{r['cold_loads']:.0f} | {r['loads_per_s']:.1f} | {r['gb_loaded']:.2f} | "
                          f"{r['prewarms']:.0f} / {r['expirations']:.0f} | {r['idle_mb']:.0f} | "
-                         f"{r['uploaded']:.0f} in {r['upload_s']:.1f} s |")
+                         f"{r['uploaded']:.0f} in {r['upload_s']:.1f} s | {r['misses']} | {r['misses_how']} |")
         ka = rows[0]
         results["1"] = [("S1 admitted requests in time (keep-alive on)", ">= 99.9%",
                          f"{100 * ka['attainment']:.2f}%", ka["attainment"] >= 0.999)]

@@ -309,6 +309,10 @@ int Main(int argc, char** argv) {
   // warm-up's tail still running at the snapshot).
   v1::SchedulerStatsResponse before, after;
   v1::CacheTierInfo cache_before, cache_after;
+  // Admitted requests that missed, by cause (orreryd's metrics; only for an
+  // orreryd this run started, whose metrics address it knows).
+  const std::string metrics_address = proc ? proc->metrics_address() : "";
+  std::map<std::string, double> misses_before;
   RunOptions ro;
   ro.warmup_ns = warmup_ns;
   ro.duration_ns = duration_ns;
@@ -318,6 +322,7 @@ int Main(int argc, char** argv) {
     stats_before_at = std::chrono::steady_clock::now();
     (void)SchedulerStats(admin.get(), admin_token, &before);
     (void)HostCacheInfo(admin.get(), admin_token, &cache_before);
+    misses_before = AdmittedMisses(metrics_address);
   };
   std::cerr << "orrery-loadgen: " << tenants.size() << " tenants, " << streams.size() << " streams, "
             << arrivals.size() << " scheduled arrivals, " << o.warmup_s << " s warm-up + " << o.duration_s << " s\n";
@@ -359,6 +364,9 @@ int Main(int argc, char** argv) {
     summary.server["host_capacity_bytes"] = static_cast<double>(cache_after.capacity_bytes());
     summary.server["host_resident_bytes_end"] = static_cast<double>(cache_after.resident_bytes());
     summary.server["host_loader_bytes_per_sec"] = cache_after.bytes_per_sec();
+  }
+  for (const auto& [name, n] : AdmittedMisses(metrics_address)) {
+    summary.server[name] = n - misses_before[name];  // over the measured window
   }
   if (after.has_device()) {
     // The device tier over the measured window (orreryd --sim-device).

@@ -92,6 +92,9 @@ Outcome Classify(int grpc_code, const std::string& message, int64_t latency_ns, 
     // queued request dropped later says so; anything else (the client's own
     // gRPC deadline) is late too.
     if (message.find("dropped before running") != std::string::npos) return Outcome::kRejectedLate;
+    // Admitted, then refused once its model's load had ended (too late):
+    // it used the loader and waited, so it is not an early rejection.
+    if (message.find("after waiting for its model's load") != std::string::npos) return Outcome::kRejectedLate;
     if (message.find("predicted completion") != std::string::npos) return Outcome::kRejectedEarly;
     return Outcome::kRejectedLate;
   }

@@ -4,6 +4,9 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <sstream>
+
+#include "tests/common/http_client.h"
 
 namespace orrery::loadgen {
 
@@ -92,6 +95,27 @@ grpc::Status HostCacheInfo(v1::AdminService::Stub* admin, const std::string& tok
   if (resp.tiers_size() == 0) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no host cache tier");
   *out = resp.tiers(0);
   return grpc::Status::OK;
+}
+
+std::map<std::string, double> AdmittedMisses(const std::string& metrics_address) {
+  std::map<std::string, double> out;
+  if (metrics_address.empty()) return out;
+  std::istringstream text(testing::HttpExchange(metrics_address, "GET /metrics HTTP/1.1\r\nHost: loadgen\r\n\r\n"));
+  const std::string prefix = "orrery_admitted_misses_total{";
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const size_t close = line.find('}');
+    if (close == std::string::npos) continue;
+    const double value = std::strtod(line.c_str() + close + 1, nullptr);
+    // Labels: name="value",...
+    std::istringstream labels(line.substr(prefix.size(), close - prefix.size()));
+    for (std::string kv; std::getline(labels, kv, ',');) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || kv.size() < eq + 3) continue;
+      out["miss_" + kv.substr(0, eq) + "_" + kv.substr(eq + 2, kv.size() - eq - 3)] += value;
+    }
+  }
+  return out;
 }
 
 }  // namespace orrery::loadgen

@@ -4,6 +4,7 @@
 // round trip (an upload for the whole model).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
@@ -34,5 +35,11 @@ grpc::Status SchedulerStats(v1::AdminService::Stub* admin, const std::string& to
 
 // The host tier's counters (AdminService.CacheList, tier "host").
 grpc::Status HostCacheInfo(v1::AdminService::Stub* admin, const std::string& token, v1::CacheTierInfo* out);
+
+// orreryd's orrery_admitted_misses_total samples (api/miss_causes.h), scraped
+// from http://metrics_address/metrics, summed by each label: "miss_how_<how>",
+// "miss_cause_<cause>", "miss_state_<state>" (admitted requests that then
+// missed their deadline). Empty when nothing could be scraped.
+std::map<std::string, double> AdmittedMisses(const std::string& metrics_address);
 
 }  // namespace orrery::loadgen

@@ -129,6 +129,65 @@ TEST_F(HostCacheTest, LoadsRunUpToTheConcurrencyAndTheRestQueue) {
   EXPECT_EQ(c->PredictMoveNs(1000), 600);
 }
 
+// Loads that end later than predicted (queued behind others, or slowed by
+// the CPU they share with the lanes) stretch the predicted wait of the next
+// load, so that admission does not let in requests that would miss after it.
+TEST_F(HostCacheTest, LoadsEndingLateStretchThePredictedWaitBySlack) {
+  auto c = Make(Opts(int64_t{1} << 40));
+  constexpr int64_t kBytes = 2'000'000;
+  const int64_t predicted = 100 + kBytes;  // 2 ms at 1 byte/ns: long enough to be a sample
+  // Each load runs as long as predicted (the bandwidth stays 1 byte/ns) but
+  // ends `late` x its predicted wait after it was asked for.
+  auto load = [&](const std::string& m, double late) {
+    const ModelKey k = K("t", m);
+    ASSERT_TRUE(c->Register(k, kBytes).ok());
+    const int64_t asked = clock_.NowNs();
+    Result<Acquisition> a = c->Acquire(k);
+    ASSERT_TRUE(a.ok() && a->action.has_value());
+    const int64_t end = asked + static_cast<int64_t>(late * static_cast<double>(predicted));
+    clock_.AdvanceTo(end);
+    ASSERT_TRUE(c->FinishMove(a->action->id, end - predicted, Status::Ok()).ok());
+    ASSERT_TRUE(c->Release(k).ok());
+  };
+  ASSERT_TRUE(c->Register(K("t", "next"), kBytes).ok());
+  for (int i = 0; i < 19; ++i) load(std::string("m").append(std::to_string(i)), 1.5);
+  // Fewer than min_samples (20): no slack yet.
+  EXPECT_EQ(*c->PredictReadyNs(K("t", "next")) - clock_.NowNs(), predicted);
+  EXPECT_EQ(c->Stats().move_slack, 0);
+  load("m19", 1.5);
+  EXPECT_DOUBLE_EQ(c->Stats().move_slack, 0.5);
+  EXPECT_NEAR(static_cast<double>(*c->PredictReadyNs(K("t", "next")) - clock_.NowNs()), 1.5 * predicted, 2);
+  Result<Readiness> r = c->PredictReady(K("t", "next"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->state, Residency::kAbsent);
+  // Much later than predicted: the slack stops at load_slack_max (1: twice the wait).
+  for (int i = 20; i < 40; ++i) load(std::string("m").append(std::to_string(i)), 4.0);
+  EXPECT_DOUBLE_EQ(c->Stats().move_slack, 1.0);
+  EXPECT_NEAR(static_cast<double>(*c->PredictReadyNs(K("t", "next")) - clock_.NowNs()), 2.0 * predicted, 2);
+  // The samples expire (10 s): back to the bare prediction.
+  clock_.AdvanceNs(11 * kNsPerSec);
+  EXPECT_EQ(*c->PredictReadyNs(K("t", "next")) - clock_.NowNs(), predicted);
+}
+
+TEST_F(HostCacheTest, NoLoadSlackWhenTurnedOff) {
+  HostCacheOptions o = Opts(int64_t{1} << 40);
+  o.load_slack_max = 0;
+  auto c = Make(o);
+  constexpr int64_t kBytes = 2'000'000;
+  for (int i = 0; i < 30; ++i) {
+    const ModelKey k = K("t", std::string("m").append(std::to_string(i)));
+    ASSERT_TRUE(c->Register(k, kBytes).ok());
+    Result<Acquisition> a = c->Acquire(k);
+    ASSERT_TRUE(a.ok() && a->action.has_value());
+    clock_.AdvanceNs(3 * (100 + kBytes));
+    ASSERT_TRUE(c->FinishMove(a->action->id, clock_.NowNs() - (100 + kBytes), Status::Ok()).ok());
+    ASSERT_TRUE(c->Release(k).ok());
+  }
+  ASSERT_TRUE(c->Register(K("t", "next"), kBytes).ok());
+  EXPECT_EQ(*c->PredictReadyNs(K("t", "next")) - clock_.NowNs(), 100 + kBytes);
+  EXPECT_EQ(c->Stats().move_slack, 0);
+}
+
 TEST_F(HostCacheTest, PinnedModelsAreNeverEvicted) {
   auto c = Make(Opts(1000));
   ASSERT_TRUE(c->Register(K("t", "a"), 600).ok());

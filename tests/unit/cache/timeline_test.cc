@@ -61,11 +61,21 @@ TEST(TransferModelTest, PredictsLatencyPlusBytesOverBandwidthAndLearns) {
   m.Observe(1000, 100 + 2000);         // measured 0.5 byte/ns: the first sample replaces the guess
   EXPECT_DOUBLE_EQ(m.bytes_per_sec(), 0.5e9);
   EXPECT_EQ(m.PredictNs(1000), 2100);
-  m.Observe(1000, 100 + 1000);  // 1 byte/ns, EWMA 0.5 -> 0.75
-  EXPECT_DOUBLE_EQ(m.bytes_per_sec(), 0.75e9);
+  m.Observe(1000, 100 + 1000);  // 1 ns/byte, EWMA of 2 and 1 ns/byte with 0.5 -> 1.5 ns/byte
+  EXPECT_DOUBLE_EQ(m.bytes_per_sec(), 1e9 / 1.5);
+  EXPECT_EQ(m.PredictNs(1000), 1600);
   m.Observe(1000, 50);  // shorter than the latency: no bandwidth information
-  EXPECT_DOUBLE_EQ(m.bytes_per_sec(), 0.75e9);
+  EXPECT_DOUBLE_EQ(m.bytes_per_sec(), 1e9 / 1.5);
   EXPECT_EQ(m.samples(), 3u);
+}
+
+// Transfers alternating fast and slow: the prediction converges on their mean
+// duration (what a queue of them takes), not on the duration at their mean
+// bandwidth, which is shorter.
+TEST(TransferModelTest, AlternatingTransfersArePredictedAtTheirMeanDuration) {
+  TransferModel m({.initial_bytes_per_sec = 1e9, .latency_ns = 0, .ewma_alpha = 0.01});
+  for (int i = 0; i < 4000; ++i) m.Observe(1000, i % 2 == 0 ? 1000 : 3000);  // 1 and 3 ns/byte
+  EXPECT_NEAR(static_cast<double>(m.PredictNs(1000)), 2000.0, 20.0);  // mean bandwidth would say 1500
 }
 
 TEST(IdleHistogramTest, WindowsArePercentilesOfGaps) {

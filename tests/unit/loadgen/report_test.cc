@@ -13,6 +13,9 @@ TEST(ClassifyTest, EarlyLateAndMisses) {
   EXPECT_EQ(Classify(0, "", 11'000'000, 10'000), Outcome::kLate);
   EXPECT_EQ(Classify(0, "", 11'000'000, 0), Outcome::kOk);
   EXPECT_EQ(Classify(8, "in-flight limit", 1000, 0), Outcome::kRejectedEarly);
+  EXPECT_EQ(Classify(4, "admitted, then refused after waiting for its model's load: model 'm': predicted completion "
+                        "in 30 ms ... is after the deadline", 90'000'000, 100'000),
+            Outcome::kRejectedLate);
   EXPECT_EQ(Classify(4, "model 'm': predicted completion in 30 ms ... is after the deadline", 1000, 10'000),
             Outcome::kRejectedEarly);
   EXPECT_EQ(Classify(4, "dropped before running, it can no longer meet its deadline (predicted completion in 2 ms",

@@ -1,4 +1,4 @@
-#include "scheduler/windowed_quantile.h"
+#include "base/windowed_quantile.h"
 
 #include <algorithm>
 #include <vector>
