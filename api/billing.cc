@@ -1,5 +1,6 @@
 #include "api/billing.h"
 
+#include <atomic>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -113,7 +114,15 @@ int64_t StorageCostMicros(const v1::PriceTable& prices, uint64_t stored_bytes, i
   return static_cast<int64_t>((p + d / 2) / d);
 }
 
-std::string NewRequestId() { return "r_" + RandomHex(32); }
+std::string NewRequestId() {
+  static const std::string prefix = std::string("r_").append(RandomHex(16));
+  static std::atomic<uint64_t> next{0};
+  const uint64_t n = next.fetch_add(1, std::memory_order_relaxed);
+  std::string id = prefix;
+  id.resize(prefix.size() + 16);
+  for (size_t i = 0; i < 16; ++i) id[id.size() - 1 - i] = "0123456789abcdef"[(n >> (4 * i)) & 0xf];
+  return id;
+}
 
 Status CheckRequestId(std::string_view id) {
   if (id.empty() || id.size() > 128) return Status::InvalidArgument("request id must be 1-128 characters");

@@ -37,7 +37,10 @@ int64_t DeviceCostMicros(const v1::PriceTable& prices, int64_t device_ns, uint64
 // round(stored_bytes * interval_ms * gb_month_stored_micros / (1e9 * 30 days in ms)).
 int64_t StorageCostMicros(const v1::PriceTable& prices, uint64_t stored_bytes, int64_t interval_ms);
 
-// A fresh request id: "r_" + 32 hex chars from the OS CSPRNG.
+// A fresh request id: "r_" + 32 hex chars: 16 drawn once per process from
+// the OS CSPRNG, then a 64-bit counter, so ids never repeat (within the
+// process by the counter, across restarts by the prefix) and one costs no
+// CSPRNG call (a RAND_bytes was ~5% of an inference's serving CPU).
 std::string NewRequestId();
 // A client-chosen OIP request id: 1-128 printable ASCII characters.
 // INVALID_ARGUMENT naming the problem otherwise.

@@ -159,11 +159,9 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   (*labels)[0] = tenant.id();  // empty when the key was refused
   if (!record.ok()) return ToGrpcStatus(record.status());
   (*labels)[1] = record->name();
-  std::string request_id = request->id();
-  if (request_id.empty()) {
-    request_id = NewRequestId();
-  } else if (Status s = CheckRequestId(request_id); !s.ok()) {
-    return ToGrpcStatus(s);
+  // A missing id is made up only once the request is admitted (below).
+  if (!request->id().empty()) {
+    if (Status s = CheckRequestId(request->id()); !s.ok()) return ToGrpcStatus(s);
   }
 
   // Requested outputs must exist; an empty list means all outputs.
@@ -253,6 +251,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // is the tenant's in-flight slot until this handler returns.
   Result<Admission::Ticket> ticket = ctx_->admission->Admit(tenant);
   if (!ticket.ok()) return ToGrpcStatus(ticket.status());
+  const std::string request_id = request->id().empty() ? NewRequestId() : request->id();
 
   std::promise<Result<std::vector<NamedTensor>>> done;
   std::future<Result<std::vector<NamedTensor>>> result = done.get_future();

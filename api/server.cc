@@ -249,6 +249,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   grpc::ResourceQuota quota("orreryd");
   quota.SetMaxThreads(options.max_rpc_threads);
   builder.SetResourceQuota(quota);
+  // A handler thread that finishes goes back to polling instead of exiting.
+  // gRPC's default (at most 2 idle pollers) made every burst of more than
+  // two RPCs in flight create threads and end them again: ~400 thread
+  // creations a second at 2,000 inferences/s, a quarter of the serving
+  // CPU's time (bench/README.md, scenario 7). Idle threads stay, up to the
+  // peak number in flight (bounded by max_rpc_threads).
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, options.max_rpc_threads);
   builder.RegisterService(impl->admin.get());
   builder.RegisterService(impl->models.get());
   builder.RegisterService(impl->inference.get());

@@ -23,6 +23,8 @@ struct ServerOptions {
   // Threads gRPC may run handlers on (one per RPC being handled). Past it a
   // new RPC is refused at once with RESOURCE_EXHAUSTED ("Server Threadpool
   // Exhausted") instead of the server growing a thread per queued request.
+  // Threads stay once started (idle ones poll), so they are not created
+  // per request.
   int max_rpc_threads = 512;
   int lanes = 0;                          // 0 = one per lane_threads lane CPUs, else cores
   int lane_threads = 1;                   // threads per lane (a lane group runs one request)

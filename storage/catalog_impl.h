@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <rocksdb/cache.h>
@@ -190,6 +191,12 @@ struct Catalog::Impl {
   // Serializes ledger appends (seq, request id index and totals are
   // read-modify-write); independent of write_mu, which they never touch.
   mutable std::mutex ledger_mu;
+  // Under ledger_mu: the last seq and the totals of each tenant appended to,
+  // as last written; read from the database on an append's first use and
+  // updated after each successful write, so that an append reads neither
+  // back (appends are their only writers).
+  std::optional<uint64_t> ledger_seq;
+  std::unordered_map<std::string, LedgerTotals> ledger_totals;
   // Group commit of ledger appends: one WAL fsync covers every write made
   // before it started, and callers whose write is already covered (or will be
   // by the fsync in progress... after it ends) do not issue one of their own.

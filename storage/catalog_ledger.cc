@@ -132,9 +132,17 @@ Result<bool> Catalog::AppendLedgerUnsynced(LedgerEntry* entry) {
       return false;
     }
   }
-  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> seq_raw, impl_->Get(kMeta, kLedgerSeqKey, "get ledger seq"));
-  const uint64_t seq = (seq_raw && seq_raw->size() == 8 ? DecodeU64Be(*seq_raw) : 0) + 1;
-  ORRERY_ASSIGN_OR_RETURN(LedgerTotals totals, GetLedgerTotals(entry->tenant_id()));
+  if (!impl_->ledger_seq) {
+    ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> seq_raw, impl_->Get(kMeta, kLedgerSeqKey, "get ledger seq"));
+    impl_->ledger_seq = seq_raw && seq_raw->size() == 8 ? DecodeU64Be(*seq_raw) : 0;
+  }
+  const uint64_t seq = *impl_->ledger_seq + 1;
+  auto cached = impl_->ledger_totals.find(entry->tenant_id());
+  if (cached == impl_->ledger_totals.end()) {
+    ORRERY_ASSIGN_OR_RETURN(LedgerTotals stored, GetLedgerTotals(entry->tenant_id()));
+    cached = impl_->ledger_totals.emplace(entry->tenant_id(), std::move(stored)).first;
+  }
+  LedgerTotals totals = cached->second;
   const int64_t unix_ms = entry->end_unix_us() > 0 ? entry->end_unix_us() / 1000 : NowUnixMs();
   entry->set_seq(seq);
   entry->set_unix_ms(unix_ms);
@@ -152,6 +160,8 @@ Result<bool> Catalog::AppendLedgerUnsynced(LedgerEntry* entry) {
   if (inference) batch.Put(impl_->cf[kMeta], LedgerRidKey(entry->tenant_id(), entry->request_id()), key);
   rocksdb::WriteOptions unsynced;  // AppendLedger syncs the WAL after the lock
   ORRERY_RETURN_IF_ERROR(FromRocks(impl_->db->Write(unsynced, &batch), "append ledger entry"));
+  impl_->ledger_seq = seq;
+  cached->second = std::move(totals);
   return true;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -80,6 +82,10 @@ TEST(BillingTest, RequestIds) {
   EXPECT_EQ(a.size(), 34u);
   EXPECT_EQ(a.rfind("r_", 0), 0u);
   EXPECT_NE(a, b);
+  // A per-process prefix and a counter: never the same id twice.
+  std::set<std::string> ids{a, b};
+  for (int i = 0; i < 10'000; ++i) ids.insert(NewRequestId());
+  EXPECT_EQ(ids.size(), 10'002u);
   EXPECT_TRUE(CheckRequestId(a).ok());
   EXPECT_TRUE(CheckRequestId("client-42.retry_ok").ok());
   EXPECT_FALSE(CheckRequestId("").ok());

@@ -105,6 +105,22 @@ TEST(CatalogLedgerTest, AppendsOncePerRequestIdAndKeepsTotals) {
   LedgerEntry a3 = Inference("t_a", "r3", 9'000'000, 1);
   ASSERT_TRUE(c->AppendLedger(&a3).ok());
   EXPECT_GT(a3.seq(), a2.seq());
+  // Appends keep the seq and totals in memory: after the reopen they start
+  // from the stored ones, and each append adds to what the last wrote.
+  LedgerEntry b2 = Inference("t_b", "r2", 9'500'000, 4);
+  ASSERT_TRUE(c->AppendLedger(&b2).ok());
+  EXPECT_EQ(b2.seq(), a3.seq() + 1);
+  LedgerEntry a4 = Inference("t_a", "r4", 9'600'000, 2);
+  ASSERT_TRUE(c->AppendLedger(&a4).ok());
+  EXPECT_EQ(a4.seq(), b2.seq() + 1);
+  ta = c->GetLedgerTotals("t_a");
+  ASSERT_TRUE(ta.ok());
+  EXPECT_EQ(ta->entries(), 4u);
+  EXPECT_EQ(ta->cost_micros(), 15);
+  Result<LedgerTotals> tb = c->GetLedgerTotals("t_b");
+  ASSERT_TRUE(tb.ok());
+  EXPECT_EQ(tb->entries(), 2u);
+  EXPECT_EQ(tb->cost_micros(), 15);
   Result<Catalog::FsckReport> fsck = c->Fsck(false);
   ASSERT_TRUE(fsck.ok());
   EXPECT_TRUE(fsck->clean());
