@@ -84,11 +84,40 @@ Blocking ChooseBlocking(GemmShape s, int threads) {
   if (threads > 1) {
     const int64_t want = 4 * static_cast<int64_t>(threads);
     nchunks = std::max(nchunks, std::min(want, CeilDiv(s.n, 4 * kPanelCols)));
-    // A multiple of the thread count balances better when chunks are few.
-    if (nchunks < want) nchunks = RoundUp(nchunks, threads);
+    // A multiple of the thread count balances better when chunks are few
+    // (13 chunks of a 112x112 plane on two threads: 7 + 6).
+    if (nchunks < 4 * want) nchunks = RoundUp(nchunks, threads);
   }
   b.nc = RoundUp(CeilDiv(s.n, nchunks), kPanelCols);
   return b;
+}
+
+// The plain split: N chunks of bl.nc columns, then M chunks (of whole left
+// panels) when the N chunks are too few to give every thread two tasks.
+struct Split {
+  int64_t n_chunks = 1, m_chunks = 1, panels_per_chunk = 1;
+};
+
+Split PlainSplit(GemmShape s, const Blocking& bl, int nthreads) {
+  Split sp;
+  const int64_t m_panels = CeilDiv(s.m, kPanelRows);
+  sp.n_chunks = CeilDiv(s.n, bl.nc);
+  if (nthreads > 1 && sp.n_chunks < 2 * nthreads) {
+    sp.m_chunks = std::min(m_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), sp.n_chunks));
+  }
+  sp.panels_per_chunk = CeilDiv(m_panels, sp.m_chunks);
+  sp.m_chunks = CeilDiv(m_panels, sp.panels_per_chunk);
+  return sp;
+}
+
+// Whether the plain split packs parts of the on-the-fly operand in more than
+// one task (the right one once per M chunk, the left one once per N chunk):
+// only then does the shared-packing path save work. Otherwise it costs a
+// round trip of the whole packed operand through L2 / L3 (MobileNet-v2's
+// 1x1 projections at 56x56 and 112x112, SqueezeNet's fire modules at 55x55:
+// slower with two threads than with one).
+bool PacksTwice(const Split& sp, bool a_packed) {
+  return a_packed ? sp.m_chunks > 1 : sp.n_chunks > 1;
 }
 
 struct ScratchLayout {
@@ -374,26 +403,24 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     threads = nullptr;
   }
   const int nthreads = NumThreads(threads);
+  const Blocking bl = ChooseBlocking(s, nthreads);
+  const Split split = PlainSplit(s, bl, nthreads);
   if (nthreads > 1) {
     const int64_t shared = SharedBytes(s, a.packed != nullptr, b.packed != nullptr);
-    if (shared > 0 && static_cast<int64_t>(scratch.size()) >= shared + 64) {
+    if (shared > 0 && static_cast<int64_t>(scratch.size()) >= shared + 64 &&
+        PacksTwice(split, a.packed != nullptr)) {
       return SgemmShared(s, a, b, c, ldc, ep, AlignUp(scratch.data()), threads, kern);
     }
   }
-  const Blocking bl = ChooseBlocking(s, nthreads);
   const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
   const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);
   const size_t stride = scratch.size() / static_cast<size_t>(nthreads);
 
   const int64_t m_panels = CeilDiv(s.m, kPanelRows);
-  const int64_t n_chunks = CeilDiv(s.n, bl.nc);
-  int64_t m_chunks = 1;
-  if (nthreads > 1 && n_chunks < 2 * nthreads) {
-    m_chunks = std::min(m_panels, CeilDiv(2 * nthreads, n_chunks));
-  }
-  const int64_t panels_per_chunk = CeilDiv(m_panels, m_chunks);
-  m_chunks = CeilDiv(m_panels, panels_per_chunk);
+  const int64_t n_chunks = split.n_chunks;
+  const int64_t m_chunks = split.m_chunks;
+  const int64_t panels_per_chunk = split.panels_per_chunk;
 
   ParallelFor(threads, m_chunks * n_chunks, [&](int64_t task, int thread) {
     std::byte* base = scratch.data() + static_cast<size_t>(thread) * stride;
