@@ -92,17 +92,30 @@ Blocking ChooseBlocking(GemmShape s, int threads) {
   return b;
 }
 
-// The plain split: N chunks of bl.nc columns, then M chunks (of whole left
-// panels) when the N chunks are too few to give every thread two tasks.
+// The plain split: N chunks of bl.nc columns times M chunks of whole left
+// panels.
 struct Split {
+  Blocking bl;
   int64_t n_chunks = 1, m_chunks = 1, panels_per_chunk = 1;
 };
 
-Split PlainSplit(GemmShape s, const Blocking& bl, int nthreads) {
+// Usually N chunks first (each thread packs distinct right columns), then M
+// chunks when the N chunks are too few to give every thread two tasks. With
+// the left operand packed on the fly and the right one prepacked (a MatMul /
+// Gemm on weights) and rows enough for four chunks per thread, M chunks
+// instead: each thread packs distinct rows, nothing is packed twice and the
+// N blocking stays that of one thread (a transformer's 128 x 1024 x 256
+// linear layers: the column split packed A on both threads).
+Split ChooseSplit(GemmShape s, int nthreads, bool rows_first) {
   Split sp;
   const int64_t m_panels = CeilDiv(s.m, kPanelRows);
-  sp.n_chunks = CeilDiv(s.n, bl.nc);
-  if (nthreads > 1 && sp.n_chunks < 2 * nthreads) {
+  const int64_t want = 4 * static_cast<int64_t>(nthreads);
+  rows_first = rows_first && nthreads > 1 && m_panels >= want;
+  sp.bl = ChooseBlocking(s, rows_first ? 1 : nthreads);
+  sp.n_chunks = CeilDiv(s.n, sp.bl.nc);
+  if (rows_first) {
+    sp.m_chunks = want;
+  } else if (nthreads > 1 && sp.n_chunks < 2 * nthreads) {
     sp.m_chunks = std::min(m_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), sp.n_chunks));
   }
   sp.panels_per_chunk = CeilDiv(m_panels, sp.m_chunks);
@@ -110,14 +123,15 @@ Split PlainSplit(GemmShape s, const Blocking& bl, int nthreads) {
   return sp;
 }
 
-// Whether the plain split packs parts of the on-the-fly operand in more than
-// one task (the right one once per M chunk, the left one once per N chunk):
-// only then does the shared-packing path save work. Otherwise it costs a
-// round trip of the whole packed operand through L2 / L3 (MobileNet-v2's
-// 1x1 projections at 56x56 and 112x112, SqueezeNet's fire modules at 55x55:
-// slower with two threads than with one).
-bool PacksTwice(const Split& sp, bool a_packed) {
-  return a_packed ? sp.m_chunks > 1 : sp.n_chunks > 1;
+// Whether the split packs parts of the on-the-fly operand in more tasks
+// than one thread would (the right one once per M chunk, the left one once
+// per N chunk): only then does the shared-packing path save work. Otherwise
+// it costs a round trip of the whole packed operand through L2 / L3
+// (MobileNet-v2's 1x1 projections at 56x56 and 112x112, SqueezeNet's fire
+// modules at 55x55: slower with two threads than with one).
+bool PacksTwice(GemmShape s, const Split& sp, bool a_packed) {
+  if (a_packed) return sp.m_chunks > 1;
+  return sp.n_chunks > CeilDiv(s.n, ChooseBlocking(s, 1).nc);
 }
 
 struct ScratchLayout {
@@ -403,12 +417,13 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     threads = nullptr;
   }
   const int nthreads = NumThreads(threads);
-  const Blocking bl = ChooseBlocking(s, nthreads);
-  const Split split = PlainSplit(s, bl, nthreads);
+  const Split split =
+      ChooseSplit(s, nthreads, /*rows_first=*/a.packed == nullptr && b.packed != nullptr);
+  const Blocking& bl = split.bl;
   if (nthreads > 1) {
     const int64_t shared = SharedBytes(s, a.packed != nullptr, b.packed != nullptr);
     if (shared > 0 && static_cast<int64_t>(scratch.size()) >= shared + 64 &&
-        PacksTwice(split, a.packed != nullptr)) {
+        PacksTwice(s, split, a.packed != nullptr)) {
       return SgemmShared(s, a, b, c, ldc, ep, AlignUp(scratch.data()), threads, kern);
     }
   }
