@@ -67,7 +67,8 @@ std::atomic<int> g_test_cap{static_cast<int>(GemmIsa::kAvx512)};
 
 struct Blocking {
   int64_t kc = 1;           // depth of one K block
-  int64_t nc = kPanelCols;  // columns of one task (a multiple of kPanelCols)
+  int64_t nchunks = 1;       // N chunks (ChunkStart)
+  int64_t nc = kPanelCols;   // the widest chunk's columns, rounded up to a panel
 };
 
 // Even K blocks of at most kMaxKc; N chunks of at most kMaxNc, more of them
@@ -85,14 +86,32 @@ Blocking ChooseBlocking(GemmShape s, int threads) {
     const int64_t want = 4 * static_cast<int64_t>(threads);
     nchunks = std::max(nchunks, std::min(want, CeilDiv(s.n, 4 * kPanelCols)));
     // A multiple of the thread count balances better when chunks are few
-    // (13 chunks of a 112x112 plane on two threads: 7 + 6).
+    // (13 chunks of a 112x112 plane on two threads: 7 + 6), as long as
+    // every chunk keeps a whole panel (ChunkStart).
     if (nchunks < 4 * want) nchunks = RoundUp(nchunks, threads);
+    nchunks = std::min(nchunks, std::max<int64_t>(1, s.n / kPanelCols));
   }
+  b.nchunks = nchunks;
   b.nc = RoundUp(CeilDiv(s.n, nchunks), kPanelCols);
   return b;
 }
 
-// The plain split: N chunks of bl.nc columns times M chunks of whole left
+// First column of N chunk i of `chunks`: i * n / chunks rounded to the
+// nearest panel boundary, so that chunks differ by at most about a panel
+// (196 columns in two: 96 + 100, where chunks of a fixed width made
+// 144 + 52), but never so late that the chunks after it would need more
+// than CeilDiv(panels, chunks) panels each. So no chunk is wider than
+// RoundUp(CeilDiv(n, chunks), kPanelCols) (the scratch of ChooseBlocking's
+// nc) and, while chunks <= n / kPanelCols, none is empty.
+int64_t ChunkStart(int64_t i, int64_t n, int64_t chunks) {
+  if (i >= chunks) return n;
+  const int64_t panels = CeilDiv(n, kPanelCols);
+  const int64_t most = CeilDiv(panels, chunks);
+  const int64_t nearest = (2 * i * n + chunks * kPanelCols) / (2 * chunks * kPanelCols);
+  return std::max(nearest, panels - (chunks - i) * most) * kPanelCols;
+}
+
+// The plain split: N chunks (ChunkStart) times M chunks of whole left
 // panels.
 struct Split {
   Blocking bl;
@@ -100,7 +119,7 @@ struct Split {
 };
 
 // Usually N chunks first (each thread packs distinct right columns), then M
-// chunks when the N chunks are too few to give every thread two tasks. With
+// chunks when the N chunks are too few to give every thread one. With
 // the left operand packed on the fly and the right one prepacked (a MatMul /
 // Gemm on weights) and rows enough for four chunks per thread, M chunks
 // instead: each thread packs distinct rows, nothing is packed twice and the
@@ -112,10 +131,10 @@ Split ChooseSplit(GemmShape s, int nthreads, bool rows_first) {
   const int64_t want = 4 * static_cast<int64_t>(nthreads);
   rows_first = rows_first && nthreads > 1 && m_panels >= want;
   sp.bl = ChooseBlocking(s, rows_first ? 1 : nthreads);
-  sp.n_chunks = CeilDiv(s.n, sp.bl.nc);
+  sp.n_chunks = sp.bl.nchunks;
   if (rows_first) {
     sp.m_chunks = want;
-  } else if (nthreads > 1 && sp.n_chunks < 2 * nthreads) {
+  } else if (nthreads > 1 && sp.n_chunks < nthreads) {
     sp.m_chunks = std::min(m_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), sp.n_chunks));
   }
   sp.panels_per_chunk = CeilDiv(m_panels, sp.m_chunks);
@@ -131,7 +150,15 @@ Split ChooseSplit(GemmShape s, int nthreads, bool rows_first) {
 // modules at 55x55: slower with two threads than with one).
 bool PacksTwice(GemmShape s, const Split& sp, bool a_packed) {
   if (a_packed) return sp.m_chunks > 1;
-  return sp.n_chunks > CeilDiv(s.n, ChooseBlocking(s, 1).nc);
+  return sp.n_chunks > ChooseBlocking(s, 1).nchunks;
+}
+
+// Prepacked left weights bigger than the packed right operand (GoogLeNet's
+// 3x3 convolutions on 14x14, 0.7-1.8 MiB of weights): the N split would
+// stream every weight on every thread, while the shared path packs the
+// right operand once and splits the weights.
+bool SplitWeights(GemmShape s, bool a_packed, bool b_packed, int64_t shared_bytes) {
+  return a_packed && !b_packed && RoundUp(s.m, kPanelRows) * s.k * 4 > shared_bytes;
 }
 
 struct ScratchLayout {
@@ -285,25 +312,22 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
   });
   const float* apk = pack_a ? shared : a.packed->data();
   const float* bpk = pack_a ? b.packed->data() : shared;
-  // Phase 2: chunks along the weights' dimension first.
-  const int64_t w_panels = pack_a ? n_panels : m_panels;
-  const int64_t o_panels = pack_a ? m_panels : n_panels;
-  const int64_t w_chunks = std::min<int64_t>(w_panels, 4 * static_cast<int64_t>(nthreads));
-  int64_t o_chunks = 1;
-  if (w_chunks < 2 * nthreads) {
-    o_chunks = std::min(o_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), w_chunks));
+  // Phase 2: chunks along the weights' dimension first, as even as whole
+  // panels allow (ChunkStart for columns).
+  const int64_t n_max_chunks = std::max<int64_t>(1, s.n / kPanelCols);
+  const int64_t w_panels = pack_a ? n_max_chunks : m_panels;
+  const int64_t o_panels = pack_a ? m_panels : n_max_chunks;
+  const int64_t w_count = std::min<int64_t>(w_panels, 4 * static_cast<int64_t>(nthreads));
+  int64_t o_count = 1;
+  if (w_count < 2 * nthreads) {
+    o_count = std::min(o_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), w_count));
   }
-  const int64_t w_per = CeilDiv(w_panels, w_chunks);
-  const int64_t o_per = CeilDiv(o_panels, o_chunks);
-  const int64_t w_count = CeilDiv(w_panels, w_per);
-  const int64_t o_count = CeilDiv(o_panels, o_per);
+  const int64_t m_count = pack_a ? o_count : w_count, n_count = pack_a ? w_count : o_count;
   ParallelFor(threads, w_count * o_count, [&](int64_t task, int) {
     const int64_t wi = task % w_count, oi = task / w_count;
     const int64_t mi = pack_a ? oi : wi, ni = pack_a ? wi : oi;
-    const int64_t m_per = pack_a ? o_per : w_per, n_per = pack_a ? w_per : o_per;
-    const int64_t p0 = mi * m_per, p1 = std::min(m_panels, p0 + m_per);
-    const int64_t j0 = ni * n_per * kPanelCols;
-    const int64_t j1 = std::min(s.n, j0 + n_per * kPanelCols);
+    const int64_t p0 = mi * m_panels / m_count, p1 = (mi + 1) * m_panels / m_count;
+    const int64_t j0 = ChunkStart(ni, s.n, n_count), j1 = ChunkStart(ni + 1, s.n, n_count);
     for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
       const int64_t kc = std::min(bl.kc, s.k - pc);
       const bool last = pc + kc == s.k;
@@ -423,7 +447,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   if (nthreads > 1) {
     const int64_t shared = SharedBytes(s, a.packed != nullptr, b.packed != nullptr);
     if (shared > 0 && static_cast<int64_t>(scratch.size()) >= shared + 64 &&
-        PacksTwice(s, split, a.packed != nullptr)) {
+        (PacksTwice(s, split, a.packed != nullptr) ||
+         SplitWeights(s, a.packed != nullptr, b.packed != nullptr, shared))) {
       return SgemmShared(s, a, b, c, ldc, ep, AlignUp(scratch.data()), threads, kern);
     }
   }
@@ -443,8 +468,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     float* abuf = AlignUp(reinterpret_cast<std::byte*>(bbuf + layout.b_floats));
     const int64_t p0 = (task % m_chunks) * panels_per_chunk;
     const int64_t p1 = std::min(m_panels, p0 + panels_per_chunk);
-    const int64_t j0 = (task / m_chunks) * bl.nc;
-    const int64_t j1 = std::min(s.n, j0 + bl.nc);
+    const int64_t j0 = ChunkStart(task / m_chunks, s.n, n_chunks);
+    const int64_t j1 = ChunkStart(task / m_chunks + 1, s.n, n_chunks);
     for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
       const int64_t kc = std::min(bl.kc, s.k - pc);
       const bool last = pc + kc == s.k;
