@@ -67,7 +67,8 @@ std::atomic<int> g_test_cap{static_cast<int>(GemmIsa::kAvx512)};
 
 struct Blocking {
   int64_t kc = 1;           // depth of one K block
-  int64_t nc = kPanelCols;  // columns of one task (a multiple of kPanelCols)
+  int64_t nchunks = 1;       // N chunks (ChunkStart)
+  int64_t nc = kPanelCols;   // the widest chunk's columns, rounded up to a panel
 };
 
 // Even K blocks of at most kMaxKc; N chunks of at most kMaxNc, more of them
@@ -84,11 +85,80 @@ Blocking ChooseBlocking(GemmShape s, int threads) {
   if (threads > 1) {
     const int64_t want = 4 * static_cast<int64_t>(threads);
     nchunks = std::max(nchunks, std::min(want, CeilDiv(s.n, 4 * kPanelCols)));
-    // A multiple of the thread count balances better when chunks are few.
-    if (nchunks < want) nchunks = RoundUp(nchunks, threads);
+    // A multiple of the thread count balances better when chunks are few
+    // (13 chunks of a 112x112 plane on two threads: 7 + 6), as long as
+    // every chunk keeps a whole panel (ChunkStart).
+    if (nchunks < 4 * want) nchunks = RoundUp(nchunks, threads);
+    nchunks = std::min(nchunks, std::max<int64_t>(1, s.n / kPanelCols));
   }
+  b.nchunks = nchunks;
   b.nc = RoundUp(CeilDiv(s.n, nchunks), kPanelCols);
   return b;
+}
+
+// First column of N chunk i of `chunks`: i * n / chunks rounded to the
+// nearest panel boundary, so that chunks differ by at most about a panel
+// (196 columns in two: 96 + 100, where chunks of a fixed width made
+// 144 + 52), but never so late that the chunks after it would need more
+// than CeilDiv(panels, chunks) panels each. So no chunk is wider than
+// RoundUp(CeilDiv(n, chunks), kPanelCols) (the scratch of ChooseBlocking's
+// nc) and, while chunks <= n / kPanelCols, none is empty.
+int64_t ChunkStart(int64_t i, int64_t n, int64_t chunks) {
+  if (i >= chunks) return n;
+  const int64_t panels = CeilDiv(n, kPanelCols);
+  const int64_t most = CeilDiv(panels, chunks);
+  const int64_t nearest = (2 * i * n + chunks * kPanelCols) / (2 * chunks * kPanelCols);
+  return std::max(nearest, panels - (chunks - i) * most) * kPanelCols;
+}
+
+// The plain split: N chunks (ChunkStart) times M chunks of whole left
+// panels.
+struct Split {
+  Blocking bl;
+  int64_t n_chunks = 1, m_chunks = 1, panels_per_chunk = 1;
+};
+
+// Usually N chunks first (each thread packs distinct right columns), then M
+// chunks when the N chunks are too few to give every thread one. With
+// the left operand packed on the fly and the right one prepacked (a MatMul /
+// Gemm on weights) and rows enough for four chunks per thread, M chunks
+// instead: each thread packs distinct rows, nothing is packed twice and the
+// N blocking stays that of one thread (a transformer's 128 x 1024 x 256
+// linear layers: the column split packed A on both threads).
+Split ChooseSplit(GemmShape s, int nthreads, bool rows_first) {
+  Split sp;
+  const int64_t m_panels = CeilDiv(s.m, kPanelRows);
+  const int64_t want = 4 * static_cast<int64_t>(nthreads);
+  rows_first = rows_first && nthreads > 1 && m_panels >= want;
+  sp.bl = ChooseBlocking(s, rows_first ? 1 : nthreads);
+  sp.n_chunks = sp.bl.nchunks;
+  if (rows_first) {
+    sp.m_chunks = want;
+  } else if (nthreads > 1 && sp.n_chunks < nthreads) {
+    sp.m_chunks = std::min(m_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), sp.n_chunks));
+  }
+  sp.panels_per_chunk = CeilDiv(m_panels, sp.m_chunks);
+  sp.m_chunks = CeilDiv(m_panels, sp.panels_per_chunk);
+  return sp;
+}
+
+// Whether the split packs parts of the on-the-fly operand in more tasks
+// than one thread would (the right one once per M chunk, the left one once
+// per N chunk): only then does the shared-packing path save work. Otherwise
+// it costs a round trip of the whole packed operand through L2 / L3
+// (MobileNet-v2's 1x1 projections at 56x56 and 112x112, SqueezeNet's fire
+// modules at 55x55: slower with two threads than with one).
+bool PacksTwice(GemmShape s, const Split& sp, bool a_packed) {
+  if (a_packed) return sp.m_chunks > 1;
+  return sp.n_chunks > ChooseBlocking(s, 1).nchunks;
+}
+
+// Prepacked left weights bigger than the packed right operand (GoogLeNet's
+// 3x3 convolutions on 14x14, 0.7-1.8 MiB of weights): the N split would
+// stream every weight on every thread, while the shared path packs the
+// right operand once and splits the weights.
+bool SplitWeights(GemmShape s, bool a_packed, bool b_packed, int64_t shared_bytes) {
+  return a_packed && !b_packed && RoundUp(s.m, kPanelRows) * s.k * 4 > shared_bytes;
 }
 
 struct ScratchLayout {
@@ -242,25 +312,22 @@ void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float
   });
   const float* apk = pack_a ? shared : a.packed->data();
   const float* bpk = pack_a ? b.packed->data() : shared;
-  // Phase 2: chunks along the weights' dimension first.
-  const int64_t w_panels = pack_a ? n_panels : m_panels;
-  const int64_t o_panels = pack_a ? m_panels : n_panels;
-  const int64_t w_chunks = std::min<int64_t>(w_panels, 4 * static_cast<int64_t>(nthreads));
-  int64_t o_chunks = 1;
-  if (w_chunks < 2 * nthreads) {
-    o_chunks = std::min(o_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), w_chunks));
+  // Phase 2: chunks along the weights' dimension first, as even as whole
+  // panels allow (ChunkStart for columns).
+  const int64_t n_max_chunks = std::max<int64_t>(1, s.n / kPanelCols);
+  const int64_t w_panels = pack_a ? n_max_chunks : m_panels;
+  const int64_t o_panels = pack_a ? m_panels : n_max_chunks;
+  const int64_t w_count = std::min<int64_t>(w_panels, 4 * static_cast<int64_t>(nthreads));
+  int64_t o_count = 1;
+  if (w_count < 2 * nthreads) {
+    o_count = std::min(o_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), w_count));
   }
-  const int64_t w_per = CeilDiv(w_panels, w_chunks);
-  const int64_t o_per = CeilDiv(o_panels, o_chunks);
-  const int64_t w_count = CeilDiv(w_panels, w_per);
-  const int64_t o_count = CeilDiv(o_panels, o_per);
+  const int64_t m_count = pack_a ? o_count : w_count, n_count = pack_a ? w_count : o_count;
   ParallelFor(threads, w_count * o_count, [&](int64_t task, int) {
     const int64_t wi = task % w_count, oi = task / w_count;
     const int64_t mi = pack_a ? oi : wi, ni = pack_a ? wi : oi;
-    const int64_t m_per = pack_a ? o_per : w_per, n_per = pack_a ? w_per : o_per;
-    const int64_t p0 = mi * m_per, p1 = std::min(m_panels, p0 + m_per);
-    const int64_t j0 = ni * n_per * kPanelCols;
-    const int64_t j1 = std::min(s.n, j0 + n_per * kPanelCols);
+    const int64_t p0 = mi * m_panels / m_count, p1 = (mi + 1) * m_panels / m_count;
+    const int64_t j0 = ChunkStart(ni, s.n, n_count), j1 = ChunkStart(ni + 1, s.n, n_count);
     for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
       const int64_t kc = std::min(bl.kc, s.k - pc);
       const bool last = pc + kc == s.k;
@@ -374,26 +441,26 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     threads = nullptr;
   }
   const int nthreads = NumThreads(threads);
+  const Split split =
+      ChooseSplit(s, nthreads, /*rows_first=*/a.packed == nullptr && b.packed != nullptr);
+  const Blocking& bl = split.bl;
   if (nthreads > 1) {
     const int64_t shared = SharedBytes(s, a.packed != nullptr, b.packed != nullptr);
-    if (shared > 0 && static_cast<int64_t>(scratch.size()) >= shared + 64) {
+    if (shared > 0 && static_cast<int64_t>(scratch.size()) >= shared + 64 &&
+        (PacksTwice(s, split, a.packed != nullptr) ||
+         SplitWeights(s, a.packed != nullptr, b.packed != nullptr, shared))) {
       return SgemmShared(s, a, b, c, ldc, ep, AlignUp(scratch.data()), threads, kern);
     }
   }
-  const Blocking bl = ChooseBlocking(s, nthreads);
   const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
   const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);
   const size_t stride = scratch.size() / static_cast<size_t>(nthreads);
 
   const int64_t m_panels = CeilDiv(s.m, kPanelRows);
-  const int64_t n_chunks = CeilDiv(s.n, bl.nc);
-  int64_t m_chunks = 1;
-  if (nthreads > 1 && n_chunks < 2 * nthreads) {
-    m_chunks = std::min(m_panels, CeilDiv(2 * nthreads, n_chunks));
-  }
-  const int64_t panels_per_chunk = CeilDiv(m_panels, m_chunks);
-  m_chunks = CeilDiv(m_panels, panels_per_chunk);
+  const int64_t n_chunks = split.n_chunks;
+  const int64_t m_chunks = split.m_chunks;
+  const int64_t panels_per_chunk = split.panels_per_chunk;
 
   ParallelFor(threads, m_chunks * n_chunks, [&](int64_t task, int thread) {
     std::byte* base = scratch.data() + static_cast<size_t>(thread) * stride;
@@ -401,8 +468,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     float* abuf = AlignUp(reinterpret_cast<std::byte*>(bbuf + layout.b_floats));
     const int64_t p0 = (task % m_chunks) * panels_per_chunk;
     const int64_t p1 = std::min(m_panels, p0 + panels_per_chunk);
-    const int64_t j0 = (task / m_chunks) * bl.nc;
-    const int64_t j1 = std::min(s.n, j0 + bl.nc);
+    const int64_t j0 = ChunkStart(task / m_chunks, s.n, n_chunks);
+    const int64_t j1 = ChunkStart(task / m_chunks + 1, s.n, n_chunks);
     for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
       const int64_t kc = std::min(bl.kc, s.k - pc);
       const bool last = pc + kc == s.k;

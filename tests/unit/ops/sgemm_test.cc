@@ -58,8 +58,9 @@ class SgemmIsaTest : public ::testing::TestWithParam<GemmIsa> {
 
   // Runs one case with the given operand forms and compares with a double
   // reference; `ep` may carry biases / residual / activation.
+  // `out` (optional) receives C.
   void Check(const Case& cs, bool pack_a, bool pack_b, bool use_rows, Epilogue ep,
-             ThreadGroup* threads = nullptr) {
+             ThreadGroup* threads = nullptr, std::vector<float>* out = nullptr) {
     const int64_t lda = cs.ta ? cs.m + 3 : cs.k + 1;  // padded leading dimensions
     const int64_t ldb = cs.tb ? cs.k + 2 : cs.n + 5;
     const int64_t ldc = cs.n + 7;
@@ -127,6 +128,7 @@ class SgemmIsaTest : public ::testing::TestWithParam<GemmIsa> {
         ASSERT_EQ(c[static_cast<size_t>(i * ldc + j)], c0[static_cast<size_t>(i * ldc + j)]);
       }
     }
+    if (out != nullptr) *out = c;
   }
 };
 
@@ -222,6 +224,33 @@ TEST_P(SgemmIsaTest, ThreadsGiveIdenticalResults) {
   ep.act = Activation::kRelu;
   Check(cs, true, false, false, ep, &lanes);
   Check({3, 2000, 64}, false, true, false, Epilogue{}, &lanes);
+}
+
+// Every way Sgemm splits work among threads gives the single-thread
+// result bit for bit: the row split (left operand packed on the fly, right
+// prepacked), the shared packing chosen for prepacked weights bigger than
+// the right operand, and N chunks balanced to whole panels (241 columns in
+// three, 196 in two, a wide 3000).
+TEST_P(SgemmIsaTest, EverySplitMatchesOneThreadExactly) {
+  struct Form {
+    Case cs;
+    bool pack_a, pack_b;
+  };
+  const Form forms[] = {{{72, 200, 300}, false, true},  {{130, 90, 70}, false, true},
+                        {{200, 100, 300}, true, false}, {{16, 241, 50}, true, false},
+                        {{40, 196, 40}, true, false},   {{24, 3000, 64}, true, false},
+                        {{49, 160, 200, true}, false, true}};
+  for (const Form& f : forms) {
+    std::vector<float> one;
+    Check(f.cs, f.pack_a, f.pack_b, false, Epilogue{}, nullptr, &one);
+    for (int n : {2, 3}) {
+      testing::SpawnThreads lanes(n);
+      std::vector<float> got;
+      Check(f.cs, f.pack_a, f.pack_b, false, Epilogue{}, &lanes, &got);
+      ASSERT_EQ(got, one) << "m=" << f.cs.m << " n=" << f.cs.n << " k=" << f.cs.k << ", "
+                          << n << " threads";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, SgemmIsaTest,
