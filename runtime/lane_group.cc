@@ -45,11 +45,19 @@ LaneGroup::~LaneGroup() {
 }
 
 void LaneGroup::RunTasks(uint32_t generation, int thread) {
+  // The task count must be the one of `generation`: checked against the
+  // next job's count, a claim word still naming this finished job (the
+  // caller has published the next job's count but not yet its claim word)
+  // would pass, and a task of the next job would run twice and be counted
+  // in its done_ once too often (the caller then waited forever).
+  const uint64_t job = job_.load(std::memory_order_acquire);
+  if (static_cast<uint32_t>(job >> 32) != generation) return;
+  const int64_t num_tasks = static_cast<int64_t>(job & 0xffffffffu);
   for (;;) {
     uint64_t s = claim_.load(std::memory_order_acquire);
     if (static_cast<uint32_t>(s >> 32) != generation) return;
     const int64_t task = static_cast<int64_t>(s & 0xffffffffu);
-    if (task >= num_tasks_.load(std::memory_order_relaxed)) return;
+    if (task >= num_tasks) return;
     if (!claim_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) continue;
     (*fn_.load(std::memory_order_acquire))(task, thread);
     done_.fetch_add(1, std::memory_order_release);
@@ -65,7 +73,7 @@ void LaneGroup::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> f
   // worker reads these until the claim word below names the new job.
   ++generation_;
   fn_.store(&fn, std::memory_order_relaxed);
-  num_tasks_.store(num_tasks, std::memory_order_relaxed);
+  job_.store((static_cast<uint64_t>(generation_) << 32) | static_cast<uint64_t>(num_tasks), std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   claim_.store(static_cast<uint64_t>(generation_) << 32, std::memory_order_release);
   wake_.store(generation_, std::memory_order_release);

@@ -59,7 +59,7 @@ class LaneGroup final : public ops::ThreadGroup {
   // The current job; read by a worker only after a successful claim, when
   // the caller cannot replace it (one of its tasks is unfinished).
   alignas(64) std::atomic<const FunctionRef<void(int64_t, int)>*> fn_{nullptr};
-  std::atomic<int64_t> num_tasks_{0};
+  std::atomic<uint64_t> job_{0};  // (generation << 32) | number of tasks
   alignas(64) std::atomic<int64_t> done_{0};  // tasks finished in the current job
   alignas(64) std::atomic<uint32_t> wake_{0};  // generation to wake workers for
   std::atomic<bool> stop_{false};

@@ -36,6 +36,25 @@ TEST(LaneGroupTest, ManyBackToBackCallsSeeEachOthersWrites) {
   for (int64_t v : data) EXPECT_EQ(v, 2000);
 }
 
+// A job of few tasks followed at once by one of more: a worker that read
+// the claim word of the finished job once checked it against the next
+// job's task count, ran a task of the next job twice and counted it once
+// too often, and the caller then waited forever (seen as a hang of
+// SqueezeNet at batch 8 on 2 threads). Every task must run exactly once.
+TEST(LaneGroupTest, AShortJobThenALongerOneRunsEveryTaskOnce) {
+  LaneGroup group(LaneGroupOptions{.threads = 2});
+  constexpr int kMaxTasks = 16;
+  std::vector<std::atomic<int>> runs(kMaxTasks);
+  for (int job = 0; job < 200'000; ++job) {
+    const int64_t n = job % 2 == 0 ? 2 : kMaxTasks;
+    for (int64_t t = 0; t < n; ++t) runs[static_cast<size_t>(t)].store(0, std::memory_order_relaxed);
+    group.ParallelFor(n, [&](int64_t task, int) { runs[static_cast<size_t>(task)].fetch_add(1); });
+    for (int64_t t = 0; t < n; ++t) {
+      ASSERT_EQ(runs[static_cast<size_t>(t)].load(), 1) << "job " << job << " task " << t;
+    }
+  }
+}
+
 TEST(LaneGroupTest, BothThreadsTakePartWhenTasksBlockEachOther) {
   // Two tasks that each wait for the other can only finish if two threads
   // run them at once.
