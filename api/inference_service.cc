@@ -192,7 +192,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     if (!ready.ok()) return ToGrpcStatus(ready.status());
     trace.at_admission = *ready;
     trace.admitted_ns = ctx_->host->clock().NowNs();
-    load_predicted_ns = std::max<int64_t>(ready->ready_ns - ctx_->host->clock().NowNs(), 0);
+    load_predicted_ns = std::max<int64_t>(ready->ready_ns - trace.admitted_ns, 0);
     if (load_predicted_ns > 0) scheduled.ready_ns = ctx_->scheduler->NowNs() + load_predicted_ns;
   }
   // A request admission refuses anyway is refused before its payload is

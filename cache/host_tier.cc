@@ -80,11 +80,6 @@ void HostTier::Unregister(const ModelRecord& record) {
   records_.erase(KeyOf(record));
 }
 
-Result<int64_t> HostTier::PredictReadyNs(const ModelRecord& record) {
-  ORRERY_ASSIGN_OR_RETURN(Readiness r, PredictReady(record));
-  return r.ready_ns;
-}
-
 Result<Readiness> HostTier::PredictReady(const ModelRecord& record) {
   Result<Readiness> ready = host_->PredictReady(KeyOf(record));
   if (ready.status().code() != StatusCode::kNotFound) return ready;
@@ -196,7 +191,6 @@ Result<HostTier::Pin> HostTier::Acquire(const ModelRecord& record, bool wait_for
   pin.tier_ = this;
   pin.key_ = key;
   pin.state_before_ = acq->state_before;
-  pin.predicted_ready_ns_ = acq->ready_ns;
   pin.room_wait_ns_ = clock_->NowNs() - asked_ns;
   std::shared_future<Status> wait = StartOrJoin(*acq, key, record);
   if (wait.valid()) ORRERY_RETURN_IF_ERROR(wait.get());
@@ -304,7 +298,6 @@ HostTier::Pin::Pin(Pin&& other) noexcept
       model_(std::move(other.model_)),
       bytes_loaded_(std::exchange(other.bytes_loaded_, 0)),
       state_before_(other.state_before_),
-      predicted_ready_ns_(other.predicted_ready_ns_),
       room_wait_ns_(other.room_wait_ns_) {}
 
 HostTier::Pin& HostTier::Pin::operator=(Pin&& other) noexcept {
@@ -315,7 +308,6 @@ HostTier::Pin& HostTier::Pin::operator=(Pin&& other) noexcept {
     model_ = std::move(other.model_);
     bytes_loaded_ = std::exchange(other.bytes_loaded_, 0);
     state_before_ = other.state_before_;
-    predicted_ready_ns_ = other.predicted_ready_ns_;
     room_wait_ns_ = other.room_wait_ns_;
   }
   return *this;

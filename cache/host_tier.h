@@ -14,7 +14,7 @@
 // Acquire pins the version for one request and blocks until it is resident
 // (a load on a loader thread, or joining one in flight); the returned Pin
 // releases it. When pinned or loading models hold all the room, Acquire waits
-// for a release (UNAVAILABLE after `acquire_timeout_ns`). PredictReadyNs says
+// for a release (UNAVAILABLE after `acquire_timeout_ns`). PredictReady says
 // beforehand when a version would be resident (for admission).
 //
 // Keep-alive and pre-warm (cache/README.md): with `keepalive` on, the owner
@@ -94,11 +94,9 @@ class HostTier {
     // What metering bills the request for.
     int64_t bytes_loaded() const { return bytes_loaded_; }
     // How the acquisition found the version (hit: resident, join: moving,
-    // miss: absent), when it predicted the weights resident, and how long
-    // it waited for room first (pinned or loading models held it): what a
+    // miss: absent), and how long it waited for room first (pinned or loading models held it): what a
     // request that missed its deadline is traced with (api/miss_causes.h).
     Residency state_before() const { return state_before_; }
-    int64_t predicted_ready_ns() const { return predicted_ready_ns_; }
     int64_t room_wait_ns() const { return room_wait_ns_; }
 
    private:
@@ -108,7 +106,6 @@ class HostTier {
     ModelCache::ModelPtr model_;
     int64_t bytes_loaded_ = 0;
     Residency state_before_ = Residency::kResident;
-    int64_t predicted_ready_ns_ = 0;
     int64_t room_wait_ns_ = 0;
   };
   // Blocks for the load on a miss. Errors: the load's (NOT_FOUND if the
@@ -117,12 +114,11 @@ class HostTier {
   // With wait_for_room false, UNAVAILABLE at once instead of waiting.
   Result<Pin> Acquire(const ModelRecord& record, bool wait_for_room = true);
 
-  // Predicted time (on clock()) `record` would be resident if a request
-  // acquired it now: now when resident, a load's predicted end on the loader
-  // timeline when loading or absent. Records no request. Errors: NOT_FOUND /
+  // The state `record` is in (resident, loading, absent) and the predicted
+  // time (on clock()) it would be resident if a request acquired it now:
+  // now when resident, a load's predicted end on the loader timeline when
+  // loading or absent. Records no request. Errors: NOT_FOUND /
   // RESOURCE_EXHAUSTED as Register (it registers on demand).
-  Result<int64_t> PredictReadyNs(const ModelRecord& record);
-  // The same with the state it was predicted from (resident, loading, absent).
   Result<Readiness> PredictReady(const ModelRecord& record);
 
   // Starts loading `record` if it is absent, without waiting or pinning:
