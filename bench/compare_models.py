@@ -32,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import machine_jitter
 import warnings
 
 import numpy as np
@@ -377,6 +379,8 @@ def latency(args):
                       f"p99 {o['p99_ms']:.3f}, ORT p50 {r['p50_ms']:.3f} ms, ratio {ratio50:.2f}",
                       flush=True)
     load_after = os.getloadavg()
+    machine = machine_jitter.measure(os.path.dirname(os.path.abspath(args.orrery_run)))
+    print(machine_jitter.describe(machine))
 
     header = ["model", "T", "runs", "Orrery p50 ms", "Orrery p99 ms", "Orrery p99/p50",
               "Orrery GFLOP/s", "ORT p50 ms", "ORT p99 ms", "p50 ratio", "p99 ratio",
@@ -402,7 +406,7 @@ def latency(args):
         write_doc(args, dict(header=header, rows=rows, bheader=bheader, brows=brows, gm=gm,
                              bgm=bgm, ratios=ratios, jitter=jitter, skipped=skipped,
                              ort_version=ort_version, load_before=load_before,
-                             load_after=load_after, starved=starved))
+                             load_after=load_after, starved=starved, machine=machine))
         print(f"wrote {args.doc}")
     return 0
 
@@ -458,7 +462,8 @@ def write_doc(args, r):
     for t, g in r["gm"].items():
         md.append(f"| {t} | {len(r['ratios'][t])} | {fmt(g)} | {fmt(r['bgm'][t])} |")
     if r["jitter"]:
-        md += ["", f"Worst Orrery p99/p50 at batch 1: {max(r['jitter']):.2f}."]
+        md += ["", f"Worst Orrery p99/p50 at batch 1: {max(r['jitter']):.2f}; right after the runs, "
+               f"{machine_jitter.describe(r['machine'])}."]
     if r["skipped"]:
         md += ["", "### Not timed", "", "Models (or settings) Orrery or ORT could not run:", ""]
         md += [f"- {n}: {e}" for n, e in r["skipped"]]

@@ -19,7 +19,7 @@ out=${ORRERY_SCENARIO_OUT:-/tmp/orrery-scenarios}
 doc=${ORRERY_BENCH_DOC-$root/docs/benchmarks.md}
 for b in orreryd orrery-loadgen orrery-echo; do
   if [ ! -x "$build/$b" ]; then
-    echo "no $build/$b: build it first (ninja -C $build orreryd orrery-loadgen orrery-echo) or set ORRERY_BUILD_DIR" >&2
+    echo "no $build/$b: build it first (ninja -C $build orreryd orrery-loadgen orrery-echo cpu_jitter) or set ORRERY_BUILD_DIR" >&2
     exit 2
   fi
 done

@@ -17,6 +17,9 @@ import shlex
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import machine_jitter  # noqa: E402
+
 WARMUP = 2.0
 
 
@@ -173,7 +176,8 @@ def back_to_back_spread(ctx, models, runs=1000):
         b = json.loads(line)
         out.append(f"{m} {100 * (b['p99_ms'] - b['p50_ms']) / b['p99_ms']:.1f}% "
                    f"(p50 {b['p50_ms']:.3f} ms, p99 {b['p99_ms']:.3f} ms, {b['preempted_runs']} of {runs} runs preempted)")
-    return "back-to-back spread (p99 - p50) / p99 with no server, same input: " + ", ".join(out)
+    return ("back-to-back spread (p99 - p50) / p99 with no server, same input: " + ", ".join(out) + "; " +
+            machine_jitter.describe(machine_jitter.measure(ctx.build, ctx.lane_cpus if ctx.pin else None)))
 
 
 def s6_batching(ctx):
