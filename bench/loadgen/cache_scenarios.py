@@ -506,6 +506,34 @@ def old_parts(lines):
     return rows, sections
 
 
+def s1_earlier(section, summary_rows, tags):
+    """What an S1 run of some policies (--s1-policies) keeps of the doc's S1
+    section for the other policies `tags`, so that runs split to fit short
+    quiet windows make one table: their table rows (marked "(earlier run)"),
+    a note naming the run they came from, and their summary rows."""
+    labels = [S1_POLICIES[t][0] for t in tags]
+    table, notes, summary = [], [], []
+    for line in section:
+        for label in labels:
+            if line.startswith(f"| {label} |") or line.startswith(f"| {label} (earlier run) |"):
+                table.append(f"| {label} (earlier run) |" + line.split("|", 2)[2])
+        if line.startswith("Rows marked (earlier run)"):
+            notes.append(line)
+    run = next((x for x in section if x.startswith("Run: ")), None)
+    if run and any("(earlier run)" not in x for x in section if x.startswith("| ") and
+                   any(x.startswith(f"| {label} |") for label in labels)):
+        # The earlier run's capacity measurement, when it made one (the ramp).
+        detail = next((x for x in section if "Capacity on this workload:" in x and "ramp" in x), "")
+        capacity = detail[detail.index("Capacity on this workload:"):detail.index(" Offered ")] if detail else ""
+        notes = [f"Rows marked (earlier run) are from the run {run[len('Run: '):]} The offered rate is in their "
+                 f"summary rows." + (f" That run measured: {capacity}" if capacity else "")]
+        fence = [k for k, x in enumerate(section) if x == "```"]
+        if len(fence) >= 2:
+            notes += ["", "Its commands:", ""] + section[fence[0]:fence[1] + 1]
+    summary = [x for x in summary_rows for label in labels if x.startswith(f"| S1 admitted requests in time ({label})")]
+    return table, ([""] + notes if notes and table else []), summary
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
@@ -537,6 +565,8 @@ def main():
     segments = int(files * ratio)
     budget = segments // 2
     results = {}   # scenario -> [(name, target, got, ok)]
+    raw_rows = {}  # scenario -> summary rows kept from the doc (S1's policies not run now)
+    old_rows, old_sections = old_parts(read_block(args.doc, "cache-scenarios"))
     sections = {}  # scenario -> lines (without the markers)
     commit = git_commit()
 
@@ -593,6 +623,12 @@ def main():
                          r["attainment"] >= 0.999 if r["tag"] == "keepalive" else INFO)
                         for r in rows]
         sections["1"] = lines + commands_lines(ctx, c0)
+        earlier = [t for t in S1_POLICIES if t not in policies]
+        if earlier:
+            table, notes, summary = s1_earlier(old_sections.get("1", []), old_rows.get("1", []), earlier)
+            at = lines.index("|---|---|---|---|---|---|---|---|---|---|---|---|---|") + 1 + len(rows)
+            sections["1"] = lines[:at] + table + notes + sections["1"][len(lines):]
+            raw_rows["1"] = summary
     if "2" in only:
         lb, started, c0 = begin()
         c = s2_cold(ctx, args.cold_cycles)
@@ -717,7 +753,6 @@ def main():
             failed += ok is False
             print(f"{verdict:4}  {name}: target {target}, got {got}")
     if args.doc:
-        kept_rows, kept_sections = old_parts(read_block(args.doc, "cache-scenarios"))
         body = ["<!-- cache-scenarios:begin -->", "## Host cache and device scenarios (issue 7)", "",
                 "Written by `bench/run_cache_scenarios.sh`; `--only` re-runs some scenarios and keeps the others' "
                 "rows and sections as they were (each section says when and at which commit it ran). Each run "
@@ -729,14 +764,15 @@ def main():
                 for name, target, got, ok in results[n]:
                     body.append(f"| {name} | {target} | {got} | "
                                 f"{'**FAIL**' if ok is False else verdict_word(ok)} |")
+                body += raw_rows.get(n, [])
             else:
-                body += kept_rows.get(n, [])
+                body += old_rows.get(n, [])
         body.append("")
         for n in SCENARIOS:
             if n in sections:
                 body += [f"<!-- cache-s{n}:begin -->"] + sections[n] + [f"<!-- cache-s{n}:end -->", ""]
-            elif n in kept_sections:
-                body += kept_sections[n] + [""]
+            elif n in old_sections:
+                body += old_sections[n] + [""]
         body.append("<!-- cache-scenarios:end -->")
         replace_block(args.doc, "cache-scenarios", body)
         print(f"wrote {args.doc}")
