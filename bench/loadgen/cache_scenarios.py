@@ -464,9 +464,13 @@ def load_average():
     return open("/proc/loadavg").read().split()[:3]
 
 
-def git_commit():
+def git_commit(doc=""):
+    """HEAD, and whether files besides `doc` (the report, rewritten by an
+    earlier run) differ from it."""
     r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE, text=True)
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+    doc = os.path.abspath(doc) if doc else ""
+    exclude = [f":(exclude){doc}"] if doc.startswith(ROOT + os.sep) else []
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", ROOT] + exclude,
                            stdout=subprocess.PIPE, text=True).stdout.strip()
     return r.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
@@ -509,19 +513,21 @@ def old_parts(lines):
 def s1_earlier(section, summary_rows, tags):
     """What an S1 run of some policies (--s1-policies) keeps of the doc's S1
     section for the other policies `tags`, so that runs split to fit short
-    quiet windows make one table: their table rows (marked "(earlier run)"),
-    a note naming the run they came from, and their summary rows."""
-    labels = [S1_POLICIES[t][0] for t in tags]
-    table, notes, summary = [], [], []
-    for line in section:
-        for label in labels:
+    quiet windows make one table: their table rows (marked "(earlier run)")
+    and summary rows, by tag, and a note naming the run they came from."""
+    table, notes, summary = {}, [], {}
+    for t in tags:
+        label = S1_POLICIES[t][0]
+        for line in section:
             if line.startswith(f"| {label} |") or line.startswith(f"| {label} (earlier run) |"):
-                table.append(f"| {label} (earlier run) |" + line.split("|", 2)[2])
-        if line.startswith("Rows marked (earlier run)"):
-            notes.append(line)
+                table[t] = f"| {label} (earlier run) |" + line.split("|", 2)[2]
+        for line in summary_rows:
+            if line.startswith(f"| S1 admitted requests in time ({label})"):
+                summary[t] = line
+    notes = [x for x in section if x.startswith("Rows marked (earlier run)")]
     run = next((x for x in section if x.startswith("Run: ")), None)
-    if run and any("(earlier run)" not in x for x in section if x.startswith("| ") and
-                   any(x.startswith(f"| {label} |") for label in labels)):
+    if run and any(not x.startswith(f"| {S1_POLICIES[t][0]} (earlier run) |")
+                   for t in table for x in section if x.startswith(f"| {S1_POLICIES[t][0]} ")):
         # The earlier run's capacity measurement, when it made one (the ramp).
         detail = next((x for x in section if "Capacity on this workload:" in x and "ramp" in x), "")
         capacity = detail[detail.index("Capacity on this workload:"):detail.index(" Offered ")] if detail else ""
@@ -529,8 +535,7 @@ def s1_earlier(section, summary_rows, tags):
                  f"summary rows." + (f" That run measured: {capacity}" if capacity else "")]
         fence = [k for k, x in enumerate(section) if x == "```"]
         if len(fence) >= 2:
-            notes += ["", "Its commands:", ""] + section[fence[0]:fence[1] + 1]
-    summary = [x for x in summary_rows for label in labels if x.startswith(f"| S1 admitted requests in time ({label})")]
+            notes += ["", "Its commands:", ""] + section[fence[-2]:fence[-1] + 1]  # its own: the last block
     return table, ([""] + notes if notes and table else []), summary
 
 
@@ -564,11 +569,10 @@ def main():
     ratio = segment_ratio(ctx, models_dir) if only & {"1", "3", "4"} else 1.0
     segments = int(files * ratio)
     budget = segments // 2
-    results = {}   # scenario -> [(name, target, got, ok)]
-    raw_rows = {}  # scenario -> summary rows kept from the doc (S1's policies not run now)
+    results = {}   # scenario -> [(name, target, got, ok), or a summary row kept from the doc]
     old_rows, old_sections = old_parts(read_block(args.doc, "cache-scenarios"))
     sections = {}  # scenario -> lines (without the markers)
-    commit = git_commit()
+    commit = git_commit(args.doc)
 
     def run_line(load_before, started):
         return (f"Run: `{args.command}` on {started} UTC at commit {commit} ({os.cpu_count()} cores, shared with "
@@ -626,9 +630,16 @@ def main():
         earlier = [t for t in S1_POLICIES if t not in policies]
         if earlier:
             table, notes, summary = s1_earlier(old_sections.get("1", []), old_rows.get("1", []), earlier)
-            at = lines.index("|---|---|---|---|---|---|---|---|---|---|---|---|---|") + 1 + len(rows)
-            sections["1"] = lines[:at] + table + notes + sections["1"][len(lines):]
-            raw_rows["1"] = summary
+            # One table and summary in S1_POLICIES order, the kept rows in the others' places
+            # (a kept summary row is the doc's line as it was).
+            at = lines.index("|---|---|---|---|---|---|---|---|---|---|---|---|---|") + 1
+            table_now = dict(zip((r["tag"] for r in rows), lines[at:at + len(rows)]))
+            summary_now = dict(zip((r["tag"] for r in rows), results["1"]))
+            table_now.update(table)
+            summary_now.update(summary)
+            sections["1"] = (lines[:at] + [table_now[t] for t in S1_POLICIES if t in table_now] + notes +
+                             sections["1"][len(lines):])
+            results["1"] = [summary_now[t] for t in S1_POLICIES if t in summary_now]
     if "2" in only:
         lb, started, c0 = begin()
         c = s2_cold(ctx, args.cold_cycles)
@@ -748,7 +759,7 @@ def main():
     print("\n=== cache scenario results ===")
     failed = 0
     for n in SCENARIOS:
-        for name, target, got, ok in results.get(n, []):
+        for name, target, got, ok in (x for x in results.get(n, []) if not isinstance(x, str)):
             verdict = verdict_word(ok)
             failed += ok is False
             print(f"{verdict:4}  {name}: target {target}, got {got}")
@@ -761,10 +772,13 @@ def main():
                 "| scenario | target | result | verdict |", "|---|---|---|---|"]
         for n in SCENARIOS:
             if n in results:
-                for name, target, got, ok in results[n]:
+                for x in results[n]:
+                    if isinstance(x, str):  # kept as it was (s1_earlier)
+                        body.append(x)
+                        continue
+                    name, target, got, ok = x
                     body.append(f"| {name} | {target} | {got} | "
                                 f"{'**FAIL**' if ok is False else verdict_word(ok)} |")
-                body += raw_rows.get(n, [])
             else:
                 body += old_rows.get(n, [])
         body.append("")
