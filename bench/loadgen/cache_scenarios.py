@@ -35,6 +35,7 @@ section per scenario (<!-- cache-sN:begin/end -->, with its run's date,
 commit, load average and commands); scenarios not run keep theirs.
 """
 import argparse
+import csv
 import datetime
 import json
 import os
@@ -270,7 +271,6 @@ def step_goodputs(csv_path, rates, step_s):
     """Per ramp step (by when a request was sent, in the measured window):
     (offered rate, sent, requests answered OK within their deadline per
     second, attainment of the admitted) from orrery-loadgen's per-request CSV."""
-    import csv
     steps = [{"sent": 0, "ok": 0, "early": 0} for _ in rates]
     with open(csv_path) as f:
         for row in csv.DictReader(f):
