@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The issue-7 host-cache and device scenarios against a real orreryd, one command:
 #   bench/run_cache_scenarios.sh [--only 1,2,3,4] [--seconds S] [--s3-seconds S] [--count N] [--cold-cycles N]
-# S1 many models (1,000 MLPs over 50 tenants, Zipf, 70% load, 100 ms
-# deadlines; keep-alive on / off / LRU), S2 cold start of ResNet-50 (vs disk
+#                                [--s1-policies keepalive,no_keepalive,lru] [--s1-capacity REQ_PER_S]
+# S1 many models (1,000 MLPs over 50 tenants, Zipf, 70% of the capacity on
+# that same workload -- a ramp of its trace to overload, the best goodput
+# of a step --, 100 ms deadlines; keep-alive on / off / LRU), S2 cold start of ResNet-50 (vs disk
 # bandwidth + one inference, and vs ONNX Runtime), S3 the simulated
 # accelerator (--sim-device, a device cache smaller than the working set:
 # link and device utilisation, their overlap, misses caused by unplanned
@@ -12,7 +14,7 @@
 # rewrites the block between <!-- cache-scenarios:begin --> and
 # <!-- cache-scenarios:end --> in docs/benchmarks.md; with --only, the rows
 # and sections of the scenarios not run are kept as they were. Exits 1 when
-# a target fails. Takes ~6 minutes (S3 alone ~1).
+# a target fails. Takes ~7 minutes (S1 alone ~3.5, S3 ~1).
 # Needs: ninja -C build orreryd orrery-loadgen; S2 needs the ResNet-50 export
 # and onnxruntime-node (bench/run_real_models.sh / scripts/bench-deps).
 # Environment:

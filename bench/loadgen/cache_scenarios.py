@@ -2,6 +2,7 @@
 """The issue-7 host-cache and device scenarios, run by bench/run_cache_scenarios.sh.
 
     cache_scenarios.py --build DIR --out DIR --doc docs/benchmarks.md [--only 1,2,3,4] [--seconds S]
+                       [--s1-policies keepalive,no_keepalive,lru] [--s1-capacity REQ_PER_S]
 
 S1 many models: COUNT (1,000) MLPs of 1-2 MiB (make_cache_models.py) over 50
    tenants (model i belongs to tenant i % 50), --host-cache-bytes = half of
@@ -34,6 +35,7 @@ section per scenario (<!-- cache-sN:begin/end -->, with its run's date,
 commit, load average and commands); scenarios not run keep theirs.
 """
 import argparse
+import csv
 import datetime
 import json
 import os
@@ -73,6 +75,7 @@ S3_DEVICE = f"memory={S3_DEVICE_MEMORY},link-gbps=0.25,latency-us=20,speedup=2"
 S3_WARMUP_S = 4.0
 S3_PHASE_S = 1.5
 SCENARIOS = ("1", "2", "3", "4")
+INFO = "info"  # a result's `ok` when it has no target (reported for comparison)
 # orreryd's orrery_admitted_misses_total labels (api/miss_causes.h), in the
 # order the S1 table prints them.
 MISS_CAUSES = ("load_late", "room_wait", "evicted_after_admission", "after_load", "lane")
@@ -86,7 +89,10 @@ def tenant_of(i):
 def write_trace(path, count, rate, warmup, seconds, periodic, seed=1):
     """Zipf(1.0) Poisson arrivals plus `periodic` models called every 2-8 s
     (+-2%), and one call of every model spread over the first 2/3 of the
-    warm-up. Returns the number of arrivals."""
+    warm-up. `rate`: req/s, or a function of the time (s from the start)
+    giving it (a stepped rate: each gap is drawn at the rate where it
+    starts). Returns the number of arrivals."""
+    rate_at = rate if callable(rate) else (lambda _t: rate)
     rng = random.Random(seed)
     ranks = list(range(count))
     rng.shuffle(ranks)  # model ranks[k] has popularity rank k
@@ -101,7 +107,7 @@ def write_trace(path, count, rate, warmup, seconds, periodic, seed=1):
         rows.append((warmup * 2 / 3 * i / count, i))
     t, end = 0.0, warmup + seconds
     while True:
-        t += rng.expovariate(rate)
+        t += rng.expovariate(rate_at(t))
         if t >= end:
             break
         x = rng.random() * acc
@@ -241,26 +247,84 @@ def segment_ratio(ctx, models_dir):
     return s["cold_start"][0]["cycles"][0]["segment_bytes"] / os.path.getsize(path)
 
 
-def s1_many(ctx, models_dir, count, budget, seconds):
-    # Capacity with every model resident: 16 models of 16 tenants, one
-    # request outstanding each (closed loop), so that nothing is batched (as
-    # with 1,000 models, where two requests for one model rarely meet).
-    args = []
-    for i in range(16):
-        args += ["--model", f"m{i:04d}={os.path.join(models_dir, f'm{i:04d}.onnx')}",
-                 "--stream", f"{tenant_of(i)}:m{i:04d}:c1"]
-    s = ctx.run("s1_capacity", args, duration=5, warmup=1, plot=False)
-    cap = s["total"]["goodput_rps"]
+S1_POLICIES = {"keepalive": ("miss cost + keep-alive", []),
+               "no_keepalive": ("miss cost, keep-alive off", ["--orreryd-arg=--keepalive=off"]),
+               "lru": ("LRU", ["--orreryd-arg=--host-eviction=lru"])}
+# S1's capacity ramp: the S1 trace at rates stepped up by S1_RAMP_FACTOR every
+# S1_RAMP_STEP_S from S1_RAMP_FIRST to past S1_RAMP_LAST req/s (the warm-up at
+# the first step's rate); on the 2-core VM goodput peaks at ~3,000-4,500 req/s
+# and falls beyond, so the top steps are overload.
+S1_RAMP_FIRST = 400
+S1_RAMP_LAST = 7000
+S1_RAMP_FACTOR = 1.25
+S1_RAMP_STEP_S = 2.0
+
+
+def s1_ramp_rates():
+    rates = [float(S1_RAMP_FIRST)]
+    while rates[-1] < S1_RAMP_LAST:
+        rates.append(rates[-1] * S1_RAMP_FACTOR)
+    return rates
+
+
+def step_goodputs(csv_path, rates, step_s):
+    """Per ramp step (by when a request was sent, in the measured window):
+    (offered rate, sent, requests answered OK within their deadline per
+    second, attainment of the admitted) from orrery-loadgen's per-request CSV."""
+    steps = [{"sent": 0, "ok": 0, "early": 0} for _ in rates]
+    with open(csv_path) as f:
+        for row in csv.DictReader(f):
+            k = int(float(row["sent_s"]) / step_s)
+            if 0 <= k < len(rates):
+                steps[k]["sent"] += 1
+                steps[k]["ok"] += row["outcome"] == "ok"
+                steps[k]["early"] += row["outcome"] == "rejected_early"
+    out = []
+    for r, c in zip(rates, steps):
+        admitted = c["sent"] - c["early"]
+        out.append((r, c["sent"], c["ok"] / step_s, c["ok"] / admitted if admitted else 0.0))
+    return out
+
+
+def s1_capacity(ctx, models_dir, count, budget):
+    """The server's capacity on the S1 workload itself: the S1 trace (the
+    same 1,000 models, Zipf popularity, periodic models, every model called
+    in the warm-up, host cache at the same budget, default policy), its rate
+    stepped up from S1_RAMP_FIRST req/s by S1_RAMP_FACTOR every S1_RAMP_STEP_S
+    to overload; capacity = the highest goodput of a step (its requests
+    answered OK within their deadline, per second). Loads, evictions and the
+    client's own CPU are in it, as in the measured runs. Returns (capacity,
+    the steps as step_goodputs gives them)."""
+    rates = s1_ramp_rates()
+
+    def rate_at(t):
+        return rates[min(len(rates) - 1, max(0, int((t - WARMUP_S) / S1_RAMP_STEP_S)))]
+
+    seconds = S1_RAMP_STEP_S * len(rates)
+    trace = os.path.join(ctx.out, "s1_ramp_trace.csv")
+    write_trace(trace, count, rate_at, WARMUP_S, seconds, periodic=max(1, count // 50), seed=2)
+    ctx.run("s1_capacity", ["--model-dir", models_dir, "--trace", trace,
+                            f"--orreryd-arg=--host-cache-bytes={budget}"], duration=seconds, warmup=WARMUP_S,
+            plot=False)
+    steps = step_goodputs(os.path.join(ctx.out, "s1_capacity.csv"), rates, S1_RAMP_STEP_S)
+    return max(g for _, _, g, _ in steps), steps
+
+
+def s1_many(ctx, models_dir, count, budget, seconds, policies, cap=None):
+    """Capacity (s1_capacity, unless given), then the S1 trace at 70% of it
+    once per policy in `policies` (keys of S1_POLICIES)."""
+    steps = []
+    if cap is None:
+        cap, steps = s1_capacity(ctx, models_dir, count, budget)
     rate = 0.7 * cap
     trace = os.path.join(ctx.out, "s1_trace.csv")
     n = write_trace(trace, count, rate, WARMUP_S, seconds, periodic=max(1, count // 50))
     runs = {}
-    for tag, flags in (("keepalive", []), ("no_keepalive", ["--orreryd-arg=--keepalive=off"]),
-                       ("lru", ["--orreryd-arg=--host-eviction=lru"])):
+    for tag in policies:
         runs[tag] = ctx.run(f"s1_{tag}", ["--model-dir", models_dir, "--trace", trace,
-                                          f"--orreryd-arg=--host-cache-bytes={budget}"] + flags,
+                                          f"--orreryd-arg=--host-cache-bytes={budget}"] + S1_POLICIES[tag][1],
                             duration=seconds, warmup=WARMUP_S, plot=False)
-    return cap, rate, n, runs
+    return cap, steps, rate, n, runs
 
 
 def s1_rows(runs, seconds):
@@ -269,8 +333,7 @@ def s1_rows(runs, seconds):
         t, v = s["total"], s["server"]
         acq = v["host_hits"] + v["host_joins"] + v["host_misses"]
         rows.append({
-            "policy": {"keepalive": "miss cost + keep-alive", "no_keepalive": "miss cost, keep-alive off",
-                       "lru": "LRU"}[tag],
+            "policy": S1_POLICIES[tag][0], "tag": tag,
             "attainment": t["attainment"], "sent": t["sent"], "rejected_early": t["rejected_early"],
             "late": t["late"], "dropped": t["rejected_late"], "errors": t["errors"], "p99_ms": t["p99_ms"],
             "hit_ratio": v["host_hits"] / acq if acq else 0, "cold_loads": v["host_misses"] + v["host_joins"],
@@ -401,9 +464,13 @@ def load_average():
     return open("/proc/loadavg").read().split()[:3]
 
 
-def git_commit():
+def git_commit(doc=""):
+    """HEAD, and whether files besides `doc` (the report, rewritten by an
+    earlier run) differ from it."""
     r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE, text=True)
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+    doc = os.path.abspath(doc) if doc else ""
+    exclude = [f":(exclude){doc}"] if doc.startswith(ROOT + os.sep) else []
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", ROOT] + exclude,
                            stdout=subprocess.PIPE, text=True).stdout.strip()
     return r.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
@@ -443,6 +510,35 @@ def old_parts(lines):
     return rows, sections
 
 
+def s1_earlier(section, summary_rows, tags):
+    """What an S1 run of some policies (--s1-policies) keeps of the doc's S1
+    section for the other policies `tags`, so that runs split to fit short
+    quiet windows make one table: their table rows (marked "(earlier run)")
+    and summary rows, by tag, and a note naming the run they came from."""
+    table, notes, summary = {}, [], {}
+    for t in tags:
+        label = S1_POLICIES[t][0]
+        for line in section:
+            if line.startswith(f"| {label} |") or line.startswith(f"| {label} (earlier run) |"):
+                table[t] = f"| {label} (earlier run) |" + line.split("|", 2)[2]
+        for line in summary_rows:
+            if line.startswith(f"| S1 admitted requests in time ({label})"):
+                summary[t] = line
+    notes = [x for x in section if x.startswith("Rows marked (earlier run)")]
+    run = next((x for x in section if x.startswith("Run: ")), None)
+    if run and any(not x.startswith(f"| {S1_POLICIES[t][0]} (earlier run) |")
+                   for t in table for x in section if x.startswith(f"| {S1_POLICIES[t][0]} ")):
+        # The earlier run's capacity measurement, when it made one (the ramp).
+        detail = next((x for x in section if "Capacity on this workload:" in x and "ramp" in x), "")
+        capacity = detail[detail.index("Capacity on this workload:"):detail.index(" Offered ")] if detail else ""
+        notes = [f"Rows marked (earlier run) are from the run {run[len('Run: '):]} The offered rate is in their "
+                 f"summary rows." + (f" That run measured: {capacity}" if capacity else "")]
+        fence = [k for k, x in enumerate(section) if x == "```"]
+        if len(fence) >= 2:
+            notes += ["", "Its commands:", ""] + section[fence[-2]:fence[-1] + 1]  # its own: the last block
+    return table, ([""] + notes if notes and table else []), summary
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--build", required=True)
@@ -453,9 +549,16 @@ def main():
     p.add_argument("--count", type=int, default=1000)
     p.add_argument("--cold-cycles", type=int, default=5)
     p.add_argument("--only", default=",".join(SCENARIOS))
+    p.add_argument("--s1-policies", default=",".join(S1_POLICIES),
+                   help="S1's policies to run, of " + ",".join(S1_POLICIES))
+    p.add_argument("--s1-capacity", type=float, default=None,
+                   help="S1's capacity in req/s (from an earlier run's report) instead of measuring it")
     p.add_argument("--command", default="bench/run_cache_scenarios.sh")
     args = p.parse_args()
     only = set(args.only.split(","))
+    policies = [x for x in args.s1_policies.split(",") if x]
+    if not policies or any(x not in S1_POLICIES for x in policies):
+        p.error(f"--s1-policies: a comma-separated list of {', '.join(S1_POLICIES)}")
     os.makedirs(args.out, exist_ok=True)
     ctx = Ctx(argparse.Namespace(build=args.build, models=args.out, out=args.out, seconds=args.seconds,
                                  noisy_factor=1))
@@ -466,9 +569,10 @@ def main():
     ratio = segment_ratio(ctx, models_dir) if only & {"1", "3", "4"} else 1.0
     segments = int(files * ratio)
     budget = segments // 2
-    results = {}   # scenario -> [(name, target, got, ok)]
+    results = {}   # scenario -> [(name, target, got, ok), or a summary row kept from the doc]
+    old_rows, old_sections = old_parts(read_block(args.doc, "cache-scenarios"))
     sections = {}  # scenario -> lines (without the markers)
-    commit = git_commit()
+    commit = git_commit(args.doc)
 
     def run_line(load_before, started):
         return (f"Run: `{args.command}` on {started} UTC at commit {commit} ({os.cpu_count()} cores, shared with "
@@ -479,14 +583,28 @@ def main():
 
     if "1" in only:
         lb, started, c0 = begin()
-        cap, rate, n, runs = s1_many(ctx, models_dir, args.count, budget, args.seconds)
+        cap, steps, rate, n, runs = s1_many(ctx, models_dir, args.count, budget, args.seconds, policies,
+                                            args.s1_capacity)
         rows = s1_rows(runs, args.seconds)
+        if steps:
+            peak = max(range(len(steps)), key=lambda k: steps[k][2])
+            capacity = (f"Capacity on this workload: {cap:.0f} req/s, the highest goodput (requests answered OK "
+                        f"within their deadline, per second) of the steps of a ramp of the S1 trace (the same "
+                        f"models, popularity, budget and default policy; loads, evictions and the client included; "
+                        f"`s1_capacity` below): {WARMUP_S:.0f} s warm-up, then {S1_RAMP_STEP_S:g} s steps from "
+                        f"{S1_RAMP_FIRST} req/s x {S1_RAMP_FACTOR:g}; the peak at the step offered "
+                        f"{steps[peak][0]:.0f} req/s. Steps (offered: goodput, attainment of the admitted): " +
+                        ", ".join(f"{r:.0f}: {g:.0f} ({100 * a:.1f}%)" for r, _, g, a in steps) +
+                        ("" if peak < len(steps) - 1 else " **The last step was the peak: the ramp did not "
+                         "saturate the server; capacity is at least this.**") + ".")
+        else:
+            capacity = (f"Capacity on this workload: {cap:.0f} req/s, given with `--s1-capacity` (measured by an "
+                        f"earlier run's ramp of the S1 trace, see there).")
         lines = ["### S1 many models", "", run_line(lb, started), "",
                  f"{args.count} MLPs (`make_cache_models.py`: 1-2 MiB of weights each, {onnx_total / 1e9:.2f} GB "
                  f"in all) over {TENANTS} tenants; `--host-cache-bytes {budget}`: half of what the host tier charges for "
                  f"them, estimated as {segments / 1e9:.2f} GB from m0000 (charged {ratio:.3f} x its ONNX file: the "
-                 f"segment, rounded up to 2 MiB). Capacity with the models resident "
-                 f"(16 models of 16 tenants, one request outstanding each): {cap:.0f} req/s; offered {rate:.0f} req/s (70%), Zipf(1.0) "
+                 f"segment, rounded up to 2 MiB). {capacity} Offered {rate:.0f} req/s (70%), Zipf(1.0) "
                  f"over shuffled ranks plus {max(1, args.count // 50)} periodic models (every 2-8 s), "
                  f"{DEADLINE_MS} ms deadlines; {WARMUP_S:.0f} s warm-up (every model called once) + "
                  f"{args.seconds:.0f} s measured, {n} arrivals in the trace.", "",
@@ -502,10 +620,26 @@ def main():
                          f"{r['cold_loads']:.0f} | {r['loads_per_s']:.1f} | {r['gb_loaded']:.2f} | "
                          f"{r['prewarms']:.0f} / {r['expirations']:.0f} | {r['idle_mb']:.0f} | "
                          f"{r['uploaded']:.0f} in {r['upload_s']:.1f} s | {r['misses']} | {r['misses_how']} |")
-        ka = rows[0]
-        results["1"] = [("S1 admitted requests in time (keep-alive on)", ">= 99.9%",
-                         f"{100 * ka['attainment']:.2f}%", ka["attainment"] >= 0.999)]
+        # The target is the default policy's; the others are for comparison.
+        results["1"] = [(f"S1 admitted requests in time ({r['policy']})",
+                         ">= 99.9%" if r["tag"] == "keepalive" else "none (for comparison)",
+                         f"{100 * r['attainment']:.2f}% at {rate:.0f} req/s (70% of {cap:.0f})",
+                         r["attainment"] >= 0.999 if r["tag"] == "keepalive" else INFO)
+                        for r in rows]
         sections["1"] = lines + commands_lines(ctx, c0)
+        earlier = [t for t in S1_POLICIES if t not in policies]
+        if earlier:
+            table, notes, summary = s1_earlier(old_sections.get("1", []), old_rows.get("1", []), earlier)
+            # One table and summary in S1_POLICIES order, the kept rows in the others' places
+            # (a kept summary row is the doc's line as it was).
+            at = lines.index("|---|---|---|---|---|---|---|---|---|---|---|---|---|") + 1
+            table_now = dict(zip((r["tag"] for r in rows), lines[at:at + len(rows)]))
+            summary_now = dict(zip((r["tag"] for r in rows), results["1"]))
+            table_now.update(table)
+            summary_now.update(summary)
+            sections["1"] = (lines[:at] + [table_now[t] for t in S1_POLICIES if t in table_now] + notes +
+                             sections["1"][len(lines):])
+            results["1"] = [summary_now[t] for t in S1_POLICIES if t in summary_now]
     if "2" in only:
         lb, started, c0 = begin()
         c = s2_cold(ctx, args.cold_cycles)
@@ -625,12 +759,11 @@ def main():
     print("\n=== cache scenario results ===")
     failed = 0
     for n in SCENARIOS:
-        for name, target, got, ok in results.get(n, []):
-            verdict = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
+        for name, target, got, ok in (x for x in results.get(n, []) if not isinstance(x, str)):
+            verdict = verdict_word(ok)
             failed += ok is False
             print(f"{verdict:4}  {name}: target {target}, got {got}")
     if args.doc:
-        kept_rows, kept_sections = old_parts(read_block(args.doc, "cache-scenarios"))
         body = ["<!-- cache-scenarios:begin -->", "## Host cache and device scenarios (issue 7)", "",
                 "Written by `bench/run_cache_scenarios.sh`; `--only` re-runs some scenarios and keeps the others' "
                 "rows and sections as they were (each section says when and at which commit it ran). Each run "
@@ -639,21 +772,31 @@ def main():
                 "| scenario | target | result | verdict |", "|---|---|---|---|"]
         for n in SCENARIOS:
             if n in results:
-                for name, target, got, ok in results[n]:
+                for x in results[n]:
+                    if isinstance(x, str):  # kept as it was (s1_earlier)
+                        body.append(x)
+                        continue
+                    name, target, got, ok = x
                     body.append(f"| {name} | {target} | {got} | "
-                                f"{'SKIP' if ok is None else ('PASS' if ok else '**FAIL**')} |")
+                                f"{'**FAIL**' if ok is False else verdict_word(ok)} |")
             else:
-                body += kept_rows.get(n, [])
+                body += old_rows.get(n, [])
         body.append("")
         for n in SCENARIOS:
             if n in sections:
                 body += [f"<!-- cache-s{n}:begin -->"] + sections[n] + [f"<!-- cache-s{n}:end -->", ""]
-            elif n in kept_sections:
-                body += kept_sections[n] + [""]
+            elif n in old_sections:
+                body += old_sections[n] + [""]
         body.append("<!-- cache-scenarios:end -->")
         replace_block(args.doc, "cache-scenarios", body)
         print(f"wrote {args.doc}")
     sys.exit(1 if failed else 0)
+
+
+def verdict_word(ok):
+    """A result's verdict: True PASS, False FAIL, None SKIP, INFO a number
+    without a target."""
+    return "INFO" if ok is INFO else ("SKIP" if ok is None else ("PASS" if ok else "FAIL"))
 
 
 def commands_lines(ctx, first):
