@@ -1,8 +1,10 @@
-// Recent request rate of one model: an exponentially decayed count of
-// arrivals, rate(t) = sum_i exp(-(t - t_i) / tau) / tau. O(1), no history;
-// not thread-safe (the owning cache locks).
+// Recent rate of events: an exponentially decayed sum of their amounts,
+// rate(t) = sum_i a_i exp(-(t - t_i) / tau) / tau (a model's requests, a = 1;
+// a tenant's lane time, a = ns). O(1), no history; not thread-safe (the owner
+// locks).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -12,12 +14,14 @@ class RateEstimator {
  public:
   explicit RateEstimator(int64_t tau_ns) : tau_ns_(tau_ns > 0 ? tau_ns : 1) {}
 
-  void Arrive(int64_t now_ns) {
-    weight_ = Decayed(now_ns) + 1.0;
-    at_ns_ = now_ns;
+  void Arrive(int64_t now_ns) { Add(now_ns, 1.0); }
+  void Add(int64_t now_ns, double amount) {
+    weight_ = Decayed(now_ns) + amount;
+    at_ns_ = std::max(at_ns_, now_ns);
   }
-  // Requests per second around `now_ns`.
-  double PerSec(int64_t now_ns) const { return Decayed(now_ns) / static_cast<double>(tau_ns_) * 1e9; }
+  // Amount (requests) per second around `now_ns`.
+  double PerSec(int64_t now_ns) const { return PerNs(now_ns) * 1e9; }
+  double PerNs(int64_t now_ns) const { return Decayed(now_ns) / static_cast<double>(tau_ns_); }
 
  private:
   double Decayed(int64_t now_ns) const {

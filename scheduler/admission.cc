@@ -26,7 +26,10 @@ std::string FormatDurationNs(int64_t ns) {
 AdmissionDecision Admit(const AdmissionInput& in, const std::string& what) {
   AdmissionDecision d;
   const int lanes = std::max(in.lanes, 1);
-  d.predicted_wait_ns = (in.queued_ahead_ns + in.running_remaining_ns) / lanes;
+  // Capped so that a wrong estimate cannot stretch a wait without bound.
+  const double free_share = 1.0 - std::clamp(in.interference, 0.0, kMaxInterference);
+  d.predicted_wait_ns =
+      std::llround(static_cast<double>((in.queued_ahead_ns + in.running_remaining_ns) / lanes) / free_share);
   const int64_t wait_ns =
       std::llround(static_cast<double>(d.predicted_wait_ns) * (1.0 + std::max(in.wait_slack, 0.0)));
   const int64_t load_ns = std::max<int64_t>(in.ready_ns - in.now_ns, 0);

@@ -3,9 +3,13 @@
 //
 // Completion is predicted as
 //   max(now + (queued work ahead under fair sharing + remaining work of
-//              running requests) / lanes x (1 + wait_slack),
+//              running requests) / lanes / (1 - interference)
+//              x (1 + wait_slack),
 //       the model's weights ready (host cache load's predicted end))
 //   + own predicted cost x slowdown + response time,
+// interference being the share of the lanes that other tenants' arrivals
+// will take ahead of this request in fair order while it waits (tenants
+// below their share: their new requests start before it in virtual time),
 // the slowdown being how much slower than predicted this model's runs have
 // recently been (CostModel::SlowdownBound, a high quantile) and the response
 // time what the server needs after the lane (metering, the reply; measured).
@@ -25,6 +29,8 @@
 namespace orrery {
 
 inline constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
+// AdmissionInput::interference is capped here (the wait at most 10x).
+inline constexpr double kMaxInterference = 0.9;
 
 // Per-tenant scheduling parameters; updatable at run time.
 struct TenantPolicy {
@@ -43,6 +49,13 @@ struct AdmissionInput {
   int64_t running_remaining_ns = 0;   // predicted remainder of running requests
   int64_t ready_ns = 0;               // absolute: the model's weights resident; <= now = already
   int lanes = 1;
+  // Share of the lanes, in [0, 1), that other tenants' requests arriving
+  // during the wait take ahead of this one (their recent lane time per ns
+  // per lane, within what fair sharing lets them take). The wait is W = ahead
+  // + interference x W: without it, a tenant over its share fills its queue
+  // to its deadlines and then either its requests are dropped or an
+  // under-share tenant's requests wait behind them.
+  double interference = 0.0;
   // The wait for queued and running work is planned this much longer than
   // predicted: it sums dozens of predictions whose errors do not all cancel,
   // and a request admitted right at the edge of its deadline is answered
@@ -58,8 +71,9 @@ struct AdmissionDecision {
   // own cost x slowdown + response time: what the request needs from its
   // start to its answer, for its latest start (LatestStartNs).
   int64_t planned_ns = 0;
-  // The wait for queued and running work as predicted, before wait_slack
-  // (what the scheduler later compares the real wait with).
+  // The wait for queued and running work as predicted (interference
+  // included), before wait_slack (what the scheduler later compares the
+  // real wait with).
   int64_t predicted_wait_ns = 0;
 };
 

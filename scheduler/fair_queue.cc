@@ -167,14 +167,20 @@ void FairQueue::Complete(const Dispatch& d, int64_t measured_ns) {
   t.service_ns += delta;
 }
 
+double FairQueue::NewStartOf(const std::string& tenant) const {
+  auto it = tenants_.find(tenant);
+  if (it == tenants_.end()) return virtual_time_;
+  return StartTag(it->second) + static_cast<double>(it->second.queued_charge) / it->second.weight;
+}
+
+bool FairQueue::ArrivalGoesAhead(const std::string& other, const std::string& tenant) const {
+  return NewStartOf(other) < NewStartOf(tenant);
+}
+
 int64_t FairQueue::WorkAheadNs(const std::string& tenant) const {
   auto self = tenants_.find(tenant);
-  double x = virtual_time_;  // the new request's virtual start
-  double ahead = 0;
-  if (self != tenants_.end()) {
-    ahead = static_cast<double>(self->second.queued_ns);
-    x = StartTag(self->second) + static_cast<double>(self->second.queued_charge) / self->second.weight;
-  }
+  const double x = NewStartOf(tenant);  // the new request's virtual start
+  double ahead = self == tenants_.end() ? 0 : static_cast<double>(self->second.queued_ns);
   // Virtual spans are in charges (dominant shares); the work ahead is the
   // lane time of the part of each queue whose span lies before x.
   for (const auto& [name, t] : tenants_) {

@@ -109,6 +109,11 @@ class FairQueue {
   // tenant's own queue plus, for every other backlogged tenant u, the part
   // of u's queue whose virtual span lies before the new request's start.
   int64_t WorkAheadNs(const std::string& tenant) const;
+  // Whether a request `other` pushed now would start, in virtual time, before
+  // one `tenant` pushed now (each after its own queue): while that holds,
+  // `other`'s new arrivals go ahead of `tenant`'s newest request, which
+  // WorkAheadNs cannot see yet. O(log tenants).
+  bool ArrivalGoesAhead(const std::string& other, const std::string& tenant) const;
 
   double virtual_time() const { return virtual_time_; }
   size_t size() const { return locations_.size(); }
@@ -133,6 +138,9 @@ class FairQueue {
 
   Tenant& GetTenant(const std::string& tenant);
   double StartTag(const Tenant& t) const { return t.finish > virtual_time_ ? t.finish : virtual_time_; }
+  // The virtual start of a request the tenant would push now (after its
+  // queue); the virtual time for an unknown tenant.
+  double NewStartOf(const std::string& tenant) const;
   // The backlogged tenant with the smallest start tag, or null.
   const std::string* NextTenant() const;
   // The model queue holding the tenant's oldest item.

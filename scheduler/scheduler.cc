@@ -184,6 +184,7 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
                     .running_remaining_ns = RunningRemainingLocked(job.deadline_ns),
                     .ready_ns = job.request.ready_ns,
                     .lanes = num_lanes_,
+                    .interference = InterferenceLocked(job.request.tenant_id, tenant, now),
                     .wait_slack = WaitSlackLocked(now),
                     .in_flight = tenant.in_flight,
                     .max_in_flight = tenant.policy.max_in_flight};
@@ -194,6 +195,20 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
   job.planned_ns = decision.planned_ns;
   job.predicted_wait_ns = decision.predicted_wait_ns;
   return decision;
+}
+
+double FairScheduler::InterferenceLocked(const std::string& tenant_id, const TenantState& tenant,
+                                        int64_t now) const {
+  double share = 0;
+  double weights = tenant.policy.weight;
+  for (const auto& [name, other] : tenants_) {
+    if (&other == &tenant || !queue_.ArrivalGoesAhead(name, tenant_id)) continue;
+    const double rate = other.lane_rate.PerNs(now) / std::max(num_lanes_, 1);
+    if (rate <= 0) continue;
+    share += rate;
+    weights += other.policy.weight;
+  }
+  return share <= 0 ? 0.0 : std::min(share, 1.0 - tenant.policy.weight / weights);
 }
 
 void FairScheduler::CountRejectionLocked(TenantState& tenant, const Status& status) {
@@ -722,8 +737,11 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
       }
       if (batched) ++tenant.batched;
       tenant.service_ns += measured;
-      // exec_ns is 0 only under a fake clock: no measurement, no correction.
-      if (run.exec_ns > 0) queue_.Complete(j.dispatch, ChargedNs(predicted, measured));
+      // exec_ns is 0 only under a fake clock: no measurement, no correction
+      // (the charge stays the predicted one).
+      const int64_t charged = run.exec_ns > 0 ? ChargedNs(predicted, measured) : predicted;
+      tenant.lane_rate.Add(clock_->NowNs(), static_cast<double>(charged));
+      if (run.exec_ns > 0) queue_.Complete(j.dispatch, charged);
     }
     if (ran_ok && !run.request.calibration) {
       costs_.Record(run.model_id, batched ? static_cast<int>(total_rows) : run.batch, run.run_predicted_ns(), run.exec_ns,

@@ -52,6 +52,7 @@
 #include "scheduler/fair_queue.h"
 #include "scheduler/request.h"
 #include "base/windowed_quantile.h"
+#include "cache/rate_estimator.h"
 
 namespace orrery {
 
@@ -251,7 +252,12 @@ class FairScheduler {
   struct Job;
   struct TenantState : TenantCounters {
     TenantPolicy policy;
+    // Lane time it recently received (charged, as the fair queue charges
+    // it): its share of the lanes, for the interference other tenants plan
+    // with (InterferenceLocked).
+    RateEstimator lane_rate{kLaneRateTauNs};
   };
+  static constexpr int64_t kLaneRateTauNs = 1'000'000'000;
   using Dropped = std::vector<std::unique_ptr<Job>>;
 
   TenantState& TenantLocked(const std::string& tenant);
@@ -302,6 +308,12 @@ class FairScheduler {
   // The wait slack admission plans with now; ObserveWaitLocked records how
   // long a job waited from admission to `now` against its prediction.
   double WaitSlackLocked(int64_t now);
+  // AdmissionInput::interference for a request of `tenant_id`: the recent
+  // lane share of the other tenants whose new requests would go ahead of it
+  // in fair order (FairQueue::ArrivalGoesAhead), at most what fair sharing
+  // gives them against it (1 - its weight / the weights of it and them).
+  // O(tenants).
+  double InterferenceLocked(const std::string& tenant_id, const TenantState& tenant, int64_t now) const;
   double WaitSlackNowLocked() const;  // without expiring samples (stats)
   void ObserveWaitLocked(const Job& job, int64_t now);
 

@@ -1,5 +1,7 @@
 #include "scheduler/admission.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
@@ -16,6 +18,26 @@ TEST(AdmissionTest, AdmitsWhenPredictedCompletionMeetsTheDeadline) {
   AdmissionDecision d = Admit(in, "model 'm'");
   EXPECT_TRUE(d.status.ok()) << d.status.ToString();
   EXPECT_EQ(d.predicted_completion_ns, clock.NowNs() + 6 * kMs + 2 * kMs);  // (8 + 4) / 2 + 2
+}
+
+// Other tenants' arrivals that go ahead in fair order take `interference`
+// of the lanes during the wait: W = ahead + interference x W.
+TEST(AdmissionTest, TheWaitIncludesWhatOtherTenantsArrivalsTakeAheadOfIt) {
+  AdmissionInput in{.now_ns = 0, .deadline_ns = 15 * kMs, .own_cost_ns = 1 * kMs, .queued_ahead_ns = 10 * kMs};
+  AdmissionDecision d = Admit(in, "m");
+  EXPECT_TRUE(d.status.ok()) << d.status.ToString();
+  EXPECT_EQ(d.predicted_completion_ns, 11 * kMs);
+  in.interference = 0.5;  // half the lane goes to others: 10 ms of own queue take 20 ms
+  d = Admit(in, "m");
+  EXPECT_EQ(d.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(d.predicted_wait_ns, 20 * kMs);
+  EXPECT_EQ(d.predicted_completion_ns, 21 * kMs);
+  EXPECT_NE(d.status.message().find("waiting 20.000 ms for queued and running work"), std::string::npos)
+      << d.status.message();
+  in.interference = 5.0;  // nonsense is capped: at most 10x
+  EXPECT_EQ(Admit(in, "m").predicted_wait_ns, std::llround(10 * kMs / (1 - kMaxInterference)));
+  in.interference = -1.0;
+  EXPECT_EQ(Admit(in, "m").predicted_wait_ns, 10 * kMs);
 }
 
 TEST(AdmissionTest, RejectsAtOnceNamingThePredictedCompletion) {

@@ -191,5 +191,25 @@ TEST(FairQueueTest, WorkAheadFollowsWeightedShares) {
   EXPECT_EQ(q.WorkAheadNs("c"), 3'000 + 1'000 + 1'000);
 }
 
+// A tenant below its share (nothing queued) gets its next request started
+// before a backlogged tenant's newest one, not the other way round; between
+// two backlogged tenants, the one with less queued (weighted) goes first.
+TEST(FairQueueTest, ArrivalsOfATenantBelowItsShareGoAheadOfABackloggedOnes) {
+  FairQueue q;
+  q.SetWeight("a", 1);
+  q.SetWeight("b", 1);
+  for (uint64_t i = 0; i < 10; ++i) q.Push("a", {i + 1, "m", 1000});
+  EXPECT_TRUE(q.ArrivalGoesAhead("b", "a"));
+  EXPECT_FALSE(q.ArrivalGoesAhead("a", "b"));
+  EXPECT_TRUE(q.ArrivalGoesAhead("never-seen", "a"));
+  for (uint64_t i = 0; i < 9; ++i) q.Push("b", {100 + i, "m", 1000});
+  EXPECT_TRUE(q.ArrivalGoesAhead("b", "a"));  // 9 us queued against a's 10
+  q.Push("b", {200, "m", 1000});
+  EXPECT_FALSE(q.ArrivalGoesAhead("b", "a"));  // a tie: neither goes first
+  EXPECT_FALSE(q.ArrivalGoesAhead("a", "b"));
+  q.Push("b", {201, "m", 1000});
+  EXPECT_TRUE(q.ArrivalGoesAhead("a", "b"));
+}
+
 }  // namespace
 }  // namespace orrery

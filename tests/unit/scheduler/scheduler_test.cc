@@ -153,6 +153,37 @@ TEST(FairSchedulerTest, RejectsAtAdmissionWhenThePredictedCompletionIsTooLate) {
   EXPECT_EQ(ok.load(), 6);
 }
 
+// Tenant b recently took 30% of the lane; a is backlogged, so b's next
+// requests go ahead of a's newest in fair order. a's admission plans its wait
+// with them (10 ms of own queue take 10 / 0.7 ms); b's does not see a's.
+TEST(FairSchedulerTest, AdmissionOfABackloggedTenantPlansForTheArrivalsOfOnesBelowTheirShare) {
+  FakeClock clock;
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .admission_wait_slack = 0});
+  scheduler.Calibrate("relu", 1, 1 * kMs);
+  auto model = ReluModel();
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(scheduler.Submit(Request("b", model, 1, clock.NowNs() + 1000 * kMs), [&](Outputs r) { ok += r.ok(); }).ok());
+  }
+  scheduler.Resume();
+  while (scheduler.completed() < 300) std::this_thread::yield();
+  scheduler.Pause();  // b's 300 ms charged at a standing clock: 30% of the last second (tau 1 s)
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(scheduler.Submit(Request("a", model, 1, clock.NowNs() + 1000 * kMs), [&](Outputs r) { ok += r.ok(); }).ok());
+  }
+  // Without b's share 10 + 1 ms would fit 12 ms; with it, 10 / 0.7 + 1 does not.
+  Status s = scheduler.Submit(Request("a", model, 1, clock.NowNs() + 12 * kMs), [](Outputs) {});
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("predicted completion in 15.286 ms"), std::string::npos) << s.message();
+  EXPECT_TRUE(scheduler.Submit(Request("a", model, 1, clock.NowNs() + 16 * kMs), [&](Outputs r) { ok += r.ok(); }).ok());
+  // b's next request starts 1 ms (its last charge) into a's queue: one of
+  // a's, then its own; a's arrivals would not go ahead of it.
+  EXPECT_TRUE(scheduler.Submit(Request("b", model, 1, clock.NowNs() + 2 * kMs + kMs / 2), [&](Outputs r) { ok += r.ok(); }).ok());
+  scheduler.Resume();
+  scheduler.Shutdown();
+  EXPECT_EQ(ok.load(), 312);
+}
+
 TEST(FairSchedulerTest, AdmissionPlansForTheObservedResponseTime) {
   FakeClock clock;
   FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .admission_wait_slack = 0});
