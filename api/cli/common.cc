@@ -1,5 +1,6 @@
 #include "api/cli/common.h"
 
+#include <cstdio>
 #include <iostream>
 
 #include <google/protobuf/util/json_util.h>
@@ -33,9 +34,23 @@ int Fail(const grpc::Status& s, const GlobalOptions& g) {
 }
 
 static bool RequireSecret(const std::string& secret, const char* what, const char* how) {
-  if (!secret.empty()) return true;
-  std::cerr << "error: no " << what << ": " << how << "\n";
-  return false;
+  if (secret.empty()) {
+    std::cerr << "error: no " << what << ": " << how << "\n";
+    return false;
+  }
+  // gRPC aborts the process on a header value outside printable ASCII (a
+  // newline from `$(ls ...)`, a pasted tab): say which byte instead.
+  for (size_t i = 0; i < secret.size(); ++i) {
+    const auto c = static_cast<unsigned char>(secret[i]);
+    if (c < 0x21 || c > 0x7e) {
+      char byte[8];
+      std::snprintf(byte, sizeof(byte), "0x%02x", c);
+      std::cerr << "error: the " << what << " has byte " << byte << " at position " << i
+                << ", which no " << what << " contains (only printable ASCII without spaces); check how it was passed\n";
+      return false;
+    }
+  }
+  return true;
 }
 
 bool NeedKey(const GlobalOptions& g) {

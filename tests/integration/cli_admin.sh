@@ -53,6 +53,12 @@ orrery admin tenant enable acme > /dev/null
 orrery model list > /dev/null
 if orrery --admin-token "$key" admin tenant list 2> "$work/e3"; then echo "FAIL: tenant key ran an admin command"; fail=1; fi
 grep -q PERMISSION_DENIED "$work/e3" || { echo "FAIL: tenant key on admin not PERMISSION_DENIED"; fail=1; }
+# A token with a newline (e.g. from `$(ls dir)`) is refused by the CLI with
+# the byte named; gRPC would abort the process on it.
+rc=0
+orrery --admin-token "$(printf 'abc\ndef')" admin tenant list 2> "$work/e5" || rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: token with a newline exited $rc, want 1"; fail=1; }
+grep -q "byte 0x0a at position 3" "$work/e5" || { echo "FAIL: token with a newline: $(cat "$work/e5")"; fail=1; }
 orrery admin tenant delete acme > /dev/null
 if orrery admin tenant show acme 2> "$work/e4"; then echo "FAIL: deleted tenant shown"; fail=1; fi
 grep -q NOT_FOUND "$work/e4" || { echo "FAIL: deleted tenant not NOT_FOUND"; fail=1; }
