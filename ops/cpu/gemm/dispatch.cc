@@ -125,10 +125,12 @@ struct Split {
 //   convolutions on 14x14 and 7x7 planes): one M chunk per thread, N
 //   blocked as for one thread, each thread packing the whole right operand
 //   for itself (ResNet-18's layer3 3x3 at two threads: 0.85 -> 0.72 ms).
-// Both replace a path that packed the on-the-fly operand once, shared by
-// the threads in two phases, which measured 10-20% slower on every such
-// layer of ResNet-18 / 50 and GoogLeNet (its second phase read half the
-// packed operand from the other core's cache).
+// The last two replace a path that packed the on-the-fly operand once,
+// shared by the threads in two phases, which measured 10-20% slower on
+// most such layers of ResNet-18 / 50 and GoogLeNet at two threads (its
+// second phase read half the packed operand from the other core's cache);
+// only strided 1x1 downsamples, whose gathered panels cost more to pack
+// twice, lost (ResNet-50: +0.03-0.05 ms on 0.7-0.8 ms).
 Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed) {
   Split sp;
   const int64_t m_panels = CeilDiv(s.m, kPanelRows);
