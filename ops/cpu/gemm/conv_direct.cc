@@ -130,21 +130,22 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   const int64_t n_panels = plan.panels();
   // Column chunks first (each thread walks distinct input), then row
   // chunks when the columns are too few to give every thread two tasks.
+  // Chunk i of c holds panels [i * panels / c, (i + 1) * panels / c), so
+  // sizes differ by at most one panel (a 28x28 plane's 17 panels in 8: 2 or
+  // 3 each, where chunks of CeilDiv(17, 8) = 3 made 6 tasks, 3,3,3,3,3,2).
   const int64_t n_chunks = nthreads > 1 ? std::min(n_panels, 4 * nthreads) : 1;
   int64_t m_chunks = 1;
   if (nthreads > 1 && n_chunks < 2 * nthreads) {
     m_chunks = std::min(m_panels, CeilDiv(2 * nthreads, n_chunks));
   }
-  const int64_t n_per = CeilDiv(n_panels, n_chunks);
-  const int64_t m_per = CeilDiv(m_panels, m_chunks);
-  const int64_t tasks = CeilDiv(n_panels, n_per) * CeilDiv(m_panels, m_per);
-  const int64_t n_count = CeilDiv(n_panels, n_per);
+  const int64_t tasks = n_chunks * m_chunks;
   const float* wd = w.data();
   const bool post_in_tile = ep.has_post() && kern.tile_post && PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
   ParallelFor(threads, tasks, [&](int64_t task, int) {
-    const int64_t q0 = (task % n_count) * n_per, q1 = std::min(n_panels, q0 + n_per);
-    const int64_t p0 = (task / n_count) * m_per, p1 = std::min(m_panels, p0 + m_per);
+    const int64_t ni = task % n_chunks, mi = task / n_chunks;
+    const int64_t q0 = ni * n_panels / n_chunks, q1 = (ni + 1) * n_panels / n_chunks;
+    const int64_t p0 = mi * m_panels / m_chunks, p1 = (mi + 1) * m_panels / m_chunks;
     for (int64_t pc = 0; pc < k; pc += kc_max) {
       const int64_t kc = std::min(kc_max, k - pc);
       const bool last = pc + kc == k;

@@ -32,15 +32,6 @@ constexpr int64_t kMaxKc = 192;
 constexpr int64_t kMaxNc = 21 * kPanelCols;  // 1008 columns
 constexpr int64_t kMcPanels = 32;            // 256 rows
 constexpr double kMinParallelFlops = 5e5;
-// Shared packing (several threads, one operand prepacked, the other packed
-// on the fly and at most this big once packed): the threads first pack the
-// whole on-the-fly operand together into scratch, then split the tiles along
-// the prepacked operand (the weights). Nothing is packed twice and each
-// thread streams distinct weights; the plain split would pack the on-the-fly
-// operand once per task along the other dimension (small convolution
-// outputs: 7x7 or 14x14 positions).
-constexpr int64_t kMaxSharedBytes = int64_t{2} << 20;
-
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
@@ -111,54 +102,63 @@ int64_t ChunkStart(int64_t i, int64_t n, int64_t chunks) {
   return std::max(nearest, panels - (chunks - i) * most) * kPanelCols;
 }
 
-// The plain split: N chunks (ChunkStart) times M chunks of whole left
-// panels.
+// The split: N chunks (ChunkStart) times M chunks of whole left panels.
 struct Split {
   Blocking bl;
   int64_t n_chunks = 1, m_chunks = 1, panels_per_chunk = 1;
 };
 
 // Usually N chunks first (each thread packs distinct right columns), then M
-// chunks when the N chunks are too few to give every thread one. With
-// the left operand packed on the fly and the right one prepacked (a MatMul /
-// Gemm on weights) and rows enough for four chunks per thread, M chunks
-// instead: each thread packs distinct rows, nothing is packed twice and the
-// N blocking stays that of one thread (a transformer's 128 x 1024 x 256
-// linear layers: the column split packed A on both threads).
-Split ChooseSplit(GemmShape s, int nthreads, bool rows_first) {
+// chunks when the N chunks are too few to give every thread one. Three
+// shapes split otherwise, so that no thread streams weights another one
+// streams too and the operand packed on the fly is packed no more often
+// than the weights' split needs:
+// - left operand packed on the fly, right one prepacked (a MatMul / Gemm on
+//   weights) and rows enough for four chunks per thread: M chunks; each
+//   thread packs distinct rows and the N blocking stays that of one thread
+//   (a transformer's 128 x 1024 x 256 linear layers: the column split packed
+//   A on both threads);
+// - the same with fewer rows (the transposed GEMM of 7x7 convolutions, a
+//   classifier's GEMV): N chunks of the weights, rounded up to a multiple
+//   of the threads, each packing the few rows of A for itself;
+// - prepacked left weights bigger than the packed right operand (3x3
+//   convolutions on 14x14 and 7x7 planes): one M chunk per thread, N
+//   blocked as for one thread, each thread packing the whole right operand
+//   for itself (ResNet-18's layer3 3x3 at two threads: 0.85 -> 0.72 ms).
+// The last two replace a path that packed the on-the-fly operand once,
+// shared by the threads in two phases, which measured 10-20% slower on
+// most such layers of ResNet-18 / 50 and GoogLeNet at two threads (its
+// second phase read half the packed operand from the other core's cache);
+// only strided 1x1 downsamples, whose gathered panels cost more to pack
+// twice, lost (ResNet-50: +0.03-0.05 ms on 0.7-0.8 ms).
+Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed) {
   Split sp;
   const int64_t m_panels = CeilDiv(s.m, kPanelRows);
   const int64_t want = 4 * static_cast<int64_t>(nthreads);
-  rows_first = rows_first && nthreads > 1 && m_panels >= want;
-  sp.bl = ChooseBlocking(s, rows_first ? 1 : nthreads);
+  const bool several = nthreads > 1;
+  const bool rows_first = several && !a_packed && b_packed && m_panels >= want;
+  const bool few_rows = several && !a_packed && b_packed && !rows_first;
+  const bool split_weights = several && a_packed && !b_packed &&
+                             RoundUp(s.m, kPanelRows) > RoundUp(s.n, 16) &&
+                             m_panels >= nthreads;
+  sp.bl = ChooseBlocking(s, several && !rows_first && !split_weights ? nthreads : 1);
+  if (few_rows) {
+    const Blocking one = ChooseBlocking(s, 1);
+    sp.bl.nchunks = std::min(RoundUp(one.nchunks, nthreads),
+                             std::max<int64_t>(1, s.n / kPanelCols));
+    sp.bl.nc = RoundUp(CeilDiv(s.n, sp.bl.nchunks), kPanelCols);
+  }
   sp.n_chunks = sp.bl.nchunks;
   if (rows_first) {
     sp.m_chunks = want;
-  } else if (nthreads > 1 && sp.n_chunks < nthreads) {
+  } else if (split_weights) {
+    sp.m_chunks = nthreads;
+  } else if (several && sp.n_chunks < nthreads) {
     sp.m_chunks = std::min(m_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), sp.n_chunks));
   }
   sp.panels_per_chunk = CeilDiv(m_panels, sp.m_chunks);
   sp.m_chunks = CeilDiv(m_panels, sp.panels_per_chunk);
   return sp;
-}
-
-// Whether the split packs parts of the on-the-fly operand in more tasks
-// than one thread would (the right one once per M chunk, the left one once
-// per N chunk): only then does the shared-packing path save work. Otherwise
-// it costs a round trip of the whole packed operand through L2 / L3
-// (MobileNet-v2's 1x1 projections at 56x56 and 112x112, SqueezeNet's fire
-// modules at 55x55: slower with two threads than with one).
-bool PacksTwice(GemmShape s, const Split& sp, bool a_packed) {
-  if (a_packed) return sp.m_chunks > 1;
-  return sp.n_chunks > ChooseBlocking(s, 1).nchunks;
-}
-
-// Prepacked left weights bigger than the packed right operand (GoogLeNet's
-// 3x3 convolutions on 14x14, 0.7-1.8 MiB of weights): the N split would
-// stream every weight on every thread, while the shared path packs the
-// right operand once and splits the weights.
-bool SplitWeights(GemmShape s, bool a_packed, bool b_packed, int64_t shared_bytes) {
-  return a_packed && !b_packed && RoundUp(s.m, kPanelRows) * s.k * 4 > shared_bytes;
 }
 
 struct ScratchLayout {
@@ -174,19 +174,6 @@ ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
   }
   if (!a_packed) l.a_floats = RoundUp(bl.kc * kPanelRows * kMcPanels, 16);
   return l;
-}
-
-// Bytes of the on-the-fly operand packed whole (PackedMatrix's layout), or
-// 0 when the shared-packing path does not apply to this shape.
-int64_t SharedBytes(GemmShape s, bool a_packed, bool b_packed) {
-  if (a_packed == b_packed || s.m <= 0 || s.n <= 0 || s.k <= 0) return 0;
-  if (2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) <
-      kMinParallelFlops) {
-    return 0;
-  }
-  const int64_t floats = b_packed ? RoundUp(s.m, kPanelRows) * s.k : RoundUp(s.n, 16) * s.k;
-  const int64_t bytes = floats * 4;
-  return bytes <= kMaxSharedBytes ? bytes : 0;
 }
 
 float* AlignUp(std::byte* p) {
@@ -282,93 +269,6 @@ NextPanel PrefetchShare(const NextPanel& next, int64_t i, int64_t n) {
   return {next.data + first * 16, std::min(per, next.lines - first)};
 }
 
-// The shared-packing path (see kMaxSharedBytes): `shared` holds
-// SharedBytes(s, ...) bytes, 64-byte aligned.
-void SgemmShared(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, int64_t ldc,
-                 const Epilogue& ep, float* shared, ThreadGroup* threads, const GemmKernels& kern) {
-  const int nthreads = NumThreads(threads);
-  const Blocking bl = ChooseBlocking(s, 1);  // kc only; it depends on K alone
-  const int64_t kblocks = CeilDiv(s.k, bl.kc);
-  const int64_t m_panels = CeilDiv(s.m, kPanelRows);
-  const int64_t n_panels = CeilDiv(s.n, kPanelCols);
-  const bool pack_a = a.packed == nullptr;
-  const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
-  const bool post_after = ep.has_post() && !post_in_tile;
-  // Phase 1: every (panel, K block) of the on-the-fly operand, once.
-  const int64_t pack_panels = pack_a ? m_panels : n_panels;
-  ParallelFor(threads, pack_panels * kblocks, [&](int64_t task, int) {
-    const int64_t panel = task / kblocks;
-    const int64_t pc = (task % kblocks) * bl.kc;
-    const int64_t kc = std::min(bl.kc, s.k - pc);
-    if (pack_a) {
-      const int64_t i0 = panel * kPanelRows;
-      PackLeftBlockPanel(a, i0, std::min(kPanelRows, s.m - i0), pc, kc,
-                         shared + i0 * s.k + pc * kPanelRows);
-    } else {
-      const int64_t q0 = panel * kPanelCols;
-      PackRightBlock(b, s.n, pc, kc, q0, std::min(s.n, q0 + kPanelCols),
-                     shared + q0 * s.k + pc * gemm_internal::PanelWidth(s.n - q0), kern);
-    }
-  });
-  const float* apk = pack_a ? shared : a.packed->data();
-  const float* bpk = pack_a ? b.packed->data() : shared;
-  // Phase 2: chunks along the weights' dimension first, as even as whole
-  // panels allow (ChunkStart for columns).
-  const int64_t n_max_chunks = std::max<int64_t>(1, s.n / kPanelCols);
-  const int64_t w_panels = pack_a ? n_max_chunks : m_panels;
-  const int64_t o_panels = pack_a ? m_panels : n_max_chunks;
-  const int64_t w_count = std::min<int64_t>(w_panels, 4 * static_cast<int64_t>(nthreads));
-  int64_t o_count = 1;
-  if (w_count < 2 * nthreads) {
-    o_count = std::min(o_panels, CeilDiv(2 * static_cast<int64_t>(nthreads), w_count));
-  }
-  const int64_t m_count = pack_a ? o_count : w_count, n_count = pack_a ? w_count : o_count;
-  ParallelFor(threads, w_count * o_count, [&](int64_t task, int) {
-    const int64_t wi = task % w_count, oi = task / w_count;
-    const int64_t mi = pack_a ? oi : wi, ni = pack_a ? wi : oi;
-    const int64_t p0 = mi * m_panels / m_count, p1 = (mi + 1) * m_panels / m_count;
-    const int64_t j0 = ChunkStart(ni, s.n, n_count), j1 = ChunkStart(ni + 1, s.n, n_count);
-    for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
-      const int64_t kc = std::min(bl.kc, s.k - pc);
-      const bool last = pc + kc == s.k;
-      for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
-        const int64_t w = gemm_internal::PanelWidth(s.n - q0);
-        const float* bp = bpk + q0 * s.k + pc * w;
-        const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
-        // The weights one panel (right) or one K block (left) ahead, as in
-        // Sgemm.
-        const NextPanel next = NextRightPanel(bpk, s, bl.kc, pc, q0, j0, j1);
-        const bool next_left = !pack_a && q0 + kPanelCols >= j1;
-        for (int64_t p = p0; p < p1; ++p) {
-          const int64_t i0 = p * kPanelRows;
-          const int64_t rows = std::min(kPanelRows, s.m - i0);
-          float* ct = c + i0 * ldc + q0;
-          const NextPanel pf = next_left
-                                   ? NextLeftPanel(apk, s, bl.kc, pc, p, p0, p1, p0, p1)
-                                   : PrefetchShare(next, p - p0, p1 - p0);
-          kern.tile({.kc = kc,
-                     .a = apk + i0 * s.k + pc * kPanelRows,
-                     .b = bp,
-                     .w = w,
-                     .ldb = w,
-                     .rows = static_cast<int>(rows),
-                     .cols = cols,
-                     .c = ct,
-                     .ldc = ldc,
-                     .alpha = ep.alpha,
-                     .load_c = ep.accumulate || pc > 0,
-                     .post = last && post_in_tile ? &ep : nullptr,
-                     .i0 = i0,
-                     .j0 = q0,
-                     .prefetch = pf.data,
-                     .prefetch_lines = pf.lines});
-          if (last && post_after) kern.epilogue(ep, ct, ldc, i0, q0, rows, cols);
-        }
-      }
-    }
-  });
-}
-
 // Output for K == 0: the product is zero.
 void ZeroDepth(GemmShape s, float* c, int64_t ldc, const Epilogue& ep, const GemmKernels& kern) {
   if (!ep.accumulate) {
@@ -424,9 +324,7 @@ Result<Activation> ParseActivation(std::string_view name) {
 
 int64_t SgemmScratchBytes(GemmShape s, bool a_packed, bool b_packed) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return 0;
-  // Shared packing runs with two or more threads: half of it per thread.
-  return std::max(Layout(s, a_packed, b_packed).bytes(),
-                  SharedBytes(s, a_packed, b_packed) / 2 + 64);
+  return Layout(s, a_packed, b_packed).bytes();
 }
 
 void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, int64_t ldc,
@@ -441,17 +339,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     threads = nullptr;
   }
   const int nthreads = NumThreads(threads);
-  const Split split =
-      ChooseSplit(s, nthreads, /*rows_first=*/a.packed == nullptr && b.packed != nullptr);
+  const Split split = ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr);
   const Blocking& bl = split.bl;
-  if (nthreads > 1) {
-    const int64_t shared = SharedBytes(s, a.packed != nullptr, b.packed != nullptr);
-    if (shared > 0 && static_cast<int64_t>(scratch.size()) >= shared + 64 &&
-        (PacksTwice(s, split, a.packed != nullptr) ||
-         SplitWeights(s, a.packed != nullptr, b.packed != nullptr, shared))) {
-      return SgemmShared(s, a, b, c, ldc, ep, AlignUp(scratch.data()), threads, kern);
-    }
-  }
   const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
   const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);

@@ -228,9 +228,11 @@ TEST_P(SgemmIsaTest, ThreadsGiveIdenticalResults) {
 
 // Every way Sgemm splits work among threads gives the single-thread
 // result bit for bit: the row split (left operand packed on the fly, right
-// prepacked), the shared packing chosen for prepacked weights bigger than
-// the right operand, and N chunks balanced to whole panels (241 columns in
-// three, 196 in two, a wide 3000).
+// prepacked), its N chunks for few rows (49 transposed, 20 rows over 2100
+// columns: one thread's 3 chunks rounded up to the threads), one row chunk
+// per thread for prepacked weights bigger than the right operand (200 x
+// 100, 104 x 49: 13 panels, uneven), and N chunks balanced to whole panels
+// (241 columns in three, 196 in two, a wide 3000).
 TEST_P(SgemmIsaTest, EverySplitMatchesOneThreadExactly) {
   struct Form {
     Case cs;
@@ -239,7 +241,8 @@ TEST_P(SgemmIsaTest, EverySplitMatchesOneThreadExactly) {
   const Form forms[] = {{{72, 200, 300}, false, true},  {{130, 90, 70}, false, true},
                         {{200, 100, 300}, true, false}, {{16, 241, 50}, true, false},
                         {{40, 196, 40}, true, false},   {{24, 3000, 64}, true, false},
-                        {{49, 160, 200, true}, false, true}};
+                        {{49, 160, 200, true}, false, true}, {{20, 2100, 64}, false, true},
+                        {{104, 49, 300}, true, false}};
   for (const Form& f : forms) {
     std::vector<float> one;
     Check(f.cs, f.pack_a, f.pack_b, false, Epilogue{}, nullptr, &one);

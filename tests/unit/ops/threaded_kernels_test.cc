@@ -96,11 +96,13 @@ TEST(ThreadedKernelsTest, RowsAndPlanes) {
   ExpectSameOnTwoThreads("BatchNormalization", {&bn, &s40, &s40, &s40, &v40});
 }
 
-// Convolutions whose GEMM packs the activations once for both threads (few
-// output positions: transposed; 14x14: masked-load panels shared), masked
-// panels per task (32x32 plane, 40 channels), the im2col-free tile (20x20
-// plane, 16 channels), stride 2 (im2col panels), depthwise planes in chunks
-// (two images) and flat small planes.
+// Convolutions split every way the GEMM splits them: few output positions
+// (transposed: weights in column chunks, each packing the positions), 14x14
+// with 24 channels (column chunks) and with 224 (weights bigger than the
+// panels: one row chunk per thread), masked panels per task (32x32 plane,
+// 40 channels), the im2col-free tile (20x20 plane, 16 channels: 9 panels in
+// 8 chunks; 28x28, 32 channels: 17 in 8), stride 2 (im2col panels),
+// depthwise planes in chunks (two images) and flat small planes.
 TEST(ThreadedKernelsTest, ConvolutionPaths) {
   Attributes pad1;
   pad1.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
@@ -111,12 +113,17 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor x14 = F32({1, 16, 14, 14}, Wave(16 * 14 * 14));
   const Tensor w14 = F32({24, 16, 3, 3}, Wave(24 * 16 * 9));
   ExpectSameOnTwoThreads("Conv", {&x14, &w14}, pad1);
+  const Tensor w14_wide = F32({224, 16, 3, 3}, Wave(224 * 16 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x14, &w14_wide}, pad1);
   const Tensor x32 = F32({1, 24, 32, 32}, Wave(24 * 32 * 32));
   const Tensor w32 = F32({40, 24, 3, 3}, Wave(40 * 24 * 9));
   ExpectSameOnTwoThreads("Conv", {&x32, &w32}, pad1);
   const Tensor x20 = F32({1, 8, 20, 20}, Wave(8 * 20 * 20));
   const Tensor w20 = F32({16, 8, 3, 3}, Wave(16 * 8 * 9));
   ExpectSameOnTwoThreads("Conv", {&x20, &w20}, pad1);
+  const Tensor x28 = F32({1, 16, 28, 28}, Wave(16 * 28 * 28));
+  const Tensor w28 = F32({32, 16, 3, 3}, Wave(32 * 16 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x28, &w28}, pad1);
   Attributes stride2 = pad1;
   stride2.Set("strides", std::vector<int64_t>{2, 2});
   ExpectSameOnTwoThreads("Conv", {&x32, &w32}, stride2);
