@@ -6,16 +6,21 @@
 
 namespace orrery {
 
-Result<std::unique_ptr<DeviceTier>> MakeDeviceTier(std::shared_ptr<Device> device, bool place) {
+Result<std::unique_ptr<DeviceTier>> MakeDeviceTier(std::shared_ptr<Device> device, bool place,
+                                                   DeviceTierHooks hooks) {
   auto tier = std::make_unique<DeviceTier>();
   tier->device = std::move(device);
   // Keep-alive expiry needs a periodic caller; the device tier evicts by
   // expected miss cost only.
   DeviceCacheOptions cache_options;
   cache_options.keepalive = false;
+  cache_options.on_free = std::move(hooks.release);
   ORRERY_ASSIGN_OR_RETURN(tier->cache, DeviceCache::Create(tier->device.get(), cache_options, SteadyClock::Get()));
   DeviceLanesOptions lanes_options;
   lanes_options.place = place;
+  if (hooks.upload) {
+    lanes_options.copy = [upload = std::move(hooks.upload)](const TierAction& action) { return upload(action.key); };
+  }
   tier->lanes = std::make_unique<DeviceLanes>(tier->device.get(), tier->cache.get(), lanes_options);
   return tier;
 }

@@ -7,6 +7,7 @@
 // CacheList as "too_large") and always runs on the CPU lanes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,9 +26,23 @@ struct DeviceTier {
   std::unique_ptr<DeviceLanes> lanes;
 };
 
+// What a real device does for the tier; empty for the simulated device,
+// whose transfers are timed waits on its link (scheduler/device_lanes.h).
+struct DeviceTierHooks {
+  // Performs the transfer of `key`: DeviceLanesOptions::copy, on the
+  // transfer worker's thread, blocking; its measured time is what the
+  // device cache learns the link from. orreryd with a GPU: the executor's
+  // Upload of the model's weights (api/server.cc).
+  std::function<Status(const ModelKey& key)> upload = {};
+  // DeviceCacheOptions::on_free: the model left the device (evicted,
+  // unregistered, or its transfer failed). orreryd: the executor's Release.
+  std::function<void(const ModelKey& key)> release = {};
+};
+
 // The tier over `device`. `place` false: kept and listed, but the scheduler
-// never places a request on it (a device without an executor: CUDA today).
-Result<std::unique_ptr<DeviceTier>> MakeDeviceTier(std::shared_ptr<Device> device, bool place);
+// never places a request on it (a device without an executor).
+Result<std::unique_ptr<DeviceTier>> MakeDeviceTier(std::shared_ptr<Device> device, bool place,
+                                                   DeviceTierHooks hooks = {});
 
 // Registers a stored version with the device cache (its segment size, as
 // the host tier charges it). A model that can never fit is logged and left

@@ -168,8 +168,14 @@ int main(int argc, char** argv) {
         return r.model != nullptr && exec->Supports(*r.model, r.inputs).ok();
       };
       options.device_executor.run = [exec](const orrery::InferenceRequest& r) {
-        return exec->Run(*r.model, r.inputs);
+        return exec->Run(r.cache_key.ToString(), *r.model, r.inputs);
       };
+      // The device tier's transfers upload the weights, its evictions free
+      // them (api/device_tier.h).
+      options.device_executor.upload = [exec](const orrery::ModelKey& key, const orrery::CompiledModel& model) {
+        return exec->Upload(key.ToString(), model);
+      };
+      options.device_executor.release = [exec](const orrery::ModelKey& key) { exec->Release(key.ToString()); };
     } else if (selection->kind == orrery::DeviceSelection::Kind::kCuda) {
       spdlog::warn("--device {}: {}; continuing CPU-only", device, opened.status().message());
     } else {

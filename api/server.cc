@@ -44,6 +44,29 @@ Status RegisterStoredModels(const Catalog& catalog, HostTier* host, DeviceTier* 
   return Status::Ok();
 }
 
+// A real device's transfer uploads the model's weights through its executor
+// (the copy the scheduler planned on the link), and its eviction releases
+// them; the simulated device keeps its timed link (empty hooks). The
+// weights are read from the compiled model in host RAM: a request's
+// transfer finds it there (the request holds it), an operator's device
+// pin or prefetch of a model that is not in host RAM moves nothing and the
+// model's first device run uploads it (the executor counts that fallback).
+DeviceTierHooks GpuTierHooks(const ServerOptions& options, HostTier* host) {
+  DeviceTierHooks hooks;
+  const DeviceExecutor& exec = options.device_executor;
+  if (options.device == nullptr || options.device->simulated() || !exec.upload) return hooks;
+  hooks.upload = [host, upload = exec.upload](const ModelKey& key) -> Status {
+    ModelCache::ModelPtr model = host->Peek(key);
+    if (model == nullptr) {
+      spdlog::info("device tier: {} is not in host RAM; its first device run uploads its weights", key.ToString());
+      return Status::Ok();
+    }
+    return upload(key, *model);
+  };
+  hooks.release = exec.release;
+  return hooks;
+}
+
 Result<HostTier::Options> HostTierOptionsOf(const ServerOptions& options) {
   HostTier::Options o{.budget_bytes = options.host_cache_bytes, .loader_threads = options.host_loader_threads};
   if (options.host_eviction == "lru") {
@@ -188,7 +211,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     // simulated one (on the CPU, with the device's timing) or one with an
     // executor (a GPU: the models whose plans it supports).
     const bool place = device->simulated() || options.device_executor.run != nullptr;
-    ORRERY_ASSIGN_OR_RETURN(impl->device, MakeDeviceTier(device, place));
+    ORRERY_ASSIGN_OR_RETURN(impl->device, MakeDeviceTier(device, place, GpuTierHooks(options, impl->host.get())));
     spdlog::info("device tier: {}; {}", device->Describe(),
                  place ? "requests are placed on it or the CPU lanes by predicted completion"
                        : "listed and cached only: requests run on the CPU lanes (no executor for it)");

@@ -31,9 +31,20 @@ class GpuExecutor {
   // else UNIMPLEMENTED naming the first step that does not.
   virtual Status Supports(const CompiledModel& model,
                           const std::vector<NamedTensor>& inputs) = 0;
-  // One inference on the GPU: outputs in signature order, named.
-  virtual Result<std::vector<NamedTensor>> Run(const CompiledModel& model,
-                                                        const std::vector<NamedTensor>& inputs) = 0;
+  // The device tier's transfer of `model` (what DeviceLanesOptions::copy
+  // performs for a GPU): uploads its weights under `model_id`
+  // (ModelKey::ToString()) on the copy stream; blocks until they are on the
+  // device.
+  virtual Status Upload(const std::string& model_id, const CompiledModel& model) = 0;
+  // The device cache freed `model_id` (evicted, or its transfer failed):
+  // drops its weights and plans (their GPU memory is freed once no run
+  // holds them). No-op when absent.
+  virtual void Release(const std::string& model_id) = 0;
+  // One inference on the GPU: outputs in signature order, named. Uses the
+  // weights uploaded under `model_id` (uploads them when absent: counted as
+  // a fallback, runtime/cuda/cuda_executor.h).
+  virtual Result<std::vector<NamedTensor>> Run(const std::string& model_id, const CompiledModel& model,
+                                               const std::vector<NamedTensor>& inputs) = 0;
 };
 
 // An opened GPU: the Device for the caches and placement, and what runs
@@ -60,7 +71,7 @@ class CudaBackend {
 // abi). It returns null when `abi` differs from the module's. The module
 // shares Orrery's C++ types with orreryd, so the two must come from the same
 // build (deploy them together); bump the number when these interfaces change.
-inline constexpr int kCudaBackendAbi = 1;
+inline constexpr int kCudaBackendAbi = 2;
 inline constexpr const char* kCudaBackendEntry = "orrery_cuda_backend";
 
 // <directory of the running executable>/liborrery_cuda.so.

@@ -3,6 +3,7 @@
 // orrery_cache_cuda; only the module exports the entry (cuda_tests link the
 // backend directly and never call it).
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cache/cuda_backend.h"
@@ -20,9 +21,13 @@ class CudaGpuExecutor final : public GpuExecutor {
                   const std::vector<NamedTensor>& inputs) override {
     return executor_.Supports(model, inputs);
   }
-  Result<std::vector<NamedTensor>> Run(const CompiledModel& model,
-                                                const std::vector<NamedTensor>& inputs) override {
-    return executor_.Run(model, inputs);
+  Status Upload(const std::string& model_id, const CompiledModel& model) override {
+    return executor_.Upload(model_id, model);
+  }
+  void Release(const std::string& model_id) override { executor_.Release(model_id); }
+  Result<std::vector<NamedTensor>> Run(const std::string& model_id, const CompiledModel& model,
+                                       const std::vector<NamedTensor>& inputs) override {
+    return executor_.Run(model_id, model, inputs);
   }
 
  private:

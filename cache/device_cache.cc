@@ -2,9 +2,11 @@
 
 namespace orrery {
 
-DeviceCache::DeviceCache(const TierOptions& options, const Device* device, const Clock* clock)
+DeviceCache::DeviceCache(const TierOptions& options, const Device* device,
+                         std::function<void(const ModelKey&)> on_free, const Clock* clock)
     : TierCache(options, clock),
       device_(device),
+      on_free_(std::move(on_free)),
       total_pages_(static_cast<uint32_t>(device->memory_bytes() / device->page_bytes())) {
   free_.reserve(total_pages_);
   for (uint32_t p = total_pages_; p > 0; --p) free_.push_back(p - 1);  // page 0 on top
@@ -30,7 +32,7 @@ Result<std::unique_ptr<DeviceCache>> DeviceCache::Create(const Device* device, c
   t.prewarm_margin_ns = o.prewarm_margin_ns;
   t.rate_tau_ns = o.rate_tau_ns;
   ORRERY_RETURN_IF_ERROR(Validate(t));
-  return std::unique_ptr<DeviceCache>(new DeviceCache(t, device, clock));
+  return std::unique_ptr<DeviceCache>(new DeviceCache(t, device, o.on_free, clock));
 }
 
 void DeviceCache::OnReserve(const ModelKey& key, int64_t charged_bytes) {
@@ -45,11 +47,14 @@ void DeviceCache::OnReserve(const ModelKey& key, int64_t charged_bytes) {
 }
 
 void DeviceCache::OnFree(const ModelKey& key) {
-  std::lock_guard<std::mutex> lock(pages_mu_);
-  auto it = pages_.find(key);
-  if (it == pages_.end()) return;
-  for (auto p = it->second.rbegin(); p != it->second.rend(); ++p) free_.push_back(*p);
-  pages_.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(pages_mu_);
+    auto it = pages_.find(key);
+    if (it == pages_.end()) return;
+    for (auto p = it->second.rbegin(); p != it->second.rend(); ++p) free_.push_back(*p);
+    pages_.erase(it);
+  }
+  if (on_free_) on_free_(key);
 }
 
 std::vector<uint32_t> DeviceCache::Pages(const ModelKey& key) const {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,12 @@ struct DeviceCacheOptions {
   KeepAliveOptions keepalive_options;
   int64_t prewarm_margin_ns = 50 * kNsPerMs;
   int64_t rate_tau_ns = 30 * kNsPerSec;
+  // Called with a model's key when its device pages are freed (evicted,
+  // expired, unregistered while resident, or its transfer failed), under the
+  // cache's lock: it must be quick and must not call this cache. A real
+  // device frees what the model holds there (orreryd: the GPU executor's
+  // Release, api/device_tier.h). Empty: nothing (the simulated device).
+  std::function<void(const ModelKey&)> on_free = {};
 };
 
 class DeviceCache : public TierCache {
@@ -51,9 +58,11 @@ class DeviceCache : public TierCache {
   void OnFree(const ModelKey& key) override;
 
  private:
-  DeviceCache(const TierOptions& options, const Device* device, const Clock* clock);
+  DeviceCache(const TierOptions& options, const Device* device, std::function<void(const ModelKey&)> on_free,
+              const Clock* clock);
 
   const Device* device_;
+  std::function<void(const ModelKey&)> on_free_;
   uint32_t total_pages_;
   mutable std::mutex pages_mu_;
   std::vector<uint32_t> free_;  // a stack: the most recently freed page is reused first

@@ -217,6 +217,17 @@ std::shared_future<Status> HostTier::StartOrJoin(const Acquisition& acq, const M
   return {};
 }
 
+ModelCache::ModelPtr HostTier::Peek(const ModelKey& key) {
+  std::optional<ModelRecord> record;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = records_.find(key);
+    if (it == records_.end()) return nullptr;
+    record = it->second;
+  }
+  return cache_->Peek(*record);
+}
+
 Result<TierEntryInfo> HostTier::Info(const ModelKey& key) const {
   std::optional<TierEntryInfo> info = host_->Info(key);
   if (!info.has_value()) {

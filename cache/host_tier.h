@@ -147,6 +147,10 @@ class HostTier {
   std::vector<TierEntryInfo> List() const { return host_->List(); }
   // NOT_FOUND if `key` is not registered.
   Result<TierEntryInfo> Info(const ModelKey& key) const;
+  // The compiled model of `key` when it is in host RAM now, else null.
+  // Never loads, records nothing (the device tier's GPU transfer reads the
+  // weights it uploads from it: api/device_tier.h).
+  ModelCache::ModelPtr Peek(const ModelKey& key);
   // Drops a resident version (and its compiled model). No-op when absent;
   // FAILED_PRECONDITION while pinned or loading; NOT_FOUND if unknown.
   Status Evict(const ModelKey& key);

@@ -83,13 +83,21 @@ using InferenceCallback = std::function<void(Result<std::vector<NamedTensor>>)>;
 
 // How requests placed on the device tier run. Empty (the simulated
 // device): the model's CPU plan on the device worker's thread. A real device
-// (CUDA, runtime/cuda/cuda_executor.h) sets both: `supports` says whether a
+// (CUDA, runtime/cuda/cuda_executor.h) sets them all: `supports` says whether a
 // request's model and inputs run there at all (placement leaves the others
 // on the CPU lanes; called under the scheduler's lock, so it must be cheap
 // after the first call per model), `run` runs it (on a device worker).
+// `upload` and `release` are not the scheduler's: the API layer makes them
+// the device tier's transfer and eviction (api/device_tier.h), so that a
+// model's weights go to the device on the link action the scheduler
+// planned, and leave it when the device cache frees the model.
 struct DeviceExecutor {
   std::function<bool(const InferenceRequest&)> supports;
   std::function<Result<std::vector<NamedTensor>>(const InferenceRequest&)> run;
+  // Copies `model`'s weights to the device; blocks (the transfer worker's thread).
+  std::function<Status(const ModelKey& key, const CompiledModel& model)> upload = {};
+  // Frees what `key` holds on the device; quick (under the device cache's lock).
+  std::function<void(const ModelKey& key)> release = {};
 };
 
 }  // namespace orrery

@@ -11,9 +11,7 @@ Status CudaExecutor::Arrange(const CompiledModel& model, const std::vector<Named
                              std::vector<Tensor>* ordered, std::vector<ops::TensorType>* types,
                              std::string* key) const {
   const ModelSignature& sig = model.signature();
-  char plan_id[32];
-  std::snprintf(plan_id, sizeof(plan_id), "%p", static_cast<const void*>(model.shape_generic_plan().get()));
-  *key = plan_id;
+  *key = PlanId(model);
   for (const TensorSpec& spec : sig.inputs) {
     const NamedTensor* found = nullptr;
     for (const NamedTensor& in : inputs) {
@@ -29,6 +27,69 @@ Status CudaExecutor::Arrange(const CompiledModel& model, const std::vector<Named
     for (int64_t d : found->tensor.shape()) key->append(",").append(std::to_string(d));
   }
   return Status::Ok();
+}
+
+std::string CudaExecutor::PlanId(const CompiledModel& model) {
+  char plan_id[32];
+  std::snprintf(plan_id, sizeof(plan_id), "%p", static_cast<const void*>(model.shape_generic_plan().get()));
+  return plan_id;
+}
+
+Result<std::shared_ptr<const CudaWeights>> CudaExecutor::WeightsFor(const std::string& id,
+                                                                    const CompiledModel& model, bool* uploaded) {
+  *uploaded = false;
+  std::shared_ptr<const Plan> plan = model.shape_generic_plan();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = weights_.find(id);
+    if (it != weights_.end() && &it->second->plan() == plan.get()) return it->second;
+  }
+  // Outside the lock (it blocks for the copies): two uploads of one model
+  // at once may both run, the second result is kept.
+  ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const CudaWeights> weights, CudaWeights::Upload(plan, context_));
+  std::lock_guard<std::mutex> lock(mu_);
+  weights_.insert_or_assign(id, weights);
+  *uploaded = true;
+  return weights;
+}
+
+Status CudaExecutor::Upload(const std::string& model_id, const CompiledModel& model) {
+  if (context_ == nullptr) return Status::Unavailable("no CUDA device");
+  const std::string id = model_id.empty() ? PlanId(model) : model_id;
+  bool uploaded = false;
+  ORRERY_RETURN_IF_ERROR(WeightsFor(id, model, &uploaded).status());
+  std::lock_guard<std::mutex> lock(mu_);
+  weight_stats_.uploads += uploaded;
+  return Status::Ok();
+}
+
+void CudaExecutor::Release(const std::string& model_id) {
+  // Destroyed after the lock is released: freeing device memory synchronises.
+  std::shared_ptr<const CudaWeights> weights;
+  std::vector<std::shared_ptr<Entry>> plans;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = weights_.find(model_id);
+  if (it == weights_.end()) return;
+  weights = std::move(it->second);
+  weights_.erase(it);
+  ++weight_stats_.releases;
+  for (auto p = plans_.begin(); p != plans_.end();) {
+    if (p->second->weights_id != model_id) {
+      ++p;
+      continue;
+    }
+    lru_.erase(p->second->lru);
+    plans.push_back(std::move(p->second));
+    p = plans_.erase(p);
+  }
+}
+
+CudaExecutor::WeightStats CudaExecutor::weight_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  WeightStats s = weight_stats_;
+  s.resident = weights_.size();
+  for (const auto& [id, w] : weights_) s.resident_bytes += w->device_bytes();
+  return s;
 }
 
 Status CudaExecutor::Supports(const CompiledModel& model, const std::vector<NamedTensor>& inputs) {
@@ -48,7 +109,7 @@ Status CudaExecutor::Supports(const CompiledModel& model, const std::vector<Name
   return st;
 }
 
-Result<std::vector<NamedTensor>> CudaExecutor::Run(const CompiledModel& model,
+Result<std::vector<NamedTensor>> CudaExecutor::Run(const std::string& model_id, const CompiledModel& model,
                                                    const std::vector<NamedTensor>& inputs) {
   if (context_ == nullptr) return Status::Unavailable("no CUDA device");
   std::vector<Tensor> ordered;
@@ -65,11 +126,19 @@ Result<std::vector<NamedTensor>> CudaExecutor::Run(const CompiledModel& model,
     }
   }
   if (entry == nullptr) {
-    // Compiled outside the lock (it uploads the constants); two first runs
-    // of one model may both compile, the second result is kept.
+    // Compiled outside the lock (it allocates, and may upload the weights);
+    // two first runs of one model may both compile, the second result is kept.
     auto fresh = std::make_shared<Entry>();
     fresh->plan = model.shape_generic_plan();
-    ORRERY_ASSIGN_OR_RETURN(fresh->cuda, CudaPlan::Compile(fresh->plan, types, context_));
+    fresh->weights_id = model_id.empty() ? PlanId(model) : model_id;
+    bool uploaded = false;
+    ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const CudaWeights> weights,
+                            WeightsFor(fresh->weights_id, model, &uploaded));
+    if (uploaded) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++weight_stats_.fallback_uploads;
+    }
+    ORRERY_ASSIGN_OR_RETURN(fresh->cuda, CudaPlan::Compile(fresh->plan, types, context_, std::move(weights)));
     std::lock_guard<std::mutex> lock(mu_);
     auto it = plans_.find(key);
     if (it != plans_.end()) {

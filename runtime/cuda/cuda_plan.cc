@@ -90,8 +90,52 @@ Status Refuse(const GpuStep& s, const std::string& why) {
 
 }  // namespace
 
+struct CudaWeights::Impl {
+  std::shared_ptr<const Plan> plan;
+  std::vector<void*> slot_ptr;  // per slot: the constant's buffer, or null
+  std::vector<void*> owned;     // cudaMalloc'ed, freed at destruction
+  int64_t device_bytes = 0;
+
+  ~Impl() {
+    for (void* p : owned) cudaFree(p);
+  }
+};
+
+Result<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(std::shared_ptr<const Plan> plan,
+                                                               CudaContext* context) {
+  if (context == nullptr) return Status::Unavailable("no CUDA device");
+  ORRERY_RETURN_IF_ERROR(Check(cudaSetDevice(context->info().ordinal), "cudaSetDevice"));
+  auto impl = std::make_unique<Impl>();
+  impl->slot_ptr.assign(plan->slot_names.size(), nullptr);
+  for (const auto& [slot, value] : plan->constants) {
+    if (slot < 0 || static_cast<size_t>(slot) >= impl->slot_ptr.size()) {
+      return Status::Internal("CUDA weights: constant slot " + std::to_string(slot) + " is out of range");
+    }
+    const size_t bytes = value.byte_size();
+    void* p = nullptr;
+    ORRERY_RETURN_IF_ERROR(Check(cudaMalloc(&p, bytes == 0 ? 4 : bytes), "cudaMalloc"));
+    impl->owned.push_back(p);
+    impl->device_bytes += static_cast<int64_t>(bytes);
+    // Through the staging buffers on the copy stream; blocks.
+    ORRERY_RETURN_IF_ERROR(context->CopyToDevice(value.raw_data(), p, static_cast<int64_t>(bytes)));
+    impl->slot_ptr[static_cast<size_t>(slot)] = p;
+  }
+  impl->plan = std::move(plan);
+  return std::shared_ptr<const CudaWeights>(new CudaWeights(std::move(impl)));
+}
+
+CudaWeights::CudaWeights(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaWeights::~CudaWeights() = default;
+const Plan& CudaWeights::plan() const { return *impl_->plan; }
+int64_t CudaWeights::device_bytes() const { return impl_->device_bytes; }
+void* CudaWeights::at(int slot) const {
+  return slot >= 0 && static_cast<size_t>(slot) < impl_->slot_ptr.size() ? impl_->slot_ptr[static_cast<size_t>(slot)]
+                                                                          : nullptr;
+}
+
 struct CudaPlan::Impl {
   std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const CudaWeights> weights;  // the constants; outlives the buffers below
   CudaContext* ctx = nullptr;
   std::vector<ops::TensorType> input_types;
   std::vector<ops::TensorType> slot_types;
@@ -392,9 +436,13 @@ Status CudaPlan::Impl::Enqueue(const GpuStep& g, cudaStream_t s) {
 
 Result<std::unique_ptr<CudaPlan>> CudaPlan::Compile(std::shared_ptr<const Plan> plan,
                                                     const std::vector<ops::TensorType>& input_types,
-                                                    CudaContext* context) {
+                                                    CudaContext* context,
+                                                    std::shared_ptr<const CudaWeights> weights) {
   ORRERY_RETURN_IF_ERROR(CheckCudaPlan(*plan, input_types));
   if (context == nullptr) return Status::Unavailable("no CUDA device");
+  if (weights != nullptr && &weights->plan() != plan.get()) {
+    return Status::InvalidArgument("CUDA plan: the weights were uploaded for another plan");
+  }
   ORRERY_RETURN_IF_ERROR(Check(cudaSetDevice(context->info().ordinal), "cudaSetDevice"));
   ORRERY_ASSIGN_OR_RETURN(std::vector<std::optional<ops::TensorType>> types,
                           InferPlanTypes(*plan, input_types));
@@ -407,13 +455,12 @@ Result<std::unique_ptr<CudaPlan>> CudaPlan::Compile(std::shared_ptr<const Plan> 
   impl->slot_ptr.assign(types.size(), nullptr);
   ORRERY_RETURN_IF_ERROR(Check(cudaEventCreateWithFlags(&impl->done, cudaEventDisableTiming),
                                "cudaEventCreate"));
-  // Constants: uploaded once through the staging buffers.
-  for (const auto& [slot, value] : plan->constants) {
-    ORRERY_ASSIGN_OR_RETURN(void* p, impl->Allocate(value.byte_size()));
-    ORRERY_RETURN_IF_ERROR(context->CopyToDevice(value.raw_data(), p,
-                                                 static_cast<int64_t>(value.byte_size())));
-    impl->slot_ptr[static_cast<size_t>(slot)] = p;
+  // Constants: the model's uploaded weights, or uploaded now for this plan alone.
+  if (weights == nullptr) {
+    ORRERY_ASSIGN_OR_RETURN(weights, CudaWeights::Upload(plan, context));
   }
+  impl->weights = std::move(weights);
+  for (const auto& [slot, value] : plan->constants) impl->slot_ptr[static_cast<size_t>(slot)] = impl->weights->at(slot);
   for (int slot : plan->input_slots) {
     const ops::TensorType& t = impl->slot_types[static_cast<size_t>(slot)];
     ORRERY_ASSIGN_OR_RETURN(impl->slot_ptr[static_cast<size_t>(slot)],

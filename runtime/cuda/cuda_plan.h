@@ -28,17 +28,47 @@ namespace orrery::runtime {
 // run time). Errors of type inference pass through. O(steps); no device.
 Status CheckCudaPlan(const Plan& plan, const std::vector<ops::TensorType>& input_types);
 
+// A model's weights on the GPU: every constant of one plan in its own device
+// buffer, uploaded once through the context's staging buffers on the copy
+// stream. What the device tier's transfer of a model performs
+// (runtime/cuda/cuda_executor.h, Upload); the CudaPlans of that model for
+// any input types borrow it (shared_ptr), so its memory is freed when the
+// last of them and its owner let go.
+class CudaWeights {
+ public:
+  // Allocates (cudaMalloc) and copies every constant of `plan`; blocks until
+  // they are on the device (the calling thread performs the link action).
+  // UNAVAILABLE without a context or CUDA backend; CUDA errors as Status.
+  static Result<std::shared_ptr<const CudaWeights>> Upload(std::shared_ptr<const Plan> plan, CudaContext* context);
+  ~CudaWeights();
+  CudaWeights(const CudaWeights&) = delete;
+  CudaWeights& operator=(const CudaWeights&) = delete;
+
+  const Plan& plan() const;
+  // Device memory the constants hold.
+  int64_t device_bytes() const;
+  // Device address of constant slot `slot`; null for a slot that is not a constant.
+  void* at(int slot) const;
+
+  struct Impl;
+
+ private:
+  explicit CudaWeights(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class CudaPlan {
  public:
   // Specialises `plan` for these input types on `context`: CheckCudaPlan,
-  // then constants uploaded once (through the context's staging buffers),
-  // one device buffer per value (cudaMalloc here, never during Run; views
-  // alias their input), cuDNN descriptors and algorithms chosen per Conv,
-  // one shared cuDNN workspace. Blocks for the uploads. The context must
-  // outlive the plan.
+  // then the constants (`weights`, uploaded for this same plan, else
+  // INVALID_ARGUMENT; null: uploaded here, owned by this plan, blocking),
+  // one device buffer per other value (cudaMalloc here, never during Run;
+  // views alias their input), cuDNN descriptors and algorithms chosen per
+  // Conv, one shared cuDNN workspace. The context must outlive the plan.
   static Result<std::unique_ptr<CudaPlan>> Compile(std::shared_ptr<const Plan> plan,
                                                    const std::vector<ops::TensorType>& input_types,
-                                                   CudaContext* context);
+                                                   CudaContext* context,
+                                                   std::shared_ptr<const CudaWeights> weights = nullptr);
   ~CudaPlan();
   CudaPlan(const CudaPlan&) = delete;
   CudaPlan& operator=(const CudaPlan&) = delete;
@@ -51,7 +81,7 @@ class CudaPlan {
   // are serialised (its buffers are shared).
   Result<std::vector<Tensor>> Run(const std::vector<Tensor>& inputs);
 
-  // Device memory this plan holds (constants, values, workspace).
+  // Device memory this plan holds beyond its weights (values, workspace).
   int64_t device_bytes() const;
 
   struct Impl;

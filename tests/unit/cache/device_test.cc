@@ -142,6 +142,39 @@ TEST_F(DeviceCacheTest, PagesNeedNotBeContiguousSoFreedPagesAreAlwaysUsable) {
   EXPECT_EQ(cache_->free_pages(), 1u);
 }
 
+TEST_F(DeviceCacheTest, OnFreeIsCalledWithTheKeyWheneverAModelsPagesAreFreed) {
+  std::vector<ModelKey> freed;
+  DeviceCacheOptions o;
+  o.keepalive = false;
+  o.on_free = [&freed](const ModelKey& k) { freed.push_back(k); };
+  cache_ = std::move(DeviceCache::Create(device_.get(), o, &clock_)).value();
+  const ModelKey a{"t", "a", 1}, b{"t", "b", 1}, c{"t", "c", 1};
+  for (const ModelKey& k : {a, b, c}) ASSERT_TRUE(cache_->Register(k, 2000).ok());
+  Load(a);
+  Load(b);
+  EXPECT_TRUE(freed.empty());
+  // c needs room: the victim the cache chose is freed, with its key.
+  Result<Acquisition> acq = cache_->Acquire(c);
+  ASSERT_TRUE(acq.ok() && acq->action.has_value());
+  ASSERT_EQ(acq->evicted.size(), 1u);
+  EXPECT_EQ(freed, acq->evicted);
+  // A failed transfer frees c's pages.
+  ASSERT_TRUE(cache_->FinishMove(acq->action->id, 0, Status::Internal("link error")).ok());
+  ASSERT_TRUE(cache_->Release(c).ok());
+  ASSERT_EQ(freed.size(), 2u);
+  EXPECT_EQ(freed[1], c);
+  // Operator eviction and unregistering a resident model free too.
+  const ModelKey kept = acq->evicted[0] == a ? b : a;
+  ASSERT_TRUE(cache_->Evict(kept).ok());
+  ASSERT_EQ(freed.size(), 3u);
+  EXPECT_EQ(freed[2], kept);
+  Load(c);
+  ASSERT_TRUE(cache_->Unregister(c).ok());
+  ASSERT_EQ(freed.size(), 4u);
+  EXPECT_EQ(freed[3], c);
+  EXPECT_EQ(cache_->free_pages(), 5u);
+}
+
 TEST_F(DeviceCacheTest, TransfersQueueOnTheLinkWithPredictedTimes) {
   ASSERT_TRUE(cache_->Register({"t", "a", 1}, 1000).ok());
   ASSERT_TRUE(cache_->Register({"t", "b", 1}, 1000).ok());

@@ -229,6 +229,11 @@ TEST(CudaExecutor, SupportsFollowsThePlanCheckAndRunNeedsADevice) {
   Result<std::vector<NamedTensor>> out = exec.Run(**good, x);
   EXPECT_EQ(out.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(exec.compiled_plans(), 0u);
+  // The device tier's transfer and eviction: nothing to upload to, nothing held.
+  EXPECT_EQ(exec.Upload("t/cnn@1", **good).code(), StatusCode::kUnavailable);
+  exec.Release("t/cnn@1");
+  const runtime::CudaExecutor::WeightStats ws = exec.weight_stats();
+  EXPECT_EQ(ws.uploads + ws.fallback_uploads + ws.releases + ws.resident, 0u);
 }
 
 TEST(CudaExecutorGpu, RunsMatchTheCpuAndPlansAreReused) {
@@ -257,6 +262,47 @@ TEST(CudaExecutorGpu, RunsMatchTheCpuAndPlansAreReused) {
     }
   }
   EXPECT_EQ(exec.compiled_plans(), 1u);
+  EXPECT_EQ(exec.weight_stats().fallback_uploads, 1u);  // nothing was uploaded ahead
+}
+
+// The device tier's path: the transfer uploads the weights (Upload), the
+// plan compiled at the first run borrows them (no fallback upload),
+// eviction (Release) drops the weights and the plans over them.
+TEST(CudaExecutorGpu, UploadedWeightsAreSharedByPlansAndReleased) {
+  ORRERY_REQUIRE_GPU();
+  ModelBuilder cnn = SmallCnn();
+  Result<std::unique_ptr<CompiledModel>> model = CompiledModel::Compile(cnn.model().SerializeAsString());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  runtime::CudaContextOptions o;
+  o.arena_bytes = int64_t{16} << 20;
+  Result<std::unique_ptr<runtime::CudaContext>> ctx = runtime::CudaContext::Open(o);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  runtime::CudaExecutor exec(ctx->get());
+  ASSERT_TRUE(exec.Upload("t/cnn@1", **model).ok());
+  ASSERT_TRUE(exec.Upload("t/cnn@1", **model).ok());  // already there
+  runtime::CudaExecutor::WeightStats ws = exec.weight_stats();
+  EXPECT_EQ(ws.uploads, 1u);
+  EXPECT_EQ(ws.resident, 1u);
+  EXPECT_GT(ws.resident_bytes, 0);
+  for (int run = 0; run < 2; ++run) {
+    Tensor x(DType::kFloat32, {2, 3, 11, 9});
+    const std::vector<float> xv = Randoms(static_cast<size_t>(x.num_elements()), 7 + static_cast<uint32_t>(run));
+    std::memcpy(x.raw_data(), xv.data(), x.byte_size());
+    Result<std::vector<NamedTensor>> want = (*model)->Run({{"X", x}});
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    Result<std::vector<NamedTensor>> got = exec.Run("t/cnn@1", **model, {{"X", x}});
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    for (int64_t i = 0; i < (*got)[0].tensor.num_elements(); ++i) {
+      EXPECT_NEAR((*got)[0].tensor.data<float>()[i], (*want)[0].tensor.data<float>()[i], 1e-4f) << i;
+    }
+  }
+  EXPECT_EQ(exec.compiled_plans(), 1u);
+  EXPECT_EQ(exec.weight_stats().fallback_uploads, 0u);
+  exec.Release("t/cnn@1");
+  ws = exec.weight_stats();
+  EXPECT_EQ(ws.releases, 1u);
+  EXPECT_EQ(ws.resident, 0u);
+  EXPECT_EQ(exec.compiled_plans(), 0u);
 }
 
 }  // namespace
