@@ -242,7 +242,11 @@ TEST_P(SgemmIsaTest, EverySplitMatchesOneThreadExactly) {
                         {{200, 100, 300}, true, false}, {{16, 241, 50}, true, false},
                         {{40, 196, 40}, true, false},   {{24, 3000, 64}, true, false},
                         {{49, 160, 200, true}, false, true}, {{20, 2100, 64}, false, true},
-                        {{104, 49, 300}, true, false}};
+                        {{104, 49, 300}, true, false},
+                        // Few rows on prepacked weights: chunks start inside
+                        // packed panels (80 of 150 at two threads) and end in
+                        // a partial tail panel.
+                        {{9, 150, 70}, false, true}, {{30, 40, 33}, false, true}};
   for (const Form& f : forms) {
     std::vector<float> one;
     Check(f.cs, f.pack_a, f.pack_b, false, Epilogue{}, nullptr, &one);
