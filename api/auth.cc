@@ -7,7 +7,7 @@
 
 namespace orrery {
 
-std::string BearerToken(const grpc::ServerContext& context) {
+std::string BearerToken(const grpc::ServerContextBase& context) {
   const auto& md = context.client_metadata();
   auto it = md.find("authorization");
   if (it == md.end()) return "";

@@ -12,7 +12,7 @@
 namespace orrery {
 
 // The bearer secret, or "" when the header is missing or malformed.
-std::string BearerToken(const grpc::ServerContext& context);
+std::string BearerToken(const grpc::ServerContextBase& context);
 
 // Resolves the caller's tenant; UNAUTHENTICATED if the key is missing,
 // unknown or belongs to a disabled tenant.

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <future>
 #include <limits>
 #include <set>
 
@@ -39,7 +38,7 @@ grpc::Status InferenceServiceImpl::ServerMetadata(grpc::ServerContext*, const in
   return grpc::Status::OK;
 }
 
-Result<ModelRecord> InferenceServiceImpl::Resolve(const grpc::ServerContext& context, const std::string& name,
+Result<ModelRecord> InferenceServiceImpl::Resolve(const grpc::ServerContextBase& context, const std::string& name,
                                                   const std::string& version, TenantRecord* tenant_out) const {
   ORRERY_ASSIGN_OR_RETURN(TenantRecord tenant, ctx_->catalog_cache->Authenticate(BearerToken(context)));
   if (tenant_out != nullptr) *tenant_out = tenant;
@@ -84,7 +83,7 @@ namespace {
 // The request's deadline on the scheduler's clock: the earlier of the gRPC
 // deadline and the Open Inference Protocol parameter `timeout_us`; 0 when
 // neither is set (the scheduler applies the tenant's default).
-Result<int64_t> RequestDeadlineNs(const grpc::ServerContext& context, const inference::ModelInferRequest& request,
+Result<int64_t> RequestDeadlineNs(const grpc::ServerContextBase& context, const inference::ModelInferRequest& request,
                                   const FairScheduler& scheduler) {
   constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
   int64_t timeout_ns = kNone;
@@ -107,18 +106,71 @@ Result<int64_t> RequestDeadlineNs(const grpc::ServerContext& context, const infe
 
 }  // namespace
 
-grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
-                                              inference::ModelInferResponse* response) {
-  const auto start = std::chrono::steady_clock::now();
+// One ModelInfer from its arrival to its answer. The handler fills it up to
+// Submit; the scheduler's callback (on the lane that ran the request)
+// completes it.
+struct InferenceServiceImpl::Call {
+  Call(ServiceContext* ctx, grpc::CallbackServerContext* context, const inference::ModelInferRequest* request,
+       inference::ModelInferResponse* response)
+      : context(context), request(request), response(response), reactor(context->DefaultReactor()),
+        in_flight(&ctx->in_flight) {
+    in_flight->fetch_add(1);
+  }
+  ~Call() { ReleaseSlots(); }
+  // What the request held while in flight: the draining count, the
+  // tenant's in-flight slot and the host cache pin. Released before the
+  // answer is sent, so that a client's next request never finds its
+  // previous one still holding them.
+  void ReleaseSlots() {
+    if (in_flight != nullptr) in_flight->fetch_sub(1);
+    in_flight = nullptr;
+    ticket = Admission::Ticket();
+    pin = HostTier::Pin();
+  }
+
+  grpc::CallbackServerContext* context;
+  const inference::ModelInferRequest* request;
+  inference::ModelInferResponse* response;
+  grpc::ServerUnaryReactor* reactor;
+  std::atomic<int64_t>* in_flight;
+  const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   std::vector<std::string> labels{"", ""};  // tenant, model: "" until known
-  grpc::Status status = Infer(context, request, response, &labels);
+  int64_t arrival_unix_us = 0;
+  int64_t arrival_ns = 0;
+  TenantRecord tenant;
+  ModelRecord record;
+  std::set<std::string> wanted;  // requested outputs; empty = all
+  LoadTrace trace;  // for a miss after admission (api/miss_causes.h)
+  int64_t load_predicted_ns = 0;  // 0: resident when the request came
+  int64_t load_wait_ns = 0;  // measured wait for the weights
+  HostTier::Pin pin;
+  Admission::Ticket ticket;
+  std::string request_id;
+  int64_t deadline_ns = 0;
+  InferenceRequest scheduled{"", nullptr, {}};  // what Queue submits
+  RunReport run;
+  Result<std::vector<NamedTensor>> outputs = Status::Internal("not run");
+};
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(grpc::CallbackServerContext* context,
+                                                           const inference::ModelInferRequest* request,
+                                                           inference::ModelInferResponse* response) {
+  auto call = std::make_shared<Call>(ctx_, context, request, response);
+  grpc::ServerUnaryReactor* reactor = call->reactor;
+  grpc::Status status = Start(call);
+  if (!status.ok()) Answer(*call, status);
+  return reactor;
+}
+
+void InferenceServiceImpl::Answer(Call& call, const grpc::Status& status) {
   const int64_t ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - call.start).count();
+  const std::vector<std::string>& labels = call.labels;
   // Structured request log (debug level: `orreryd --log-level debug`).
   spdlog::debug("infer tenant={} model={} version={} request_id={} code={} latency_us={}", labels[0], labels[1],
-                status.ok() ? response->model_version() : request->model_version(),
-                status.ok() ? response->id() : request->id(), StatusCodeName(static_cast<StatusCode>(status.error_code())),
-                ns / 1000);
+                status.ok() ? call.response->model_version() : call.request->model_version(),
+                status.ok() ? call.response->id() : call.request->id(),
+                StatusCodeName(static_cast<StatusCode>(status.error_code())), ns / 1000);
   if (ctx_->metrics != nullptr) {
     ctx_->metrics->CountInfer(status.ok(), ns);
     const double seconds = static_cast<double>(ns) / 1e9;
@@ -127,7 +179,8 @@ grpc::Status InferenceServiceImpl::ModelInfer(grpc::ServerContext* context, cons
         .Increment();
     if (status.ok()) ctx_->metrics->latency->HistogramWith(labels).Observe(seconds);
   }
-  return status;
+  call.ReleaseSlots();
+  call.reactor->Finish(status);
 }
 
 void InferenceServiceImpl::CountMiss(const ModelRecord& record, const LoadTrace& trace, MissHow how) const {
@@ -142,30 +195,28 @@ void InferenceServiceImpl::CountMiss(const ModelRecord& record, const LoadTrace&
                 (trace.ready_ns - trace.admitted_ns) / 1000);
 }
 
-grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
-                                         inference::ModelInferResponse* response, std::vector<std::string>* labels) {
-  const int64_t arrival_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                      std::chrono::system_clock::now().time_since_epoch())
-                                      .count();
-  const int64_t arrival_ns = ctx_->scheduler->NowNs();
-  ctx_->in_flight.fetch_add(1);
-  struct InFlight {
-    std::atomic<int64_t>* n;
-    ~InFlight() { n->fetch_sub(1); }
-  } in_flight{&ctx_->in_flight};
+grpc::Status InferenceServiceImpl::Start(const std::shared_ptr<Call>& call) {
+  Call& c = *call;
+  const inference::ModelInferRequest* request = c.request;
+  c.arrival_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  c.arrival_ns = ctx_->scheduler->NowNs();
   if (!ctx_->ready.load()) return ToGrpcStatus(Status::Unavailable("server is draining"));
-  TenantRecord tenant;
-  Result<ModelRecord> record = Resolve(*context, request->model_name(), request->model_version(), &tenant);
-  (*labels)[0] = tenant.id();  // empty when the key was refused
-  if (!record.ok()) return ToGrpcStatus(record.status());
-  (*labels)[1] = record->name();
+  TenantRecord& tenant = c.tenant;
+  Result<ModelRecord> resolved = Resolve(*c.context, request->model_name(), request->model_version(), &tenant);
+  c.labels[0] = tenant.id();  // empty when the key was refused
+  if (!resolved.ok()) return ToGrpcStatus(resolved.status());
+  c.record = std::move(resolved).value();
+  const ModelRecord* record = &c.record;
+  c.labels[1] = record->name();
   // A missing id is made up only once the request is admitted (below).
   if (!request->id().empty()) {
     if (Status s = CheckRequestId(request->id()); !s.ok()) return ToGrpcStatus(s);
   }
 
   // Requested outputs must exist; an empty list means all outputs.
-  std::set<std::string> wanted;
+  std::set<std::string>& wanted = c.wanted;
   for (const auto& o : request->outputs()) {
     bool known = false;
     for (const auto& spec : record->outputs()) known = known || spec.name() == o.name();
@@ -176,17 +227,18 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     wanted.insert(o.name());
   }
 
-  Result<int64_t> deadline = RequestDeadlineNs(*context, *request, *ctx_->scheduler);
+  Result<int64_t> deadline = RequestDeadlineNs(*c.context, *request, *ctx_->scheduler);
   if (!deadline.ok()) return ToGrpcStatus(deadline.status());
-  InferenceRequest scheduled{record->tenant_id(), nullptr, {}};
+  InferenceRequest& scheduled = c.scheduled;
+  scheduled.tenant_id = record->tenant_id();
   scheduled.model_id = ModelCostId(*record);
   LoadCostProfileIfUnknown(*ctx_->catalog, ctx_->scheduler, *record);
   scheduled.deadline_ns = *deadline;
   // Load-aware admission: a version that is not resident is admitted only
   // if it can still meet its deadline after the load's predicted end; it is
   // queued once resident, so it never waits on a lane for its weights.
-  int64_t load_predicted_ns = 0;  // 0: resident when the request came
-  LoadTrace trace;  // for a miss after admission (api/miss_causes.h)
+  int64_t& load_predicted_ns = c.load_predicted_ns;
+  LoadTrace& trace = c.trace;
   if (ctx_->host != nullptr) {
     Result<Readiness> ready = ctx_->host->PredictReady(*record);
     if (!ready.ok()) return ToGrpcStatus(ready.status());
@@ -215,15 +267,31 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     }
   }
   scheduled.ready_ns = 0;
+  if (ctx_->serving != nullptr && trace.at_admission.state != Residency::kResident) {
+    // Acquire waits for the load: on a serving thread, since gRPC's
+    // callback threads receive every other request.
+    ctx_->serving->Post([this, call] {
+      if (grpc::Status s = Queue(call); !s.ok()) Answer(*call, s);
+    });
+    return grpc::Status::OK;
+  }
+  return Queue(call);
+}
+
+grpc::Status InferenceServiceImpl::Queue(const std::shared_ptr<Call>& call) {
+  Call& c = *call;
+  const inference::ModelInferRequest* request = c.request;
+  const ModelRecord* record = &c.record;
+  const TenantRecord& tenant = c.tenant;
+  InferenceRequest& scheduled = c.scheduled;
+  LoadTrace& trace = c.trace;
   Result<std::vector<NamedTensor>> inputs = DecodeInferInputs(*request, ctx_->max_input_bytes);
   if (!inputs.ok()) return ToGrpcStatus(inputs.status());
   scheduled.inputs = std::move(inputs).value();
   scheduled.weight = tenant.weight() == 0 ? 1.0 : static_cast<double>(tenant.weight());
-  // The host cache pins the version until this handler returns (the request
+  // The host cache pins the version until the call is answered (the request
   // has then finished on its lane); a miss loads it on a loader thread.
-  HostTier::Pin pin;
   Result<ModelCache::ModelPtr> model = Status::Internal("unset");
-  int64_t load_wait_ns = 0;  // measured wait for the weights
   if (ctx_->host != nullptr) {
     const int64_t acquire_start_ns = ctx_->host->clock().NowNs();
     Result<HostTier::Pin> pinned = ctx_->host->Acquire(*record);
@@ -234,9 +302,9 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     }
     trace.at_acquire = pinned->state_before();
     trace.room_wait_ns = pinned->room_wait_ns();
-    load_wait_ns = trace.ready_ns - acquire_start_ns;
-    pin = std::move(pinned).value();
-    model = pin.model();
+    c.load_wait_ns = trace.ready_ns - acquire_start_ns;
+    c.pin = std::move(pinned).value();
+    model = c.pin.model();
   } else {
     model = ctx_->cache->Get(*record);
   }
@@ -248,21 +316,28 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     return ToGrpcStatus(s.WithPrefix("model '" + record->name() + "'"));
   }
   // Quota admission last, so that a bad request costs no token. The ticket
-  // is the tenant's in-flight slot until this handler returns.
+  // is the tenant's in-flight slot until the call is answered.
   Result<Admission::Ticket> ticket = ctx_->admission->Admit(tenant);
   if (!ticket.ok()) return ToGrpcStatus(ticket.status());
-  const std::string request_id = request->id().empty() ? NewRequestId() : request->id();
+  c.ticket = std::move(ticket).value();
+  c.request_id = request->id().empty() ? NewRequestId() : request->id();
 
-  std::promise<Result<std::vector<NamedTensor>>> done;
-  std::future<Result<std::vector<NamedTensor>>> result = done.get_future();
   scheduled.model = std::move(model).value();
   if (ctx_->device != nullptr) scheduled.cache_key = HostTier::KeyOf(*record);
-  RunReport run;
-  scheduled.report = &run;
-  const int64_t deadline_ns = scheduled.deadline_ns;
-  Status submitted = ctx_->scheduler->Submit(
-      std::move(scheduled),
-      [&done](Result<std::vector<NamedTensor>> outputs) { done.set_value(std::move(outputs)); });
+  scheduled.report = &c.run;
+  c.deadline_ns = scheduled.deadline_ns;
+  // The lane that ran the request (or dropped it) answers it, unless other
+  // requests wait for that lane (or the ledger append would fsync): a
+  // serving thread answers it then. Either way no thread waited for it.
+  Status submitted = ctx_->scheduler->Submit(std::move(scheduled), [this, call](Result<std::vector<NamedTensor>> out) {
+    call->outputs = std::move(out);
+    auto answer = [this, call] { Answer(*call, Complete(*call, std::move(call->outputs))); };
+    if (ctx_->serving != nullptr && (ctx_->ledger_fsync_each || ctx_->scheduler->queue_depth() > 0)) {
+      ctx_->serving->Post(answer);
+    } else {
+      answer();
+    }
+  });
   if (!submitted.ok()) {
     // Not an early rejection when it waited for (and used) a load first.
     if (submitted.code() == StatusCode::kDeadlineExceeded && trace.waited_for_load()) {
@@ -271,7 +346,18 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
     }
     return ToGrpcStatus(submitted);
   }
-  Result<std::vector<NamedTensor>> outputs = result.get();
+  return grpc::Status::OK;
+}
+
+grpc::Status InferenceServiceImpl::Complete(Call& c, Result<std::vector<NamedTensor>> outputs) {
+  const ModelRecord* record = &c.record;
+  const LoadTrace& trace = c.trace;
+  const RunReport& run = c.run;
+  const int64_t deadline_ns = c.deadline_ns;
+  const std::string& request_id = c.request_id;
+  const int64_t arrival_unix_us = c.arrival_unix_us;
+  const int64_t arrival_ns = c.arrival_ns;
+  inference::ModelInferResponse* response = c.response;
   const int64_t answered_ns = ctx_->scheduler->NowNs();
   if (!outputs.ok() && outputs.status().code() == StatusCode::kDeadlineExceeded) {
     CountMiss(*record, trace, MissHow::kDropped);
@@ -303,7 +389,7 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   // The request that started the host-cache load pays for its bytes; one
   // that hit or joined a load in flight pays nothing for loading. lane_ns is
   // already this request's share of a batch (share 1.0 here).
-  entry.set_bytes_loaded(static_cast<uint64_t>(pin.bytes_loaded()));
+  entry.set_bytes_loaded(static_cast<uint64_t>(c.pin.bytes_loaded()));
   // On a server with a device tier: where it ran, the device time it held
   // and the host -> device transfer its placement started (the request
   // whose placement starts a transfer pays for it, as for a host load).
@@ -314,14 +400,16 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   }
   entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, 1.0, entry.bytes_loaded()) +
                         DeviceCostMicros(ctx_->prices, run.device_ns, entry.bytes_transferred()));
-  Result<bool> billed = ctx_->catalog->AppendLedger(&entry);
+  // An id this server made up is in no ledger entry yet: no lookup for it.
+  Result<bool> billed = ctx_->catalog->AppendLedger(
+      &entry, LedgerAppendOptions{.new_request_id = c.request->id().empty()});
   if (!billed.ok()) {
     return ToGrpcStatus(billed.status().WithPrefix("request " + request_id + " ran but its ledger entry was not written"));
   }
   if (!outputs.ok()) return ToGrpcStatus(outputs.status());
 
-  if (!wanted.empty()) {
-    std::erase_if(*outputs, [&](const NamedTensor& t) { return !wanted.count(t.name); });
+  if (!c.wanted.empty()) {
+    std::erase_if(*outputs, [&](const NamedTensor& t) { return !c.wanted.count(t.name); });
   }
   response->set_model_name(record->name());
   response->set_model_version(std::to_string(record->version()));
@@ -346,8 +434,8 @@ grpc::Status InferenceServiceImpl::Infer(grpc::ServerContext* context, const inf
   }
   // The host cache: how long this request waited for the model's weights
   // (a load, or joining one) and what was predicted (0 when resident).
-  (*response->mutable_parameters())["orrery_load_wait_ns"].set_int64_param(load_wait_ns);
-  (*response->mutable_parameters())["orrery_load_predicted_ns"].set_int64_param(load_predicted_ns);
+  (*response->mutable_parameters())["orrery_load_wait_ns"].set_int64_param(c.load_wait_ns);
+  (*response->mutable_parameters())["orrery_load_predicted_ns"].set_int64_param(c.load_predicted_ns);
   return grpc::Status::OK;
 }
 

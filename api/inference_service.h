@@ -3,6 +3,7 @@
 // ServerMetadata need no key (health probes), everything else does.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,11 @@
 
 namespace orrery {
 
-class InferenceServiceImpl final : public inference::GRPCInferenceService::Service {
+// ModelInfer uses gRPC's callback API (the other methods the synchronous
+// one): the handler returns once the request is queued, and the lane that
+// ran it answers, so no thread blocks while it waits or runs.
+class InferenceServiceImpl final
+    : public inference::GRPCInferenceService::WithCallbackMethod_ModelInfer<inference::GRPCInferenceService::Service> {
  public:
   explicit InferenceServiceImpl(ServiceContext* ctx) : ctx_(ctx) {}
 
@@ -26,18 +31,27 @@ class InferenceServiceImpl final : public inference::GRPCInferenceService::Servi
                           inference::ModelReadyResponse* response) override;
   grpc::Status ModelMetadata(grpc::ServerContext* context, const inference::ModelMetadataRequest* request,
                              inference::ModelMetadataResponse* response) override;
-  // Blocks the handler thread until a lane has run the request.
-  grpc::Status ModelInfer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
-                          inference::ModelInferResponse* response) override;
+  // Validates, admits and queues the request and returns; the scheduler's
+  // callback (on the lane that ran it) meters and answers it.
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const inference::ModelInferRequest* request,
+                                       inference::ModelInferResponse* response) override;
 
  private:
-  // ModelInfer without the metrics; fills *labels (tenant id, model name)
-  // as far as it gets.
-  grpc::Status Infer(grpc::ServerContext* context, const inference::ModelInferRequest* request,
-                     inference::ModelInferResponse* response, std::vector<std::string>* labels);
+  struct Call;
+  // Everything up to Submit: an error is the answer; OK means submitted
+  // (the scheduler's callback then runs Complete and Answer).
+  grpc::Status Start(const std::shared_ptr<Call>& call);
+  // Start's second half, from waiting for the model's weights (on a serving
+  // thread when they must load) to Submit.
+  grpc::Status Queue(const std::shared_ptr<Call>& call);
+  // After the lane: miss counting, the ledger entry, the response.
+  grpc::Status Complete(Call& call, Result<std::vector<NamedTensor>> outputs);
+  // Request log and metrics, releases what the call held, sends the answer.
+  void Answer(Call& call, const grpc::Status& status);
   // The caller's model record for (name, version string; "" = latest), and
   // the caller's tenant into *tenant_out when given.
-  Result<ModelRecord> Resolve(const grpc::ServerContext& context, const std::string& name,
+  Result<ModelRecord> Resolve(const grpc::ServerContextBase& context, const std::string& name,
                               const std::string& version, TenantRecord* tenant_out = nullptr) const;
   // An admitted request missed its deadline: counted by cause
   // (metrics: orrery_admitted_misses_total) and logged at debug level.

@@ -99,6 +99,9 @@ struct Server::Impl {
   std::unique_ptr<DeviceTier> device;  // before the scheduler: its workers call into it
   std::unique_ptr<Admission> admission;
   std::unique_ptr<FairScheduler> scheduler;
+  // Before the services: the inference service posts to it; Shutdown drains
+  // it once the scheduler has answered everything.
+  std::unique_ptr<ServingPool> serving;
   ServerMetrics metrics;
   ServiceContext ctx;
   std::unique_ptr<AdminServiceImpl> admin;
@@ -248,6 +251,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->ctx.admission = impl->admission.get();
   impl->ctx.scheduler = impl->scheduler.get();
   impl->ctx.metrics = &impl->metrics;
+  impl->serving = std::make_unique<ServingPool>(options.max_rpc_threads, options.serving_cpus);
+  impl->ctx.serving = impl->serving.get();
+  impl->ctx.ledger_fsync_each = options.ledger_sync_ms == 0;
   impl->ctx.max_model_bytes = options.max_model_bytes;
   impl->ctx.max_input_bytes = options.max_input_bytes;
   impl->ctx.max_batch = options.max_batch;
@@ -344,6 +350,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   impl_->summary.reset();
   impl_->keepalive.reset();
   impl_->scheduler->Shutdown();
+  impl_->serving.reset();  // the answers lanes handed off, before the catalog closes
   impl_->catalog.reset();  // closes RocksDB cleanly
   spdlog::info("shutdown complete");
 }

@@ -10,6 +10,7 @@
 #include "api/proto/orrery.pb.h"
 #include "api/device_tier.h"
 #include "api/server_metrics.h"
+#include "api/serving_pool.h"
 #include "cache/host_tier.h"
 #include "cache/model_cache.h"
 #include "scheduler/scheduler.h"
@@ -29,6 +30,12 @@ struct ServiceContext {
   Admission* admission = nullptr;  // per-tenant in-flight slots and request rate
   FairScheduler* scheduler = nullptr;
   ServerMetrics* metrics = nullptr;  // may be null (no metrics)
+  // Inference work that may block (waiting for a model's load; a ledger
+  // append that fsyncs) or that a busy lane hands off (its answers).
+  ServingPool* serving = nullptr;
+  // The catalog fsyncs every ledger append before it returns
+  // (--ledger-sync-ms 0): a lane then never writes the ledger itself.
+  bool ledger_fsync_each = false;
   std::string admin_token;
   uint64_t max_model_bytes = 0;
   uint64_t max_input_bytes = 0;  // decoded inputs of one inference; 0 = unlimited

@@ -60,11 +60,11 @@ uint64_t DecodeU64Be(std::string_view s) {
 
 }  // namespace
 
-Result<bool> Catalog::AppendLedger(LedgerEntry* entry) {
+Result<bool> Catalog::AppendLedger(LedgerEntry* entry, LedgerAppendOptions options) {
   ORRERY_RETURN_IF_ERROR(CheckIdPart("tenant id", entry->tenant_id()));
   const bool inference = entry->kind() == LedgerEntry::INFERENCE;
   if (inference) ORRERY_RETURN_IF_ERROR(CheckIdPart("request id", entry->request_id()));
-  ORRERY_ASSIGN_OR_RETURN(bool written, AppendLedgerUnsynced(entry));
+  ORRERY_ASSIGN_OR_RETURN(bool written, AppendLedgerUnsynced(entry, options));
   // The stored entry a replay returns may itself still be unsynced (written
   // by a concurrent append), so both paths sync through everything written
   // so far before answering.
@@ -119,10 +119,10 @@ Status Catalog::Impl::SyncWalThrough(rocksdb::SequenceNumber seq) {
   return FromRocks(s, "sync ledger");
 }
 
-Result<bool> Catalog::AppendLedgerUnsynced(LedgerEntry* entry) {
+Result<bool> Catalog::AppendLedgerUnsynced(LedgerEntry* entry, LedgerAppendOptions options) {
   const bool inference = entry->kind() == LedgerEntry::INFERENCE;
   std::lock_guard<std::mutex> lock(impl_->ledger_mu);
-  if (inference) {
+  if (inference && !options.new_request_id) {
     ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> existing,
                             impl_->Get(kMeta, LedgerRidKey(entry->tenant_id(), entry->request_id()), "get ledger id"));
     if (existing) {

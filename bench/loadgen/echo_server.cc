@@ -2,7 +2,11 @@
 // gRPC server of the same Open Inference Protocol service whose ModelInfer
 // returns its inputs as outputs: same payload, same protobuf and gRPC work,
 // no scheduling, execution or metering.
-//   orrery-echo --listen 127.0.0.1:0 --port-file FILE
+//   orrery-echo --listen 127.0.0.1:0 --port-file FILE [--api sync|callback]
+// Two of gRPC's server APIs, so that the floor is the faster plain one on
+// this machine (orreryd serves ModelInfer with the callback API): `sync`, a
+// handler on a gRPC thread pool's thread, and `callback`, a reactor finished
+// on the thread that received the request.
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -14,20 +18,36 @@
 
 namespace {
 
-class EchoService final : public inference::GRPCInferenceService::Service {
+void Echo(const inference::ModelInferRequest& request, inference::ModelInferResponse* response) {
+  response->set_model_name(request.model_name());
+  response->set_id(request.id());
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    auto* out = response->add_outputs();
+    out->set_name(request.inputs(i).name());
+    out->set_datatype(request.inputs(i).datatype());
+    *out->mutable_shape() = request.inputs(i).shape();
+  }
+  *response->mutable_raw_output_contents() = request.raw_input_contents();
+}
+
+class SyncEcho final : public inference::GRPCInferenceService::Service {
  public:
   grpc::Status ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest* request,
                           inference::ModelInferResponse* response) override {
-    response->set_model_name(request->model_name());
-    response->set_id(request->id());
-    for (int i = 0; i < request->inputs_size(); ++i) {
-      auto* out = response->add_outputs();
-      out->set_name(request->inputs(i).name());
-      out->set_datatype(request->inputs(i).datatype());
-      *out->mutable_shape() = request->inputs(i).shape();
-    }
-    *response->mutable_raw_output_contents() = request->raw_input_contents();
+    Echo(*request, response);
     return grpc::Status::OK;
+  }
+};
+
+class CallbackEcho final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const inference::ModelInferRequest* request,
+                                       inference::ModelInferResponse* response) override {
+    Echo(*request, response);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   }
 };
 
@@ -36,16 +56,25 @@ class EchoService final : public inference::GRPCInferenceService::Service {
 int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:0";
   std::string port_file;
+  std::string api = "sync";
   CLI::App app{"orrery-echo: Open Inference Protocol echo server (bench floor)"};
   app.add_option("--listen", listen, "HOST:PORT (port 0 picks a free one)")->capture_default_str();
   app.add_option("--port-file", port_file, "Write the bound HOST:PORT to this file once serving");
+  app.add_option("--api", api, "gRPC server API: sync or callback")
+      ->check(CLI::IsMember({"sync", "callback"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  EchoService service;
+  SyncEcho sync_service;
+  CallbackEcho callback_service;
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(64 << 20);
-  builder.RegisterService(&service);
+  if (api == "sync") {
+    builder.RegisterService(&sync_service);
+  } else {
+    builder.RegisterService(&callback_service);
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "orrery-echo: cannot listen on " << listen << "\n";
@@ -56,7 +85,7 @@ int main(int argc, char** argv) {
     std::ofstream(port_file + ".tmp") << host << ":" << port << "\n";
     std::rename((port_file + ".tmp").c_str(), port_file.c_str());
   }
-  std::cout << "orrery-echo listening on " << host << ":" << port << std::endl;
+  std::cout << "orrery-echo (" << api << " API) listening on " << host << ":" << port << std::endl;
   server->Wait();
   return 0;
 }

@@ -202,7 +202,12 @@ std::string SummaryJson(const Summary& s) {
   o << "{\"window_s\":" << Num(s.window_s) << ",\"jain_index\":" << Num(s.jain_index)
     << ",\"rejected_early_fraction\":" << Num(s.rejected_early_fraction) << ",\"echo_p50_ms\":" << Num(s.echo_p50_ms)
     << ",\"echo_p99_ms\":" << Num(s.echo_p99_ms) << ",\"send_lag_p99_ms\":" << Num(s.send_lag_p99_ms)
-    << ",\"send_lag_max_ms\":" << Num(s.send_lag_max_ms) << ",\"total\":";
+    << ",\"send_lag_max_ms\":" << Num(s.send_lag_max_ms) << ",\"echoes\":[";
+  for (size_t i = 0; i < s.echoes.size(); ++i) {
+    o << (i ? "," : "") << "{\"address\":\"" << s.echoes[i].address << "\",\"p50_ms\":" << Num(s.echoes[i].p50_ms)
+      << ",\"p99_ms\":" << Num(s.echoes[i].p99_ms) << '}';
+  }
+  o << "],\"total\":";
   Json(o, s.total);
   o << ",\"tenants\":[";
   for (size_t i = 0; i < s.tenants.size(); ++i) {
@@ -268,8 +273,9 @@ std::string SummaryTable(const Summary& s) {
     }
     o << "\n";
   }
-  if (s.echo_p50_ms >= 0) {
-    std::snprintf(buf, sizeof(buf), "echo round trip p50 %.3f ms p99 %.3f ms\n", s.echo_p50_ms, s.echo_p99_ms);
+  for (const EchoSummary& e : s.echoes) {
+    std::snprintf(buf, sizeof(buf), "echo round trip (%s) p50 %.3f ms p99 %.3f ms\n", e.address.c_str(), e.p50_ms,
+                  e.p99_ms);
     o << buf;
   }
   return o.str();

@@ -59,6 +59,12 @@ struct TenantSummary {
   double service_share = 0, weight_share = 0;
 };
 
+// One echo server's replay of the schedule (--echo).
+struct EchoSummary {
+  std::string address;
+  double p50_ms = 0, p99_ms = 0;
+};
+
 struct Summary {
   double window_s = 0;
   std::vector<TenantSummary> tenants;
@@ -67,7 +73,10 @@ struct Summary {
   double rejected_early_fraction = 0;  // early / (early + late) rejections; 1 when none
   std::map<std::string, double> model_error_p99;  // model -> relative prediction error p99 (admin stats)
   std::map<std::string, double> model_error_p50;
-  double echo_p50_ms = -1, echo_p99_ms = -1;     // bare gRPC round trip, when measured
+  // Bare gRPC round trip, when measured: the echo with the lowest p50 (the
+  // floor), and every echo replayed, in --echo order.
+  double echo_p50_ms = -1, echo_p99_ms = -1;
+  std::vector<EchoSummary> echoes;
   double send_lag_p99_ms = 0, send_lag_max_ms = 0;  // how far the sender fell behind its schedule
   // Server-side numbers the caller adds (host cache counters over the
   // measured window, setup timings), written as the JSON object "server".

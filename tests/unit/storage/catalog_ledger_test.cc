@@ -126,6 +126,30 @@ TEST(CatalogLedgerTest, AppendsOncePerRequestIdAndKeepsTotals) {
   EXPECT_TRUE(fsck->clean());
 }
 
+// A request id the caller made up skips the lookup for an earlier entry,
+// but the entry is indexed by it like any other: a later retry with that id
+// (without the option) is recognised.
+TEST(CatalogLedgerTest, NewRequestIdIsIndexedWithoutALookup) {
+  LedgerDir dir;
+  auto c = MustOpen(dir.db());
+  ASSERT_NE(c, nullptr);
+  LedgerEntry a = Inference("t_a", "made-up-1", 5'000'000, 7);
+  Result<bool> first = c->AppendLedger(&a, LedgerAppendOptions{.new_request_id = true});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(*first);
+  Result<LedgerEntry> got = c->GetLedgerEntry("t_a", "made-up-1");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->seq(), a.seq());
+  LedgerEntry retry = Inference("t_a", "made-up-1", 6'000'000, 100);
+  Result<bool> second = c->AppendLedger(&retry);
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(*second);
+  EXPECT_EQ(retry.cost_micros(), 7);
+  Result<LedgerTotals> totals = c->GetLedgerTotals("t_a");
+  ASSERT_TRUE(totals.ok());
+  EXPECT_EQ(totals->entries(), 1u);
+}
+
 TEST(CatalogLedgerTest, RejectsMissingIdsAndAllowsStorageWithoutRequestId) {
   LedgerDir dir;
   auto c = MustOpen(dir.db());
