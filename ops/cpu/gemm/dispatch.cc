@@ -141,14 +141,10 @@ Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed) {
   const bool split_weights = several && a_packed && !b_packed &&
                              RoundUp(s.m, kPanelRows) > RoundUp(s.n, 16) &&
                              m_panels >= nthreads;
-  sp.bl = ChooseBlocking(s, several && !rows_first && !split_weights ? nthreads : 1);
-  if (few_rows) {
-    const Blocking one = ChooseBlocking(s, 1);
-    sp.bl.nchunks = std::min(RoundUp(one.nchunks, nthreads),
-                             std::max<int64_t>(1, s.n / kPanelCols));
-    sp.bl.nc = RoundUp(CeilDiv(s.n, sp.bl.nchunks), kPanelCols);
-  }
-  sp.n_chunks = sp.bl.nchunks;
+  sp.bl = ChooseBlocking(s, several && !rows_first && !split_weights && !few_rows ? nthreads : 1);
+  // Few rows: one thread's N chunks, rounded up to a multiple of the threads.
+  sp.n_chunks = few_rows ? std::min(RoundUp(sp.bl.nchunks, nthreads), std::max<int64_t>(1, s.n / kPanelCols))
+                         : sp.bl.nchunks;
   if (rows_first) {
     sp.m_chunks = want;
   } else if (split_weights) {
