@@ -30,7 +30,14 @@ Result<std::unique_ptr<DeviceTier>> MakeDeviceTier(std::shared_ptr<Device> devic
 void RegisterWithDevice(DeviceTier* tier, const ModelRecord& record) {
   if (tier == nullptr) return;
   const ModelKey key = HostTier::KeyOf(record);
-  Status s = tier->cache->Register(key, DeviceBytesOf(record, *tier->device));
+  const int64_t bytes = DeviceBytesOf(record, *tier->device);
+  if (bytes == 0) {
+    spdlog::info("{} device: {} was stored before device weight layouts were recorded: it runs on the CPU "
+                 "lanes only (upload it again to use the device)",
+                 tier->device->name(), key.ToString());
+    return;
+  }
+  Status s = tier->cache->Register(key, bytes);
   if (s.code() == StatusCode::kResourceExhausted) {
     spdlog::info("{} device: {} never fits the device memory ({}): it runs on the CPU lanes only",
                  tier->device->name(), key.ToString(), s.message());
@@ -40,7 +47,7 @@ void RegisterWithDevice(DeviceTier* tier, const ModelRecord& record) {
 }
 
 int64_t DeviceBytesOf(const ModelRecord& record, const Device& device) {
-  if (device.simulated() || record.device_weight_bytes() == 0) return HostTier::BytesOf(record);
+  if (device.simulated()) return HostTier::BytesOf(record);
   return static_cast<int64_t>(record.device_weight_bytes());
 }
 

@@ -54,9 +54,10 @@ void RegisterWithDevice(DeviceTier* tier, const ModelRecord& record);
 // What the device cache charges for a version: on a real device the weight
 // layout's bytes recorded at upload (ModelRecord::device_weight_bytes,
 // runtime/cuda/weight_layout.h), so the cache reserves exactly the pages
-// the weights are mapped onto; on the simulated device (which runs the CPU
-// plan), and for records from before that field, the host tier's charge
-// (the segment).
+// the weights are mapped onto, or 0 for a record from before that field
+// (not registered: it stays on the CPU until uploaded again); on the
+// simulated device, which runs the CPU plan, the host tier's charge (the
+// segment).
 int64_t DeviceBytesOf(const ModelRecord& record, const Device& device);
 // Forgets a deleted version (one still pinned or moving stays until restart).
 void UnregisterFromDevice(DeviceTier* tier, const ModelRecord& record);

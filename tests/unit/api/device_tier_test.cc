@@ -103,8 +103,9 @@ TEST(DeviceTierHooksTest, WithoutHooksTheSimulatedLinkStillMovesTheWeights) {
 }
 
 // A real device charges a model its weight layout's bytes (recorded at
-// upload), so the cache reserves the pages the weights are mapped onto; the
-// simulated one, and records from before the field, the segment's size.
+// upload), so the cache reserves the pages the weights are mapped onto, and
+// leaves a record from before the field on the CPU; the simulated one
+// charges the segment's size.
 class NotSimulated final : public Device {
  public:
   explicit NotSimulated(std::shared_ptr<Device> d) : d_(std::move(d)) {}
@@ -133,7 +134,7 @@ TEST(DeviceTierHooksTest, ARealDeviceChargesTheWeightLayoutBytes) {
   r.set_name("m");
   r.set_version(1);
   r.set_segment_bytes(8192);
-  EXPECT_EQ(DeviceBytesOf(r, gpu), 8192);  // no layout recorded: the segment
+  EXPECT_EQ(DeviceBytesOf(r, gpu), 0);  // no layout recorded
   r.set_device_weight_bytes(2100);
   EXPECT_EQ(DeviceBytesOf(r, gpu), 2100);
   EXPECT_EQ(DeviceBytesOf(r, *sim), 8192);
@@ -141,6 +142,11 @@ TEST(DeviceTierHooksTest, ARealDeviceChargesTheWeightLayoutBytes) {
   Result<std::unique_ptr<DeviceTier>> tier =
       MakeDeviceTier(std::make_shared<NotSimulated>(sim), /*place=*/false);
   ASSERT_TRUE(tier.ok()) << tier.status().ToString();
+  ModelRecord old = r;
+  old.set_version(3);
+  old.clear_device_weight_bytes();
+  RegisterWithDevice(tier->get(), old);
+  EXPECT_FALSE((*tier)->cache->Info({"t", "m", 3}).has_value());
   RegisterWithDevice(tier->get(), r);
   ASSERT_TRUE((*tier)->lanes->Load({"t", "m", 1}, kWaitNs).ok());
   EXPECT_EQ((*tier)->cache->Pages({"t", "m", 1}).size(), 3u);  // 2100 bytes in pages of 1000
