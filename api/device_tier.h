@@ -7,8 +7,8 @@
 // CacheList as "too_large") and always runs on the CPU lanes.
 #pragma once
 
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
