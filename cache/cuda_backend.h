@@ -63,7 +63,7 @@ struct OpenedGpu {
 class CudaBackend {
  public:
   // UNAVAILABLE "no CUDA device ..." when the driver reports none or
-  // `ordinal` is out of range; RESOURCE_EXHAUSTED when the arena or the
+  // `ordinal` is out of range; RESOURCE_EXHAUSTED when the device pages or the
   // staging buffers cannot be allocated.
   virtual Result<OpenedGpu> Open(int ordinal) = 0;
 
