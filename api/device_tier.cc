@@ -19,7 +19,9 @@ Result<std::unique_ptr<DeviceTier>> MakeDeviceTier(std::shared_ptr<Device> devic
   DeviceLanesOptions lanes_options;
   lanes_options.place = place;
   if (hooks.upload) {
-    lanes_options.copy = [upload = std::move(hooks.upload)](const TierAction& action) { return upload(action.key); };
+    lanes_options.copy = [upload = std::move(hooks.upload), cache = tier->cache.get()](const TierAction& action) {
+      return upload(action.key, cache->Pages(action.key));
+    };
   }
   tier->lanes = std::make_unique<DeviceLanes>(tier->device.get(), tier->cache.get(), lanes_options);
   return tier;
@@ -28,13 +30,25 @@ Result<std::unique_ptr<DeviceTier>> MakeDeviceTier(std::shared_ptr<Device> devic
 void RegisterWithDevice(DeviceTier* tier, const ModelRecord& record) {
   if (tier == nullptr) return;
   const ModelKey key = HostTier::KeyOf(record);
-  Status s = tier->cache->Register(key, HostTier::BytesOf(record));
+  const int64_t bytes = DeviceBytesOf(record, *tier->device);
+  if (bytes == 0) {
+    spdlog::info("{} device: {} was stored before device weight layouts were recorded: it runs on the CPU "
+                 "lanes only (upload it again to use the device)",
+                 tier->device->name(), key.ToString());
+    return;
+  }
+  Status s = tier->cache->Register(key, bytes);
   if (s.code() == StatusCode::kResourceExhausted) {
     spdlog::info("{} device: {} never fits the device memory ({}): it runs on the CPU lanes only",
                  tier->device->name(), key.ToString(), s.message());
   } else if (!s.ok()) {
     spdlog::warn("{} device: cannot register {}: {}", tier->device->name(), key.ToString(), s.message());
   }
+}
+
+int64_t DeviceBytesOf(const ModelRecord& record, const Device& device) {
+  if (device.simulated()) return HostTier::BytesOf(record);
+  return static_cast<int64_t>(record.device_weight_bytes());
 }
 
 void UnregisterFromDevice(DeviceTier* tier, const ModelRecord& record) {

@@ -10,6 +10,7 @@
 #include "api/grpc_status.h"
 #include "api/model_costs.h"
 #include "api/model_info.h"
+#include "runtime/cuda/weight_layout.h"
 #include "runtime/model.h"
 #include "tenancy/api_key.h"
 #include "tenancy/quotas.h"
@@ -125,6 +126,8 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
   record.set_upload_id(upload_id);
   for (const TensorSpec& in : sig.inputs) SpecToRecord(in, record.add_inputs());
   for (const TensorSpec& out : sig.outputs) SpecToRecord(out, record.add_outputs());
+  // What a GPU's device cache charges for it (api/device_tier.h).
+  record.set_device_weight_bytes(static_cast<uint64_t>(runtime::WeightLayoutBytes(*(*compiled)->shape_generic_plan())));
   // The catalog re-checks the stored-size quotas under its write lock, so two
   // concurrent uploads cannot both squeeze under them.
   Catalog::ModelLimits limits;

@@ -172,8 +172,9 @@ int main(int argc, char** argv) {
       };
       // The device tier's transfers upload the weights, its evictions free
       // them (api/device_tier.h).
-      options.device_executor.upload = [exec](const orrery::ModelKey& key, const orrery::CompiledModel& model) {
-        return exec->Upload(key.ToString(), model);
+      options.device_executor.upload = [exec](const orrery::ModelKey& key, const orrery::CompiledModel& model,
+                                              const std::vector<uint32_t>& pages) {
+        return exec->Upload(key.ToString(), model, pages);
       };
       options.device_executor.release = [exec](const orrery::ModelKey& key) { exec->Release(key.ToString()); };
     } else if (selection->kind == orrery::DeviceSelection::Kind::kCuda) {

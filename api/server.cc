@@ -55,13 +55,13 @@ DeviceTierHooks GpuTierHooks(const ServerOptions& options, HostTier* host) {
   DeviceTierHooks hooks;
   const DeviceExecutor& exec = options.device_executor;
   if (options.device == nullptr || options.device->simulated() || !exec.upload) return hooks;
-  hooks.upload = [host, upload = exec.upload](const ModelKey& key) -> Status {
+  hooks.upload = [host, upload = exec.upload](const ModelKey& key, const std::vector<uint32_t>& pages) -> Status {
     ModelCache::ModelPtr model = host->Peek(key);
     if (model == nullptr) {
       spdlog::info("device tier: {} is not in host RAM; its first device run uploads its weights", key.ToString());
       return Status::Ok();
     }
-    return upload(key, *model);
+    return upload(key, *model, pages);
   };
   hooks.release = exec.release;
   return hooks;

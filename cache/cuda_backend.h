@@ -11,6 +11,7 @@
 // loads it, so that executable must export them (orreryd: ENABLE_EXPORTS).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,12 +34,15 @@ class GpuExecutor {
                           const std::vector<NamedTensor>& inputs) = 0;
   // The device tier's transfer of `model` (what DeviceLanesOptions::copy
   // performs for a GPU): uploads its weights under `model_id`
-  // (ModelKey::ToString()) on the copy stream; blocks until they are on the
-  // device.
-  virtual Status Upload(const std::string& model_id, const CompiledModel& model) = 0;
+  // (ModelKey::ToString()) into `pages`, the device pages the device cache
+  // assigned it (DeviceCache::Pages), on the copy stream; blocks until they
+  // are on the device. FAILED_PRECONDITION when the page count is not what
+  // the weights' layout needs (runtime/cuda/weight_layout.h).
+  virtual Status Upload(const std::string& model_id, const CompiledModel& model,
+                        const std::vector<uint32_t>& pages) = 0;
   // The device cache freed `model_id` (evicted, or its transfer failed):
-  // drops its weights and plans (their GPU memory is freed once no run
-  // holds them). No-op when absent.
+  // drops its weights and plans (its pages are unmapped once no run holds
+  // them). No-op when absent.
   virtual void Release(const std::string& model_id) = 0;
   // One inference on the GPU: outputs in signature order, named. Uses the
   // weights uploaded under `model_id` (uploads them when absent: counted as
@@ -59,7 +63,7 @@ struct OpenedGpu {
 class CudaBackend {
  public:
   // UNAVAILABLE "no CUDA device ..." when the driver reports none or
-  // `ordinal` is out of range; RESOURCE_EXHAUSTED when the arena or the
+  // `ordinal` is out of range; RESOURCE_EXHAUSTED when the device pages or the
   // staging buffers cannot be allocated.
   virtual Result<OpenedGpu> Open(int ordinal) = 0;
 
@@ -71,7 +75,7 @@ class CudaBackend {
 // abi). It returns null when `abi` differs from the module's. The module
 // shares Orrery's C++ types with orreryd, so the two must come from the same
 // build (deploy them together); bump the number when these interfaces change.
-inline constexpr int kCudaBackendAbi = 2;
+inline constexpr int kCudaBackendAbi = 3;
 inline constexpr const char* kCudaBackendEntry = "orrery_cuda_backend";
 
 // <directory of the running executable>/liborrery_cuda.so.

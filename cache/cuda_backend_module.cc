@@ -21,8 +21,9 @@ class CudaGpuExecutor final : public GpuExecutor {
                   const std::vector<NamedTensor>& inputs) override {
     return executor_.Supports(model, inputs);
   }
-  Status Upload(const std::string& model_id, const CompiledModel& model) override {
-    return executor_.Upload(model_id, model);
+  Status Upload(const std::string& model_id, const CompiledModel& model,
+                const std::vector<uint32_t>& pages) override {
+    return executor_.Upload(model_id, model, pages);
   }
   void Release(const std::string& model_id) override { executor_.Release(model_id); }
   Result<std::vector<NamedTensor>> Run(const std::string& model_id, const CompiledModel& model,

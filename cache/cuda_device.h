@@ -1,6 +1,7 @@
 // A CUDA GPU as the caches and placement see it (cache/device.h): memory is
-// the page arena of a runtime::CudaContext (one cudaMalloc, fixed-size pages
-// that cache/device_cache.h hands out), the link is the host -> device copy
+// the physical pages of a runtime::CudaContext (CUDA virtual memory
+// management; cache/device_cache.h hands out their numbers and a model's
+// weights are mapped onto its pages), the link is the host -> device copy
 // path through pinned staging buffers with its bandwidth and latency
 // measured when the device opens, and compute is the context's compute
 // stream. Plans run on it with runtime/cuda/cuda_plan.h (context()).
@@ -32,7 +33,7 @@ struct CudaDeviceOptions {
 
 class CudaDevice final : public Device {
  public:
-  // Opens the GPU (runtime::CudaContext::Open: arena, staging, streams, link
+  // Opens the GPU (runtime::CudaContext::Open: pages, staging, streams, link
   // measurement). UNAVAILABLE when there is none.
   static Result<std::unique_ptr<CudaDevice>> Open(const CudaDeviceOptions& options);
 

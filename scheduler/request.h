@@ -94,8 +94,10 @@ using InferenceCallback = std::function<void(Result<std::vector<NamedTensor>>)>;
 struct DeviceExecutor {
   std::function<bool(const InferenceRequest&)> supports;
   std::function<Result<std::vector<NamedTensor>>(const InferenceRequest&)> run;
-  // Copies `model`'s weights to the device; blocks (the transfer worker's thread).
-  std::function<Status(const ModelKey& key, const CompiledModel& model)> upload = {};
+  // Copies `model`'s weights to the device, into `pages` (the device
+  // cache's pages for it); blocks (the transfer worker's thread).
+  std::function<Status(const ModelKey& key, const CompiledModel& model, const std::vector<uint32_t>& pages)>
+      upload = {};
   // Frees what `key` holds on the device; quick (under the device cache's lock).
   std::function<void(const ModelKey& key)> release = {};
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_pages.h"
 
 namespace orrery::runtime {
 
@@ -22,8 +23,7 @@ constexpr int kLatencyCopies = 10;
 struct CudaContext::Impl {
   CudaDeviceInfo info;
   int64_t page_bytes = 0;
-  int64_t num_pages = 0;
-  char* arena = nullptr;
+  std::unique_ptr<PageMapper> pages;  // the device memory the cache hands out
   char* staging[2] = {nullptr, nullptr};
   int64_t staging_bytes = 0;
   cudaEvent_t staged[2] = {nullptr, nullptr};  // the copy out of staging[i] is done
@@ -50,10 +50,19 @@ struct CudaContext::Impl {
     for (char* s : staging) {
       if (s != nullptr) cudaFreeHost(s);
     }
-    if (arena != nullptr) cudaFree(arena);
+    pages.reset();  // releases the physical pages, after the streams are idle
   }
 
+  // Into a temporary device buffer, freed before the pages are created.
   Status MeasureLink() {
+    void* target = nullptr;
+    ORRERY_RETURN_IF_ERROR(Check(cudaMalloc(&target, static_cast<size_t>(staging_bytes)), "cudaMalloc (link test)"));
+    Status st = MeasureLinkInto(target);
+    cudaFree(target);
+    return st;
+  }
+
+  Status MeasureLinkInto(void* target) {
     // Large copies from pinned memory: bandwidth. Small ones: latency.
     const int64_t bytes = staging_bytes;
     cudaEvent_t start = nullptr, stop = nullptr;
@@ -63,7 +72,7 @@ struct CudaContext::Impl {
     for (int i = 0; st.ok() && i < kBandwidthCopies; ++i) {
       st = Check(cudaEventRecord(start, copy), "cudaEventRecord");
       if (st.ok()) {
-        st = Check(cudaMemcpyAsync(arena, staging[0], static_cast<size_t>(bytes),
+        st = Check(cudaMemcpyAsync(target, staging[0], static_cast<size_t>(bytes),
                                    cudaMemcpyHostToDevice, copy),
                    "cudaMemcpyAsync");
       }
@@ -76,7 +85,7 @@ struct CudaContext::Impl {
     int64_t best_ns = 0;
     for (int i = 0; st.ok() && i < kLatencyCopies; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      st = Check(cudaMemcpyAsync(arena, staging[0], 4, cudaMemcpyHostToDevice, copy),
+      st = Check(cudaMemcpyAsync(target, staging[0], 4, cudaMemcpyHostToDevice, copy),
                  "cudaMemcpyAsync");
       if (st.ok()) st = Check(cudaStreamSynchronize(copy), "cudaStreamSynchronize");
       const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -132,22 +141,17 @@ Result<std::unique_ptr<CudaContext>> CudaContext::Open(const CudaContextOptions&
   impl->info.free_bytes = static_cast<int64_t>(free_bytes);
   impl->info.total_bytes = static_cast<int64_t>(total_bytes);
 
-  int64_t arena = options.arena_bytes > 0
-                      ? std::min<int64_t>(options.arena_bytes, impl->info.free_bytes)
-                      : static_cast<int64_t>(static_cast<double>(free_bytes) *
-                                             std::clamp(options.memory_fraction, 0.0, 1.0));
+  const int64_t memory = options.memory_bytes > 0
+                             ? std::min<int64_t>(options.memory_bytes, impl->info.free_bytes)
+                             : static_cast<int64_t>(static_cast<double>(free_bytes) *
+                                                    std::clamp(options.memory_fraction, 0.0, 1.0));
   impl->page_bytes = options.page_bytes;
-  impl->num_pages = arena / options.page_bytes;
-  if (impl->num_pages == 0) {
+  const int64_t num_pages = memory / options.page_bytes;
+  if (num_pages == 0) {
     return Status::ResourceExhausted("CUDA device " + impl->info.name + ": " +
                                      std::to_string(free_bytes) +
                                      " bytes free, less than one page");
   }
-  void* arena_ptr = nullptr;
-  ORRERY_RETURN_IF_ERROR(
-      Check(cudaMalloc(&arena_ptr, static_cast<size_t>(impl->num_pages * impl->page_bytes)),
-            "cudaMalloc (page arena)"));
-  impl->arena = static_cast<char*>(arena_ptr);
   impl->staging_bytes = options.staging_bytes;
   for (int i = 0; i < 2; ++i) {
     void* p = nullptr;
@@ -168,6 +172,7 @@ Result<std::unique_ptr<CudaContext>> CudaContext::Open(const CudaContextOptions&
   ORRERY_RETURN_IF_ERROR(Check(cudnnSetStream(impl->cudnn, impl->compute), "cudnnSetStream"));
   std::memset(impl->staging[0], 0, static_cast<size_t>(options.staging_bytes));
   ORRERY_RETURN_IF_ERROR(impl->MeasureLink());
+  ORRERY_ASSIGN_OR_RETURN(impl->pages, CreateCudaPages(options.ordinal, options.page_bytes, num_pages));
   return std::unique_ptr<CudaContext>(new CudaContext(std::move(impl)));
 }
 
@@ -176,11 +181,8 @@ CudaContext::~CudaContext() = default;
 
 const CudaDeviceInfo& CudaContext::info() const { return impl_->info; }
 int64_t CudaContext::page_bytes() const { return impl_->page_bytes; }
-int64_t CudaContext::num_pages() const { return impl_->num_pages; }
-void* CudaContext::page(int64_t index) const {
-  if (index < 0 || index >= impl_->num_pages) return nullptr;
-  return impl_->arena + index * impl_->page_bytes;
-}
+int64_t CudaContext::num_pages() const { return impl_->pages->num_pages(); }
+PageMapper* CudaContext::page_mapper() const { return impl_->pages.get(); }
 double CudaContext::link_bytes_per_sec() const { return impl_->link_bytes_per_sec; }
 int64_t CudaContext::link_latency_ns() const { return impl_->link_latency_ns; }
 

@@ -1,5 +1,7 @@
-// One CUDA GPU as the runtime uses it: device memory as fixed-size pages of
-// one cudaMalloc arena, two pinned host staging buffers (cudaHostAlloc), one
+// One CUDA GPU as the runtime uses it: device memory as fixed-size physical
+// pages (CUDA virtual memory management, runtime/cuda/cuda_pages.h) that the
+// device cache hands out and models' weights are mapped onto
+// (runtime/cuda/page_mapping.h), two pinned host staging buffers (cudaHostAlloc), one
 // copy stream and one compute stream (events order them, so that a copy for
 // the next request overlaps the current request's kernels), the cuBLAS and
 // cuDNN handles bound to the compute stream, and the host -> device link's
@@ -21,6 +23,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "runtime/cuda/page_mapping.h"
 
 namespace orrery::runtime {
 
@@ -33,12 +36,15 @@ int CudaDeviceCount();
 
 struct CudaContextOptions {
   int ordinal = 0;
+  // A multiple of the device's allocation granularity (2 MiB on current
+  // GPUs), else Open fails naming both.
   int64_t page_bytes = int64_t{2} << 20;
-  // Arena size: this fraction of the memory free at Open, in whole pages
-  // (the rest is left for cuBLAS / cuDNN workspaces and plans' buffers)...
+  // Memory in pages: this fraction of the memory free at Open, in whole
+  // pages (the rest is left for cuBLAS / cuDNN workspaces and plans'
+  // buffers)...
   double memory_fraction = 0.5;
   // ...or exactly this many bytes (rounded down to pages) when > 0.
-  int64_t arena_bytes = 0;
+  int64_t memory_bytes = 0;
   int64_t staging_bytes = int64_t{16} << 20;  // each of the two pinned buffers
 };
 
@@ -53,11 +59,14 @@ struct CudaDeviceInfo {
 
 class CudaContext {
  public:
-  // Selects the device, allocates the arena and staging buffers, creates
-  // streams, events and handles, and measures the link (a few 16 MiB copies:
-  // tens of milliseconds). UNAVAILABLE "no CUDA device" when the build has no
-  // CUDA backend, the driver reports no device or `ordinal` is out of range;
-  // RESOURCE_EXHAUSTED when the arena or staging cannot be allocated.
+  // Selects the device, creates the physical pages (cuMemCreate, one per
+  // page) and staging buffers, streams, events and handles, and measures the
+  // link (a few 16 MiB copies: tens of milliseconds). UNAVAILABLE "no CUDA
+  // device" when the build has no CUDA backend, the driver reports no device
+  // or `ordinal` is out of range (or lacks virtual memory management);
+  // INVALID_ARGUMENT when page_bytes is not a multiple of the allocation
+  // granularity; RESOURCE_EXHAUSTED when the pages or staging cannot be
+  // allocated.
   static Result<std::unique_ptr<CudaContext>> Open(const CudaContextOptions& options);
   ~CudaContext();
   CudaContext(const CudaContext&) = delete;
@@ -66,8 +75,10 @@ class CudaContext {
   const CudaDeviceInfo& info() const;
   int64_t page_bytes() const;
   int64_t num_pages() const;
-  // Device address of page `index` (in [0, num_pages())).
-  void* page(int64_t index) const;
+  // The pages' virtual memory operations (MappedPages / MapWeightPages map
+  // a model's pages into one range); null in a build without CUDA.
+  // Everything mapped through it must be unmapped before the context goes.
+  PageMapper* page_mapper() const;
 
   // Measured at Open with pinned memory: bytes per second of a large copy,
   // and the time of a 4-byte copy.

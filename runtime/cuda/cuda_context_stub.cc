@@ -20,7 +20,7 @@ CudaContext::~CudaContext() = default;
 const CudaDeviceInfo& CudaContext::info() const { return impl_->info; }
 int64_t CudaContext::page_bytes() const { return 0; }
 int64_t CudaContext::num_pages() const { return 0; }
-void* CudaContext::page(int64_t) const { return nullptr; }
+PageMapper* CudaContext::page_mapper() const { return nullptr; }
 double CudaContext::link_bytes_per_sec() const { return 0; }
 int64_t CudaContext::link_latency_ns() const { return 0; }
 Status CudaContext::CopyToDevice(const void*, void*, int64_t) {

@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_executor.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace orrery::runtime {
@@ -36,28 +37,34 @@ std::string CudaExecutor::PlanId(const CompiledModel& model) {
 }
 
 Result<std::shared_ptr<const CudaWeights>> CudaExecutor::WeightsFor(const std::string& id,
-                                                                    const CompiledModel& model, bool* uploaded) {
+                                                                    const CompiledModel& model,
+                                                                    std::span<const uint32_t> pages, bool* uploaded) {
   *uploaded = false;
   std::shared_ptr<const Plan> plan = model.shape_generic_plan();
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = weights_.find(id);
-    if (it != weights_.end() && &it->second->plan() == plan.get()) return it->second;
+    if (it != weights_.end() && &it->second->plan() == plan.get() &&
+        (pages.empty() || std::ranges::equal(it->second->pages(), pages))) {
+      return it->second;
+    }
   }
   // Outside the lock (it blocks for the copies): two uploads of one model
-  // at once may both run, the second result is kept.
-  ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const CudaWeights> weights, CudaWeights::Upload(plan, context_));
+  // at once may both run (onto the same pages: the same bytes), the second
+  // result is kept.
+  ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const CudaWeights> weights, CudaWeights::Upload(plan, context_, pages));
   std::lock_guard<std::mutex> lock(mu_);
   weights_.insert_or_assign(id, weights);
   *uploaded = true;
   return weights;
 }
 
-Status CudaExecutor::Upload(const std::string& model_id, const CompiledModel& model) {
+Status CudaExecutor::Upload(const std::string& model_id, const CompiledModel& model,
+                            std::span<const uint32_t> pages) {
   if (context_ == nullptr) return Status::Unavailable("no CUDA device");
   const std::string id = model_id.empty() ? PlanId(model) : model_id;
   bool uploaded = false;
-  ORRERY_RETURN_IF_ERROR(WeightsFor(id, model, &uploaded).status());
+  ORRERY_RETURN_IF_ERROR(WeightsFor(id, model, pages, &uploaded).status());
   std::lock_guard<std::mutex> lock(mu_);
   weight_stats_.uploads += uploaded;
   return Status::Ok();
@@ -133,7 +140,7 @@ Result<std::vector<NamedTensor>> CudaExecutor::Run(const std::string& model_id, 
     fresh->weights_id = model_id.empty() ? PlanId(model) : model_id;
     bool uploaded = false;
     ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const CudaWeights> weights,
-                            WeightsFor(fresh->weights_id, model, &uploaded));
+                            WeightsFor(fresh->weights_id, model, {}, &uploaded));
     if (uploaded) {
       std::lock_guard<std::mutex> lock(mu_);
       ++weight_stats_.fallback_uploads;

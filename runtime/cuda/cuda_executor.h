@@ -3,15 +3,18 @@
 // (scheduler/scheduler.h, DeviceExecutor).
 //
 // A model's weights (CudaWeights: its constants in device memory) are
-// uploaded by Upload, which the device tier's transfer of that model calls
-// on the transfer worker's thread (scheduler/device_lanes.h, `copy`: wired
-// in api/server.cc), and freed by Release when the device cache evicts it.
+// uploaded by Upload into the device pages the device cache assigned the
+// model (mapped into one range, runtime/cuda/page_mapping.h), which the
+// device tier's transfer of that model calls on the transfer worker's
+// thread (scheduler/device_lanes.h, `copy`: wired in api/server.cc), and
+// unmapped by Release when the device cache frees those pages.
 // One CudaPlan per (model plan, input types) borrows them; it is compiled
 // on first use (value buffers, cuDNN choices; no weight copy) and kept in a
 // small LRU, since it holds device memory too. A Run whose model has no
 // uploaded weights (a transfer that found the model out of host RAM, or a
-// caller without the device tier) uploads them itself, blocking, and counts
-// it (fallback_uploads). Plain C++ over CudaPlan: it builds without nvcc too,
+// caller without the device tier) uploads them itself, blocking, into a
+// cudaMalloc'ed range outside the pages (it knows no pages), and counts it
+// (fallback_uploads). Plain C++ over CudaPlan: it builds without nvcc too,
 // where Upload and Run are UNAVAILABLE and Supports still answers
 // (CheckCudaPlan needs no device). None of this has run on a GPU in this
 // repository (its CI machine has none).
@@ -24,6 +27,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -45,13 +49,18 @@ class CudaExecutor {
   // Remembered per (plan, input types): O(steps) once, then a map lookup.
   Status Supports(const CompiledModel& model, const std::vector<NamedTensor>& inputs);
 
-  // Uploads `model`'s weights under `model_id` (e.g. "tenant/model@3"):
-  // blocks until they are on the device. OK at once when they are there
-  // already for this model's plan. UNAVAILABLE without a device.
-  Status Upload(const std::string& model_id, const CompiledModel& model);
-  // Drops `model_id`'s weights and compiled plans; their device memory is
-  // freed when the last run using them ends. No-op when absent. Cheap (no
-  // device call unless it frees memory).
+  // Uploads `model`'s weights under `model_id` (e.g. "tenant/model@3")
+  // into `pages` (the device cache's pages for the model: exactly the
+  // weight layout's page count, else FAILED_PRECONDITION; empty: a
+  // cudaMalloc'ed range): blocks until they are on the device. OK at once
+  // when they are there already for this model's plan on these pages (or
+  // on any, when `pages` is empty). UNAVAILABLE without a device.
+  Status Upload(const std::string& model_id, const CompiledModel& model, std::span<const uint32_t> pages = {});
+  // Drops `model_id`'s weights and compiled plans; their pages are unmapped
+  // (or their memory freed) when the last run using them ends. The device
+  // cache reuses the pages at once, which is safe because it never frees a
+  // model a device run pins (scheduler/device_lanes.h). No-op when absent.
+  // Cheap (no device call unless it unmaps).
   void Release(const std::string& model_id);
 
   // One inference on the GPU: outputs in signature order, named. Compiles
@@ -81,10 +90,10 @@ class CudaExecutor {
     std::unique_ptr<CudaPlan> cuda;
     std::list<std::string>::iterator lru;
   };
-  // The weights of `model` under `id`, uploading them when absent or
-  // uploaded for another plan (`*uploaded` then true).
+  // The weights of `model` under `id`, uploading them (into `pages`) when
+  // absent, uploaded for another plan or on other pages (`*uploaded` then true).
   Result<std::shared_ptr<const CudaWeights>> WeightsFor(const std::string& id, const CompiledModel& model,
-                                                        bool* uploaded);
+                                                        std::span<const uint32_t> pages, bool* uploaded);
   static std::string PlanId(const CompiledModel& model);
   // Graph-input order tensors and the cache key of (plan, their types).
   Status Arrange(const CompiledModel& model, const std::vector<NamedTensor>& inputs, std::vector<Tensor>* ordered,

@@ -1,6 +1,8 @@
 #include "runtime/cuda/cuda_plan.h"
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -9,6 +11,8 @@
 #include "ops/cuda/kernel_params.h"
 #include "ops/cuda/kernels.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/page_mapping.h"
+#include "runtime/cuda/weight_layout.h"
 
 namespace orrery::runtime {
 
@@ -92,33 +96,46 @@ Status Refuse(const GpuStep& s, const std::string& why) {
 
 struct CudaWeights::Impl {
   std::shared_ptr<const Plan> plan;
-  std::vector<void*> slot_ptr;  // per slot: the constant's buffer, or null
-  std::vector<void*> owned;     // cudaMalloc'ed, freed at destruction
+  std::vector<void*> slot_ptr;           // per slot: the constant's address, or null
+  std::unique_ptr<MappedPages> mapped;   // the model's pages, or
+  void* owned = nullptr;                 // a cudaMalloc'ed range (no pages given)
+  std::vector<uint32_t> no_pages;
   int64_t device_bytes = 0;
 
   ~Impl() {
-    for (void* p : owned) cudaFree(p);
+    if (owned != nullptr) cudaFree(owned);
   }
 };
 
 Result<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(std::shared_ptr<const Plan> plan,
-                                                               CudaContext* context) {
+                                                               CudaContext* context,
+                                                               std::span<const uint32_t> pages) {
   if (context == nullptr) return Status::Unavailable("no CUDA device");
   ORRERY_RETURN_IF_ERROR(Check(cudaSetDevice(context->info().ordinal), "cudaSetDevice"));
+  ORRERY_ASSIGN_OR_RETURN(WeightLayout layout, LayOutWeights(PlanWeightSizes(*plan), context->page_bytes()));
   auto impl = std::make_unique<Impl>();
   impl->slot_ptr.assign(plan->slot_names.size(), nullptr);
-  for (const auto& [slot, value] : plan->constants) {
-    if (slot < 0 || static_cast<size_t>(slot) >= impl->slot_ptr.size()) {
-      return Status::Internal("CUDA weights: constant slot " + std::to_string(slot) + " is out of range");
+  char* base = nullptr;
+  if (pages.empty()) {
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(layout.used_bytes, kWeightAlignment));
+    ORRERY_RETURN_IF_ERROR(Check(cudaMalloc(&impl->owned, bytes), "cudaMalloc (weights)"));
+    impl->device_bytes = static_cast<int64_t>(bytes);
+    base = static_cast<char*>(impl->owned);
+  } else {
+    ORRERY_ASSIGN_OR_RETURN(impl->mapped, MapWeightPages(context->page_mapper(), layout, pages));
+    impl->device_bytes = impl->mapped->bytes();
+    base = reinterpret_cast<char*>(static_cast<uintptr_t>(impl->mapped->address()));
+  }
+  // layout.constants is in plan->constants' order.
+  for (size_t i = 0; i < layout.constants.size(); ++i) {
+    const WeightPlacement& w = layout.constants[i];
+    if (w.slot < 0 || static_cast<size_t>(w.slot) >= impl->slot_ptr.size()) {
+      return Status::Internal("CUDA weights: constant slot " + std::to_string(w.slot) + " is out of range");
     }
-    const size_t bytes = value.byte_size();
-    void* p = nullptr;
-    ORRERY_RETURN_IF_ERROR(Check(cudaMalloc(&p, bytes == 0 ? 4 : bytes), "cudaMalloc"));
-    impl->owned.push_back(p);
-    impl->device_bytes += static_cast<int64_t>(bytes);
+    char* p = base + w.offset;
     // Through the staging buffers on the copy stream; blocks.
-    ORRERY_RETURN_IF_ERROR(context->CopyToDevice(value.raw_data(), p, static_cast<int64_t>(bytes)));
-    impl->slot_ptr[static_cast<size_t>(slot)] = p;
+    ORRERY_RETURN_IF_ERROR(context->CopyToDevice(plan->constants[i].second.raw_data(), p, w.bytes));
+    impl->slot_ptr[static_cast<size_t>(w.slot)] = p;
   }
   impl->plan = std::move(plan);
   return std::shared_ptr<const CudaWeights>(new CudaWeights(std::move(impl)));
@@ -128,6 +145,9 @@ CudaWeights::CudaWeights(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaWeights::~CudaWeights() = default;
 const Plan& CudaWeights::plan() const { return *impl_->plan; }
 int64_t CudaWeights::device_bytes() const { return impl_->device_bytes; }
+const std::vector<uint32_t>& CudaWeights::pages() const {
+  return impl_->mapped != nullptr ? impl_->mapped->pages() : impl_->no_pages;
+}
 void* CudaWeights::at(int slot) const {
   return slot >= 0 && static_cast<size_t>(slot) < impl_->slot_ptr.size() ? impl_->slot_ptr[static_cast<size_t>(slot)]
                                                                           : nullptr;

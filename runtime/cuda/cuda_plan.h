@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
@@ -28,25 +29,37 @@ namespace orrery::runtime {
 // run time). Errors of type inference pass through. O(steps); no device.
 Status CheckCudaPlan(const Plan& plan, const std::vector<ops::TensorType>& input_types);
 
-// A model's weights on the GPU: every constant of one plan in its own device
-// buffer, uploaded once through the context's staging buffers on the copy
-// stream. What the device tier's transfer of a model performs
-// (runtime/cuda/cuda_executor.h, Upload); the CudaPlans of that model for
-// any input types borrow it (shared_ptr), so its memory is freed when the
-// last of them and its owner let go.
+// A model's weights on the GPU: every constant of one plan at its offset of
+// the model's weight layout (runtime/cuda/weight_layout.h) in one device
+// range, uploaded once through the context's staging buffers on the copy
+// stream. With the pages the device cache assigned the model, the range is
+// those pages mapped into one virtual range (runtime/cuda/page_mapping.h),
+// so the cache's accounting is the GPU memory really used; without (a plan
+// compiled on its own, an upload the device tier did not ask for) it is one
+// cudaMalloc of the layout's size, outside the pages. What the device
+// tier's transfer of a model performs (runtime/cuda/cuda_executor.h,
+// Upload); the CudaPlans of that model for any input types borrow it
+// (shared_ptr). Destruction unmaps the pages (or frees the buffer).
 class CudaWeights {
  public:
-  // Allocates (cudaMalloc) and copies every constant of `plan`; blocks until
-  // they are on the device (the calling thread performs the link action).
-  // UNAVAILABLE without a context or CUDA backend; CUDA errors as Status.
-  static Result<std::shared_ptr<const CudaWeights>> Upload(std::shared_ptr<const Plan> plan, CudaContext* context);
+  // Lays out and copies every constant of `plan`; blocks until they are on
+  // the device (the calling thread performs the link action). `pages`: the
+  // model's device pages, exactly the layout's page count (else
+  // FAILED_PRECONDITION naming both), or empty for a cudaMalloc'ed range.
+  // UNAVAILABLE without a context or CUDA backend; CUDA errors as Status; on
+  // any error whatever was mapped is unmapped.
+  static Result<std::shared_ptr<const CudaWeights>> Upload(std::shared_ptr<const Plan> plan, CudaContext* context,
+                                                           std::span<const uint32_t> pages = {});
   ~CudaWeights();
   CudaWeights(const CudaWeights&) = delete;
   CudaWeights& operator=(const CudaWeights&) = delete;
 
   const Plan& plan() const;
-  // Device memory the constants hold.
+  // Device memory the constants' range holds (whole pages when paged).
   int64_t device_bytes() const;
+  // The device pages mapped under the range, in offset order; empty when
+  // the range was cudaMalloc'ed.
+  const std::vector<uint32_t>& pages() const;
   // Device address of constant slot `slot`; null for a slot that is not a constant.
   void* at(int slot) const;
 

@@ -11,9 +11,11 @@ constexpr const char* kNoBackend =
 
 struct CudaWeights::Impl {
   std::shared_ptr<const Plan> plan;
+  std::vector<uint32_t> pages;
 };
 
-Result<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(std::shared_ptr<const Plan>, CudaContext*) {
+Result<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(std::shared_ptr<const Plan>, CudaContext*,
+                                                               std::span<const uint32_t>) {
   return Status::Unavailable(kNoBackend);
 }
 
@@ -21,6 +23,7 @@ CudaWeights::CudaWeights(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaWeights::~CudaWeights() = default;
 const Plan& CudaWeights::plan() const { return *impl_->plan; }
 int64_t CudaWeights::device_bytes() const { return 0; }
+const std::vector<uint32_t>& CudaWeights::pages() const { return impl_->pages; }
 void* CudaWeights::at(int) const { return nullptr; }
 
 struct CudaPlan::Impl {};

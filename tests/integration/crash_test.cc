@@ -210,6 +210,8 @@ class CrashTest : public ::testing::Test {
       ASSERT_TRUE(models.ok());
       for (const ModelRecord& m : *models) {
         EXPECT_FALSE(m.segment_file().empty()) << m.name() << " v" << m.version() << " has no segment";
+        // What a GPU's device cache charges it (api/device_tier.h), recorded at upload.
+        EXPECT_GT(m.device_weight_bytes(), 0u) << m.name() << " v" << m.version() << " has no device weight layout";
         if (m.segment_file().empty()) continue;
         live_segments_.insert(m.segment_file());
         AlignedBuffer buffer;

@@ -14,6 +14,8 @@
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/cuda/cuda_plan.h"
+#include "runtime/cuda/page_mapping.h"
+#include "runtime/cuda/weight_layout.h"
 #include "runtime/graph.h"
 #include "runtime/model.h"
 #include "runtime/plan.h"
@@ -143,23 +145,43 @@ TEST(CudaPlanCheck, RefusesAsymmetricConvPadsAndPoolIndices) {
   EXPECT_NE(st.message().find("asymmetric"), std::string::npos) << st.message();
 }
 
-TEST(CudaContextGpu, CopiesRoundTripThroughStaging) {
+// Two physical pages mapped out of order into one range (CUDA virtual memory
+// management): a copy across their boundary through the staging buffers
+// comes back intact.
+TEST(CudaContextGpu, CopiesRoundTripThroughStagingIntoMappedPages) {
   ORRERY_REQUIRE_GPU();
   runtime::CudaContextOptions o;
-  o.arena_bytes = int64_t{64} << 20;
+  o.memory_bytes = int64_t{64} << 20;
   o.staging_bytes = int64_t{1} << 20;
   Result<std::unique_ptr<runtime::CudaContext>> ctx = runtime::CudaContext::Open(o);
   ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
   EXPECT_FALSE((*ctx)->info().name.empty());
   EXPECT_EQ((*ctx)->num_pages(), 32);
   EXPECT_GT((*ctx)->link_bytes_per_sec(), 0);
-  // 3.5 MiB: more than three staging buffers' worth, so both alternate.
+  ASSERT_NE((*ctx)->page_mapper(), nullptr);
+  Result<std::unique_ptr<runtime::MappedPages>> range =
+      runtime::MappedPages::Map((*ctx)->page_mapper(), std::vector<uint32_t>{3, 1});
+  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  void* dst = reinterpret_cast<void*>(static_cast<uintptr_t>((*range)->address()));
+  // 3.5 MiB: more than three staging buffers' worth, so both alternate, and
+  // across the two 2 MiB pages.
   const size_t n = (size_t{7} << 20) / 2 / sizeof(float);
   const std::vector<float> src = Randoms(n, 10);
   std::vector<float> back(n, 0.0f);
-  ASSERT_TRUE((*ctx)->CopyToDevice(src.data(), (*ctx)->page(3), static_cast<int64_t>(n * 4)).ok());
-  ASSERT_TRUE((*ctx)->CopyToHost((*ctx)->page(3), back.data(), static_cast<int64_t>(n * 4)).ok());
+  ASSERT_TRUE((*ctx)->CopyToDevice(src.data(), dst, static_cast<int64_t>(n * 4)).ok());
+  ASSERT_TRUE((*ctx)->CopyToHost(dst, back.data(), static_cast<int64_t>(n * 4)).ok());
   EXPECT_EQ(std::memcmp(src.data(), back.data(), n * 4), 0);
+  // The same physical page 1 mapped alone elsewhere holds the second half.
+  range->reset();
+  Result<std::unique_ptr<runtime::MappedPages>> one =
+      runtime::MappedPages::Map((*ctx)->page_mapper(), std::vector<uint32_t>{1});
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  const size_t page_floats = static_cast<size_t>((*ctx)->page_bytes()) / sizeof(float);
+  std::vector<float> second(n - page_floats, 0.0f);
+  ASSERT_TRUE((*ctx)->CopyToHost(reinterpret_cast<void*>(static_cast<uintptr_t>((*one)->address())), second.data(),
+                                 static_cast<int64_t>(second.size() * 4))
+                  .ok());
+  EXPECT_EQ(std::memcmp(src.data() + page_floats, second.data(), second.size() * 4), 0);
 }
 
 TEST(CudaDeviceGpu, DescribesARealDevice) {
@@ -186,7 +208,7 @@ TEST(CudaPlanGpu, SmallCnnMatchesTheCpuExecutor) {
     Result<std::vector<Tensor>> want = runtime::ExecutePlan(*shared, {x});
     ASSERT_TRUE(want.ok()) << want.status().ToString();
     runtime::CudaContextOptions o;
-    o.arena_bytes = int64_t{16} << 20;
+    o.memory_bytes = int64_t{16} << 20;
     Result<std::unique_ptr<runtime::CudaContext>> ctx = runtime::CudaContext::Open(o);
     ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
     Result<std::unique_ptr<runtime::CudaPlan>> gpu =
@@ -247,7 +269,7 @@ TEST(CudaExecutorGpu, RunsMatchTheCpuAndPlansAreReused) {
   Result<std::vector<NamedTensor>> want = (*model)->Run({{"X", x}});
   ASSERT_TRUE(want.ok()) << want.status().ToString();
   runtime::CudaContextOptions o;
-  o.arena_bytes = int64_t{16} << 20;
+  o.memory_bytes = int64_t{16} << 20;
   Result<std::unique_ptr<runtime::CudaContext>> ctx = runtime::CudaContext::Open(o);
   ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
   runtime::CudaExecutor exec(ctx->get());
@@ -274,16 +296,23 @@ TEST(CudaExecutorGpu, UploadedWeightsAreSharedByPlansAndReleased) {
   Result<std::unique_ptr<CompiledModel>> model = CompiledModel::Compile(cnn.model().SerializeAsString());
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   runtime::CudaContextOptions o;
-  o.arena_bytes = int64_t{16} << 20;
+  o.memory_bytes = int64_t{16} << 20;
   Result<std::unique_ptr<runtime::CudaContext>> ctx = runtime::CudaContext::Open(o);
   ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
   runtime::CudaExecutor exec(ctx->get());
-  ASSERT_TRUE(exec.Upload("t/cnn@1", **model).ok());
-  ASSERT_TRUE(exec.Upload("t/cnn@1", **model).ok());  // already there
+  Result<runtime::WeightLayout> layout =
+      runtime::LayOutWeights(runtime::PlanWeightSizes(*(*model)->shape_generic_plan()), (*ctx)->page_bytes());
+  ASSERT_TRUE(layout.ok());
+  ASSERT_EQ(layout->pages, 1);
+  // The page count must be the layout's.
+  EXPECT_EQ(exec.Upload("t/cnn@1", **model, std::vector<uint32_t>{4, 5}).code(), StatusCode::kFailedPrecondition);
+  const std::vector<uint32_t> pages{static_cast<uint32_t>((*ctx)->num_pages() - 1)};
+  ASSERT_TRUE(exec.Upload("t/cnn@1", **model, pages).ok());
+  ASSERT_TRUE(exec.Upload("t/cnn@1", **model, pages).ok());  // already there
   runtime::CudaExecutor::WeightStats ws = exec.weight_stats();
   EXPECT_EQ(ws.uploads, 1u);
   EXPECT_EQ(ws.resident, 1u);
-  EXPECT_GT(ws.resident_bytes, 0);
+  EXPECT_EQ(ws.resident_bytes, (*ctx)->page_bytes());
   for (int run = 0; run < 2; ++run) {
     Tensor x(DType::kFloat32, {2, 3, 11, 9});
     const std::vector<float> xv = Randoms(static_cast<size_t>(x.num_elements()), 7 + static_cast<uint32_t>(run));
@@ -303,6 +332,47 @@ TEST(CudaExecutorGpu, UploadedWeightsAreSharedByPlansAndReleased) {
   EXPECT_EQ(ws.releases, 1u);
   EXPECT_EQ(ws.resident, 0u);
   EXPECT_EQ(exec.compiled_plans(), 0u);
+}
+
+// Weights over three scattered pages (a 4 MiB matrix and a bias need
+// three 2 MiB pages): the GPU's result is the CPU's, on pages handed out in
+// any order, and again after the pages were released and reused by another
+// upload.
+TEST(CudaExecutorGpu, WeightsOnScatteredPagesGiveTheCpuResult) {
+  ORRERY_REQUIRE_GPU();
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {4, 1024});
+  b.FloatInit("W", {1024, 1024}, Randoms(1024 * 1024, 21));
+  b.FloatInit("c", {1024}, Randoms(1024, 22));
+  b.Node("Gemm", {"X", "W", "c"}, {"Y"}, "fc");
+  b.Output("Y", kFloat, {4, 1024});
+  Result<std::unique_ptr<CompiledModel>> model = CompiledModel::Compile(b.model().SerializeAsString());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  runtime::CudaContextOptions o;
+  o.memory_bytes = int64_t{32} << 20;
+  Result<std::unique_ptr<runtime::CudaContext>> ctx = runtime::CudaContext::Open(o);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  Result<runtime::WeightLayout> layout =
+      runtime::LayOutWeights(runtime::PlanWeightSizes(*(*model)->shape_generic_plan()), (*ctx)->page_bytes());
+  ASSERT_TRUE(layout.ok());
+  ASSERT_EQ(layout->pages, 3);
+  Tensor x(DType::kFloat32, {4, 1024});
+  const std::vector<float> xv = Randoms(static_cast<size_t>(x.num_elements()), 23);
+  std::memcpy(x.raw_data(), xv.data(), x.byte_size());
+  Result<std::vector<NamedTensor>> want = (*model)->Run({{"X", x}});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  runtime::CudaExecutor exec(ctx->get());
+  for (const std::vector<uint32_t>& pages : {std::vector<uint32_t>{7, 2, 4}, std::vector<uint32_t>{4, 9, 7}}) {
+    ASSERT_TRUE(exec.Upload("t/fc@1", **model, pages).ok());
+    Result<std::vector<NamedTensor>> got = exec.Run("t/fc@1", **model, {{"X", x}});
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    for (int64_t i = 0; i < (*got)[0].tensor.num_elements(); ++i) {
+      ASSERT_NEAR((*got)[0].tensor.data<float>()[i], (*want)[0].tensor.data<float>()[i], 1e-2f) << i;
+    }
+    exec.Release("t/fc@1");
+  }
+  EXPECT_EQ(exec.weight_stats().fallback_uploads, 0u);
+  EXPECT_EQ(exec.weight_stats().uploads, 2u);
 }
 
 }  // namespace
