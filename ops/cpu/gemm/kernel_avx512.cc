@@ -278,7 +278,8 @@ struct PlanePost {
 // 32 v + 2 l + 1 (odd lane l). Each 32 inputs are loaded once (masked at
 // the row's end, so columns past it read as the zero padding) and split
 // into even / odd lanes, instead of two masked loads and a shuffle per tap:
-// measured 2-3x faster than the per-tap loop on 112 -> 56 .. 14 -> 7.
+// MobileNet-v2's layers alone, minimum ms: 112 -> 56 1.5x, 56 -> 28 2.1x,
+// 28 -> 14 2.2x faster than the per-tap loop, 14 -> 7 1.7x than flat gathers.
 template <int NV>
 ORRERY_GEMM_INLINE void Stride2Taps3Row(const float* xr, const float* wk,
                                         const __mmask16 (&in_lo)[NV],
