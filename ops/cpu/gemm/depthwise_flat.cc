@@ -64,8 +64,10 @@ DepthwiseFlatTable BuildDepthwiseFlatTable(const DepthwiseGeometry& g) {
   }
   // Gathers cost several loads each: worth it only where the row kernel
   // would fill at most half its lanes (w_out <= 8, e.g. 14x14 -> 7x7 with
-  // stride 2); measured slower than the rows at 28x28 -> 14x14.
-  if (!t.gather.empty() && (g.w_out > kFlatLanes / 2 || out_vol > kFlatMaxGatherPositions)) {
+  // stride 2); measured slower than the rows at 28x28 -> 14x14, and than
+  // the rows' stride-2 3-wide path even at 14x14 -> 7x7 (576 channels: 2x).
+  if (!t.gather.empty() && (g.w_out > kFlatLanes / 2 || out_vol > kFlatMaxGatherPositions ||
+                            RowsSplitStride2Taps3(g))) {
     return DepthwiseFlatTable{};
   }
   t.vectors = vectors;

@@ -42,7 +42,8 @@ struct DepthwiseFlatTable {
 // Empty (vectors == 0) when the plane is larger than kFlatMaxPositions, an
 // input offset does not fit int32, or gathers would be needed for rows of
 // more than 8 outputs or planes over kFlatMaxGatherPositions (the row
-// kernel is faster there: 28x28 -> 14x14 measured slower with gathers).
+// kernel is faster there: 28x28 -> 14x14 measured slower with gathers), or
+// for planes RowsSplitStride2Taps3 takes.
 DepthwiseFlatTable BuildDepthwiseFlatTable(const DepthwiseGeometry& g);
 
 }  // namespace orrery::ops::cpu::gemm_internal

@@ -271,13 +271,48 @@ struct PlanePost {
         hi(Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf())) {}
 };
 
+// One input row's contribution to an output row of a stride-2, 3-wide,
+// left-pad-1, undilated depthwise window (MobileNet's downsampling layers):
+// output lane l of vector v reads columns 32 v + 2 l - 1 (odd lane l - 1,
+// or the previous vector's last odd lane), 32 v + 2 l (even lane l) and
+// 32 v + 2 l + 1 (odd lane l). Each 32 inputs are loaded once (masked at
+// the row's end, so columns past it read as the zero padding) and split
+// into even / odd lanes, instead of two masked loads and a shuffle per tap:
+// MobileNet-v2's layers alone, minimum ms: 112 -> 56 1.5x, 56 -> 28 2.1x,
+// 28 -> 14 2.2x faster than the per-tap loop, 14 -> 7 1.7x than flat gathers.
+template <int NV>
+ORRERY_GEMM_INLINE void Stride2Taps3Row(const float* xr, const float* wk,
+                                        const __mmask16 (&in_lo)[NV],
+                                        const __mmask16 (&in_hi)[NV], __m512 (&acc)[NV]) {
+  const __m512i evens =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  const __m512 w0 = _mm512_set1_ps(wk[0]), w1 = _mm512_set1_ps(wk[1]), w2 = _mm512_set1_ps(wk[2]);
+  __m512 prev_odd = _mm512_setzero_ps();  // column -1 is padding
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const __m512 lo = _mm512_maskz_loadu_ps(in_lo[v], xr + v * 32);
+    const __m512 hi = _mm512_maskz_loadu_ps(in_hi[v], xr + v * 32 + 16);
+    const __m512 even = _mm512_permutex2var_ps(lo, evens, hi);
+    const __m512 odd = _mm512_permutex2var_ps(lo, odds, hi);
+    // (maskz with all lanes: GCC 12 warns on the unmasked form's undefined source)
+    const __m512 odd_left = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
+        __mmask16(0xffff), _mm512_castps_si512(odd), _mm512_castps_si512(prev_odd), 15));
+    prev_odd = odd;
+    acc[v] = _mm512_fmadd_ps(w0, odd_left, acc[v]);
+    acc[v] = _mm512_fmadd_ps(w1, even, acc[v]);
+    acc[v] = _mm512_fmadd_ps(w2, odd, acc[v]);
+  }
+}
+
 // Depthwise planes with each output row held in up to 8 zmm accumulators
 // (w_out <= 128): every tap is one masked load + FMA per vector, the masks
 // (computed once per call from the valid output ranges) replace padding
 // checks, and the row is stored once. Stride 2 loads 32 inputs and keeps the
-// even ones. Bias, residual and Relu / Clip are applied to the row in
-// registers; other activations run on the plane after it. Other geometries
-// take the generic loop.
+// even ones (3-wide windows with left pad 1: Stride2Taps3Row). Bias,
+// residual and Relu / Clip are applied to the row in registers; other
+// activations run on the plane after it. Other geometries take the generic
+// loop.
 template <int NV, int S>
 void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                    float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
@@ -311,6 +346,13 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
   }
   const __m512i evens =
       _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  // Stride2Taps3Row's geometry and its input masks (columns < w_in).
+  const bool taps3 = S == 2 && gemm_internal::RowsSplitStride2Taps3(g);
+  __mmask16 in_lo[NV], in_hi[NV];
+  for (int v = 0; v < NV; ++v) {
+    in_lo[v] = FirstLanes(g.w_in - v * 32);
+    in_hi[v] = FirstLanes(g.w_in - v * 32 - 16);
+  }
   const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
   const PlanePost post(ep);
   const bool in_regs = post.in_regs, clamp = post.clamp;
@@ -332,6 +374,10 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
         const int64_t ih = start + kh * g.dh;
         if (ih < 0 || ih >= g.h_in) continue;
         const float* xr = xp + ih * g.w_in;
+        if (S == 2 && taps3) {
+          Stride2Taps3Row<NV>(xr, wp + kh * 3, in_lo, in_hi, acc);
+          continue;
+        }
         for (int64_t kw = 0; kw < g.kw; ++kw) {
           const __m512 wv = _mm512_set1_ps(wp[kh * g.kw + kw]);
           // Lane l of vector v reads input (16 v + l) * S + kw * dw - pw;

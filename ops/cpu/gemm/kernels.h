@@ -61,6 +61,14 @@ struct DepthwiseGeometry {
   const int32_t* flat_slot = nullptr;
   const int32_t* flat_gather = nullptr;
 };
+// Whether the AVX-512 depthwise row kernel (kernel_avx512.cc) takes the
+// plane with its stride-2 path that loads each input row once and splits it
+// into even / odd lanes: 3-wide window, stride 2 and left pad 1 along rows,
+// no dilation there, w_out <= 128 (any window height, stride or padding).
+inline bool RowsSplitStride2Taps3(const DepthwiseGeometry& g) {
+  return g.sw == 2 && g.kw == 3 && g.dw == 1 && g.pw == 1 && g.w_out >= 1 && g.w_out <= 128;
+}
+
 // Planes [p0, p1) of a stack of N * c depthwise planes: plane p reads
 // x + p * h_in * w_in and filter w + (p % c) * kh * kw, overwrites
 // y + p * h_out * w_out, then gets the epilogue as row p % c of its image's

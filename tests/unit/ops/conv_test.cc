@@ -479,6 +479,28 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
          .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : flat) CheckConv(c, seed++);
+    // Stride 2 along rows, 3-wide, left pad 1 (AVX-512: each input row split
+    // into even / odd lanes once): MobileNet's 112 -> 56 and 14 -> 7 (both
+    // images), an odd width whose last window reads the right padding, no
+    // right padding, 128 outputs (8 vectors), stride 1 between rows, a
+    // dilated 5-tall window, and the flat kernel's old gather shapes.
+    const std::vector<ConvCase> split = {
+        {.x = {1, 3, 6, 112}, .w = {3, 1, 3, 3}, .group = 3, .strides = {2, 2},
+         .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {2, 3, 14, 14}, .w = {3, 1, 3, 3}, .group = 3, .strides = {2, 2},
+         .pads = {1, 1, 1, 1}},
+        {.x = {1, 2, 7, 7}, .w = {2, 1, 3, 3}, .group = 2, .strides = {2, 2},
+         .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 2, 8, 9}, .w = {2, 1, 3, 3}, .group = 2, .strides = {2, 2},
+         .pads = {1, 1, 0, 0}},
+        {.x = {1, 2, 5, 256}, .w = {2, 1, 3, 3}, .group = 2, .strides = {2, 2},
+         .pads = {1, 1, 1, 1}},
+        {.x = {1, 2, 6, 20}, .w = {2, 1, 3, 3}, .group = 2, .strides = {1, 2},
+         .pads = {1, 1, 1, 1}},
+        {.x = {1, 2, 11, 30}, .w = {2, 1, 5, 3}, .group = 2, .strides = {2, 2},
+         .dilations = {2, 1}, .pads = {4, 1, 4, 1}, .bias = true},
+    };
+    for (const ConvCase& c : split) CheckConv(c, seed++);
     // Stride 1, output plane == input plane, >= 256 positions, <= 32
     // channels (the im2col-free AVX-512 tile): 3x3 / 5x5 / dilated / 1-D /
     // asymmetric pads, K over one 256-deep block (40 * 9), row tails of
