@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{10'000}));
   app.add_option("--lane-answer-queue", options.lane_answer_queue,
                  "A lane answers the request it ran itself unless this many requests are queued, then a serving "
-                 "thread does (0 = auto: 1, or 4 per lane when --lane-cpus and --serving-cpus are disjoint)")
+                 "thread does (0 = auto: 1, or 2 per lane when --lane-cpus and --serving-cpus are disjoint)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-batch", options.max_batch,

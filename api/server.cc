@@ -260,7 +260,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->ctx.serving = impl->serving.get();
   impl->ctx.ledger_fsync_each = options.ledger_sync_ms == 0;
   impl->ctx.lane_answer_queue = static_cast<size_t>(
-      options.lane_answer_queue > 0 ? options.lane_answer_queue : own_lane_cpus ? 4 * lanes : 1);
+      options.lane_answer_queue > 0 ? options.lane_answer_queue : own_lane_cpus ? 2 * lanes : 1);
   impl->ctx.max_model_bytes = options.max_model_bytes;
   impl->ctx.max_input_bytes = options.max_input_bytes;
   impl->ctx.max_batch = options.max_batch;

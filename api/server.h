@@ -47,7 +47,7 @@ struct ServerOptions {
   // A lane answers the request it ran itself (metering, encoding, the
   // write) unless this many requests are queued: then a serving thread
   // answers it and the lane runs the next. 0 = auto: 1 when lanes share
-  // CPUs with serving; 4 per lane when they have CPUs of their own, where
+  // CPUs with serving; 2 per lane when they have CPUs of their own, where
   // answering costs the front end nothing and a hand-off would load the
   // serving CPUs (scenario 7: a third of its answers on the serving CPU
   // took it to ~95% busy) and wake them across CPUs.
