@@ -3,11 +3,12 @@
 //
 // Waking a sleeping thread on another CPU costs a futex syscall on the
 // submitting CPU and, on a VM, an IPI plus the halted vCPU's re-entry (on
-// the 2-core bench VM ~5-7 us one way at the median, tens of us at the
-// tail: bench/wake_latency). A lane that spins a little after its queue
+// the 2-core bench VM ~7 us one way at the median, 11-33 us at p99:
+// bench/wake_latency). A lane that spins a little after its queue
 // empties takes the next request without either. Spinning burns its CPU,
-// so it is only worth it on a CPU the lane has to itself (orreryd enables
-// it only when lane CPUs are pinned and disjoint from the serving CPUs) and
+// so it is only worth it on a CPU the lane has to itself (orreryd uses it
+// only when lane CPUs are pinned and disjoint from the serving CPUs, and
+// leaves it off by default: scenario 7's p50 did not improve) and
 // only while requests arrive often: the lane spins `max_spin_ns` when the
 // recent mean gap between arrivals is at most `max_gap_factor` x that,
 // else not at all (an idle server's lanes sleep).
