@@ -326,13 +326,15 @@ grpc::Status InferenceServiceImpl::Queue(const std::shared_ptr<Call>& call) {
   if (ctx_->device != nullptr) scheduled.cache_key = HostTier::KeyOf(*record);
   scheduled.report = &c.run;
   c.deadline_ns = scheduled.deadline_ns;
-  // The lane that ran the request (or dropped it) answers it, unless other
-  // requests wait for that lane (or the ledger append would fsync): a
-  // serving thread answers it then. Either way no thread waited for it.
+  // The lane that ran the request (or dropped it) answers it, unless
+  // lane_answer_queue requests wait for the lanes (or the ledger append
+  // would fsync): a serving thread answers it then. Either way no thread
+  // waited for it.
   Status submitted = ctx_->scheduler->Submit(std::move(scheduled), [this, call](Result<std::vector<NamedTensor>> out) {
     call->outputs = std::move(out);
     auto answer = [this, call] { Answer(*call, Complete(*call, std::move(call->outputs))); };
-    if (ctx_->serving != nullptr && (ctx_->ledger_fsync_each || ctx_->scheduler->queue_depth() > 0)) {
+    if (ctx_->serving != nullptr &&
+        (ctx_->ledger_fsync_each || ctx_->scheduler->queue_depth() >= ctx_->lane_answer_queue)) {
       ctx_->serving->Post(answer);
     } else {
       answer();

@@ -37,6 +37,21 @@ struct ServerOptions {
   // ledger, metrics): Start pins the calling thread to them before creating
   // any, and threads inherit the mask. Empty: not restricted.
   std::vector<int> serving_cpus;
+  // An idle lane spins this long before it sleeps (a request then starts
+  // without a cross-CPU wake-up; FairSchedulerOptions::lane_spin_ns), only
+  // when the lanes have CPUs of their own (lane_cpus and serving_cpus given
+  // and disjoint; ignored otherwise). Off by default: in scenario 7 100 us
+  // cut the wait for the lane by ~5 us at p10 but not the p50 overhead,
+  // and 300 us made gRPC's part slower (bench/README.md).
+  int64_t lane_spin_us = 0;
+  // A lane answers the request it ran itself (metering, encoding, the
+  // write) unless this many requests are queued: then a serving thread
+  // answers it and the lane runs the next. 0 = auto: 1 when lanes share
+  // CPUs with serving; 2 per lane when they have CPUs of their own, where
+  // answering costs the front end nothing and a hand-off would load the
+  // serving CPUs (scenario 7: a third of its answers on the serving CPU
+  // took it to ~95% busy) and wake them across CPUs.
+  int lane_answer_queue = 0;
   // Largest batch the scheduler forms from queued requests (1 = no
   // batching) and calibrates at upload.
   int max_batch = 8;

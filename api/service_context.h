@@ -36,6 +36,9 @@ struct ServiceContext {
   // The catalog fsyncs every ledger append before it returns
   // (--ledger-sync-ms 0): a lane then never writes the ledger itself.
   bool ledger_fsync_each = false;
+  // A lane hands its answer to `serving` when at least this many requests
+  // are queued (ServerOptions::lane_answer_queue); else it answers itself.
+  size_t lane_answer_queue = 1;
   std::string admin_token;
   uint64_t max_model_bytes = 0;
   uint64_t max_input_bytes = 0;  // decoded inputs of one inference; 0 = unlimited

@@ -128,4 +128,12 @@ std::string FormatCpuList(const std::vector<int>& cpus) {
   return out;
 }
 
+bool CpuListsDisjoint(const std::vector<int>& a, const std::vector<int>& b) {
+  if (a.empty() || b.empty()) return false;
+  for (int cpu : a) {
+    if (std::find(b.begin(), b.end(), cpu) != b.end()) return false;
+  }
+  return true;
+}
+
 }  // namespace orrery

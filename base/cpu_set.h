@@ -33,6 +33,11 @@ Status PinThisThread(const std::vector<int>& cpus);
 // tools (orrery-loadgen) that must start a server on any CPU first.
 Status PinThisProcess(const std::vector<int>& cpus);
 
+// True when both lists are non-empty and share no CPU: threads pinned to
+// `a` then have those CPUs to themselves as far as threads pinned to `b`
+// go (orreryd: lanes with CPUs of their own, apart from serving).
+bool CpuListsDisjoint(const std::vector<int>& a, const std::vector<int>& b);
+
 // "0-2,5": the inverse of ParseCpuList, for logs and messages.
 std::string FormatCpuList(const std::vector<int>& cpus);
 

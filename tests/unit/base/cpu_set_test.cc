@@ -67,5 +67,13 @@ TEST(CpuSetTest, PinsEveryThreadOfTheProcessIncludingOlderOnes) {
   EXPECT_EQ(AllowedCpus(), before);
 }
 
+TEST(CpuSetTest, DisjointOnlyWhenBothListsAreGivenAndShareNoCpu) {
+  EXPECT_TRUE(CpuListsDisjoint({1}, {0}));
+  EXPECT_TRUE(CpuListsDisjoint({2, 3}, {0, 1}));
+  EXPECT_FALSE(CpuListsDisjoint({0, 1}, {1}));
+  EXPECT_FALSE(CpuListsDisjoint({1}, {}));  // serving unpinned: may run anywhere
+  EXPECT_FALSE(CpuListsDisjoint({}, {0}));  // lanes unpinned
+}
+
 }  // namespace
 }  // namespace orrery
