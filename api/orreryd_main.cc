@@ -83,11 +83,6 @@ int main(int argc, char** argv) {
                  "Pin the lanes to these CPUs (e.g. 1 or 2-7; lane i on the i-th, cyclically); default: not pinned");
   app.add_option("--serving-cpus", serving_cpus,
                  "Run every other thread (gRPC, loaders, ledger) on these CPUs (e.g. 0); default: any CPU");
-  app.add_option("--lane-spin-us", options.lane_spin_us,
-                 "An idle lane spins this long before sleeping, while requests arrive often; only when --lane-cpus "
-                 "and --serving-cpus are disjoint (0 = never)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{10'000}));
   app.add_option("--lane-answer-queue", options.lane_answer_queue,
                  "A lane answers the request it ran itself unless this many requests are queued, then a serving "
                  "thread does (0 = auto: 1, or 2 per lane when --lane-cpus and --serving-cpus are disjoint)")

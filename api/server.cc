@@ -228,10 +228,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return Status::InvalidArgument("deadline margin must be in [0, 1)");
   }
   const bool margin = options.deadline_margin_fraction > 0;
-  if (options.lane_spin_us < 0) return Status::InvalidArgument("lane spin must be at least 0 us");
   if (options.lane_answer_queue < 0) return Status::InvalidArgument("lane answer queue must be 0 (auto) or more");
   const bool own_lane_cpus = CpuListsDisjoint(options.lane_cpus, options.serving_cpus);
-  const int64_t lane_spin_us = own_lane_cpus ? options.lane_spin_us : 0;  // never on a CPU others need
   impl->scheduler = std::make_unique<FairScheduler>(
       FairSchedulerOptions{.lanes = options.lanes,
                            .lane_threads = options.lane_threads,
@@ -242,8 +240,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                            .deadline_margin_min_ns = margin ? 500'000 : 0,
                            .deadline_margin_max_ns = margin ? 5'000'000 : 0,
                            .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr,
-                           .device_executor = options.device_executor,
-                           .lane_spin_ns = lane_spin_us * 1000});
+                           .device_executor = options.device_executor});
   const int lanes = impl->scheduler->lanes();
   ORRERY_RETURN_IF_ERROR(LoadCostProfiles(*impl->catalog, impl->scheduler.get()));
 

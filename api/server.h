@@ -37,13 +37,6 @@ struct ServerOptions {
   // ledger, metrics): Start pins the calling thread to them before creating
   // any, and threads inherit the mask. Empty: not restricted.
   std::vector<int> serving_cpus;
-  // An idle lane spins this long before it sleeps (a request then starts
-  // without a cross-CPU wake-up; FairSchedulerOptions::lane_spin_ns), only
-  // when the lanes have CPUs of their own (lane_cpus and serving_cpus given
-  // and disjoint; ignored otherwise). Off by default: in scenario 7 100 us
-  // cut the wait for the lane by ~5 us at p10 but not the p50 overhead,
-  // and 300 us made gRPC's part slower (bench/README.md).
-  int64_t lane_spin_us = 0;
   // A lane answers the request it ran itself (metering, encoding, the
   // write) unless this many requests are queued: then a serving thread
   // answers it and the lane runs the next. 0 = auto: 1 when lanes share

@@ -1,7 +1,7 @@
 // wake_latency: what it costs one thread to wake another, same CPU vs
 // across CPUs, sleeping (futex, condition variable) vs spinning. The floor
 // under orreryd's hand-offs between its gRPC threads (serving CPUs) and a
-// lane on another CPU (scheduler/lane_spin.h).
+// lane on another CPU.
 //   wake_latency [--a CPU] [--b CPU] [--gap-us N] [--rounds N]
 // Thread A (pinned to --a) sleeps --gap-us (so that an idle CPU halts, as
 // it does between requests), then wakes B (pinned to --b) and waits for

@@ -106,7 +106,6 @@ FairScheduler::FairScheduler(FairSchedulerOptions options)
       costs_(options_.cost),
       response_(options_.response_quantile, options_.response_window, options_.response_max_age_ns),
       wait_error_(options_.wait_slack_quantile, options_.wait_slack_window, options_.wait_slack_max_age_ns) {
-  spin_ = LaneSpin(LaneSpinOptions{.max_spin_ns = options_.lane_spin_ns});
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options_.lane_threads = std::max(options_.lane_threads, 1);
   const int lane_cpus = options_.lane_cpus.empty() ? cores : static_cast<int>(options_.lane_cpus.size());
@@ -115,7 +114,6 @@ FairScheduler::FairScheduler(FairSchedulerOptions options)
   queue_.SetCapacity(FairQueue::Capacity{.lanes = static_cast<double>(num_lanes_),
                                          .devices = options_.devices,
                                          .link_bytes_per_ns = options_.link_bytes_per_ns});
-  spinning_.assign(static_cast<size_t>(num_lanes_), 0);
   workers_.reserve(num_lanes_);
   for (int i = 0; i < num_lanes_; ++i) workers_.emplace_back([this, i] { LaneLoop(i); });
 }
@@ -254,7 +252,6 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
   job->done = std::move(done);
   Dropped dropped;
   Status status;
-  bool wake = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status::Unavailable("server is shutting down");
@@ -300,21 +297,12 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
                                                           job->request.device_ns, job->request.load_bytes});
       by_latest_start_.emplace(job->latest_start(), job->id);
       queued_.emplace(job->id, std::move(job));
-      PublishUrgentLocked();  // a spinning lane sees the queue change
-      spin_.OnArrival(now);
-      if (spinning_lanes_ > 0) {
-        // Promise it to a spinning lane: no futex call, no wake-up.
-        auto it = std::find(spinning_.begin(), spinning_.end(), 1);
-        *it = 0;
-        --spinning_lanes_;
-        ++spin_takes_;
-        wake = false;
-      }
+      PublishUrgentLocked();
     }
   }
   FinishDropped(std::move(dropped));
   if (!status.ok()) return status;
-  if (wake) cv_.notify_one();
+  cv_.notify_one();
   return Status::Ok();
 }
 
@@ -516,7 +504,6 @@ void FairScheduler::LaneLoop(int lane) {
     Dropped dropped;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (!stopping_ && !paused_ && queue_.empty()) SpinIdleLocked(lane, lock);
       cv_.wait(lock, [this] { return stopping_ || (!paused_ && !queue_.empty()); });
       if (queue_.empty()) {
         if (stopping_) return;  // drained
@@ -529,29 +516,6 @@ void FairScheduler::LaneLoop(int lane) {
     }
     FinishDropped(std::move(dropped));
     if (job) RunOnLane(std::move(job), &group, &cache);
-  }
-}
-
-void FairScheduler::SpinIdleLocked(int lane, std::unique_lock<std::mutex>& lock) {
-  const int64_t budget = spin_.BudgetNs();
-  if (budget <= 0) return;
-  const size_t i = static_cast<size_t>(lane);
-  spinning_[i] = 1;
-  ++spinning_lanes_;
-  const uint64_t generation = queue_generation_.load(std::memory_order_acquire);
-  lock.unlock();
-  // Real time, whatever the scheduler's clock: a fake clock never advances.
-  const Clock* steady = SteadyClock::Get();
-  const int64_t until = steady->NowNs() + budget;
-  while (queue_generation_.load(std::memory_order_acquire) == generation && steady->NowNs() < until) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-  lock.lock();
-  if (spinning_[i] != 0) {  // not promised a request
-    spinning_[i] = 0;
-    --spinning_lanes_;
   }
 }
 
@@ -906,7 +870,6 @@ SchedulerStats FairScheduler::Stats() const {
   s.preemptions = preemptions_;
   s.batches = batches_;
   s.affinity_dispatches = affinity_dispatches_;
-  s.spin_takes = spin_takes_;
   for (const FairQueue::TenantView& v : queue_.Tenants()) {
     TenantSchedulerStats t;
     t.tenant = v.tenant;

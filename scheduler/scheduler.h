@@ -50,7 +50,6 @@
 #include "scheduler/cost_model.h"
 #include "scheduler/device_lanes.h"
 #include "scheduler/fair_queue.h"
-#include "scheduler/lane_spin.h"
 #include "scheduler/request.h"
 #include "base/windowed_quantile.h"
 #include "cache/rate_estimator.h"
@@ -145,12 +144,6 @@ struct FairSchedulerOptions {
   // the deadline, else the CPU lanes as before.
   DeviceLanes* device = nullptr;
   DeviceExecutor device_executor = {};
-  // An idle lane spins this long (while requests arrive often, see
-  // lane_spin.h) before it sleeps, so that the next request neither pays a
-  // cross-CPU wake-up nor costs the submitting thread a futex call. Only
-  // for lanes with CPUs of their own: a spinning lane takes its CPU from
-  // whatever else runs there. 0 = never spin.
-  int64_t lane_spin_ns = 0;
 };
 
 // What the scheduler counts per tenant; FairScheduler keeps one per tenant
@@ -189,7 +182,6 @@ struct SchedulerStats {
   uint64_t preemptions = 0;  // Executions parked for an urgent request
   uint64_t batches = 0;      // runs that carried 2 or more requests
   uint64_t affinity_dispatches = 0;  // runs taken out of fair order for warm weights
-  uint64_t spin_takes = 0;   // requests submitted to a spinning lane (no wake-up)
   std::vector<TenantSchedulerStats> tenants;
   std::vector<ModelCostStats> models;  // predicted vs measured
   // Lane utilisation over the last minute: busy lane-ns / (lanes x window).
@@ -342,9 +334,6 @@ class FairScheduler {
   void RecordLaneBusyLocked(int64_t end_ns, int64_t busy_ns);
 
   void LaneLoop(int lane);
-  // Before a lane sleeps for lack of work: spins up to the LaneSpin budget
-  // for the queue to change, without the lock (released and retaken).
-  void SpinIdleLocked(int lane, std::unique_lock<std::mutex>& lock);
   void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group, LaneCache* cache);
   // At a run's first step: its prediction for the lane's cache state.
   void PredictOnLane(Job& job, const LaneCache& cache, int64_t now);
@@ -355,11 +344,6 @@ class FairScheduler {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  LaneSpin spin_;
-  // Per lane: spinning and not yet promised a request by Submit (which
-  // then skips the notify); spinning_lanes_ counts them.
-  std::vector<char> spinning_;
-  int spinning_lanes_ = 0;
   bool stopping_ = false;
   bool paused_ = false;
   uint64_t next_id_ = 1;
@@ -367,7 +351,6 @@ class FairScheduler {
   uint64_t preemptions_ = 0;
   uint64_t batches_ = 0;
   uint64_t affinity_dispatches_ = 0;
-  uint64_t spin_takes_ = 0;
   FairQueue queue_;
   CostModel costs_;
   std::map<std::string, TenantState> tenants_;

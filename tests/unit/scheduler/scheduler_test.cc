@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <future>
 #include <map>
-#include <memory>
-#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -102,47 +100,6 @@ TEST(FairSchedulerTest, LaneGroupsSplitTheLaneCpus) {
   EXPECT_EQ((*out)[0].tensor.data<float>()[1], 0.0f);
   FairScheduler explicit_lanes(FairSchedulerOptions{.lanes = 3, .lane_threads = 2, .lane_cpus = {cpu}});
   EXPECT_EQ(explicit_lanes.lanes(), 3);
-}
-
-TEST(FairSchedulerTest, SpinningLanesTakeEveryRequest) {
-  // Submit skips the wake-up for a request it promises to a spinning lane
-  // (lane_spin_ns): none may be lost, whether it lands while the lanes
-  // spin, sleep or run. Closed loops with gaps around the spin time.
-  auto model = ReluModel();
-  FairScheduler scheduler(FairSchedulerOptions{.lanes = 2, .lane_spin_ns = 200'000});
-  std::atomic<int> lost{0};
-  std::vector<std::thread> senders;
-  for (int t = 0; t < 3; ++t) {
-    senders.emplace_back([&, t] {
-      for (int i = 0; i < 150; ++i) {
-        auto p = std::make_shared<std::promise<bool>>();
-        std::future<bool> f = p->get_future();
-        if (!scheduler.Submit(Request(std::string("t").append(std::to_string(t)), model, 1.0f), [p](Outputs r) { p->set_value(r.ok()); })
-                 .ok()) {
-          ++lost;
-          continue;
-        }
-        if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready || !f.get()) ++lost;
-        std::this_thread::sleep_for(std::chrono::microseconds((i % 3) * (i % 3) * 150));  // 0, 150, 600 us
-      }
-    });
-  }
-  for (std::thread& s : senders) s.join();
-  EXPECT_EQ(lost.load(), 0);
-  EXPECT_GT(scheduler.Stats().spin_takes, 0u);
-  scheduler.Shutdown();
-  EXPECT_EQ(scheduler.completed(), 450u);
-}
-
-TEST(FairSchedulerTest, LanesSleepWithoutSpinByDefault) {
-  auto model = ReluModel();
-  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1});
-  for (int i = 0; i < 20; ++i) {
-    std::promise<bool> p;
-    ASSERT_TRUE(scheduler.Submit(Request("t", model, 1.0f), [&](Outputs r) { p.set_value(r.ok()); }).ok());
-    EXPECT_TRUE(p.get_future().get());
-  }
-  EXPECT_EQ(scheduler.Stats().spin_takes, 0u);
 }
 
 TEST(FairSchedulerTest, ErrorsReachTheCallback) {
