@@ -43,6 +43,8 @@ class Ctx:
         self.lane_cpus = f"1-{n - 1}" if n > 2 else "1"
         self.pin_args = ([f"--orreryd-arg=--lane-cpus={self.lane_cpus}", "--orreryd-arg=--serving-cpus=0",
                           "--client-cpus", "0"] if self.pin else [])
+        # --orreryd-arg: extra orreryd flags for every run (A/B comparisons of one build).
+        self.pin_args += [f"--orreryd-arg={a}" for a in getattr(args, "orreryd_arg", None) or []]
 
     def model(self, name):
         return f"{name}={os.path.join(self.models, name + '.onnx')}"
@@ -311,6 +313,8 @@ def main():
     p.add_argument("--seconds", type=float, default=12)
     p.add_argument("--noisy-factor", type=float, default=10, help="scenario 2: A offers this x its fair share")
     p.add_argument("--only", default="1,2,3,4,5,6,7")
+    p.add_argument("--orreryd-arg", action="append", default=[],
+                   help="extra orreryd flag for every run, e.g. --orreryd-arg=--max-batch=1 (repeatable)")
     p.add_argument("--no-pin", dest="pin", action="store_false",
                    help="run orreryd with default flags and an unpinned client")
     p.add_argument("--command", default="bench/run_scenarios.sh")
