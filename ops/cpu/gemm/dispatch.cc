@@ -3,7 +3,8 @@
 //
 // Blocking (BLIS-style): per K block, the right operand is packed kc x nc at
 // a time and the left one 256 x kc (unless prepacked); each right panel then
-// meets every left panel of the block. The epilogue runs on each tile right
+// meets every left panel of the block (with one K block and a residual, each
+// left panel meets every right panel instead). The epilogue runs on each tile right
 // after its last K block, while it is still in L1. Prepacked weights are
 // prefetched one panel (right) or one left block (left) ahead (NextPanel).
 #include <algorithm>
