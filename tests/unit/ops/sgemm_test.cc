@@ -196,11 +196,12 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
   }
 }
 
-// One K block with a residual walks each left panel across its N chunk
-// (rows first): several left blocks (> 256 rows), several N chunks, a tail
-// panel, packed and raw left operands, and the same bits at 1-3 threads.
+// One K block with a residual and C over 2^19 floats walks each left panel
+// across its N chunk (rows first): several left blocks (> 256 rows),
+// several N chunks, a tail panel, packed and raw left operands, and the
+// same bits at 1-3 threads.
 TEST_P(SgemmIsaTest, ResidualOneDepthBlockRowsFirst) {
-  const Case cs{264, 1100, 64};
+  const Case cs{264, 2000, 64};
   const std::vector<float> residual = Random(cs.m * (cs.n + 3), 7);
   const std::vector<float> row_bias = Random(cs.m, 8);
   Epilogue ep;
