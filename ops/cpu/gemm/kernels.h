@@ -138,9 +138,10 @@ using ConvRowsFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, const
                             const uint16_t* masks, const int32_t* base, int lane, int64_t k0,
                             int64_t kc, float* dst);
 
-// PackRightPanel of a row-major operand (see PackRightRowsImpl).
-using PackRightFn = void (*)(const float* b, int64_t ldb, int64_t k0, int64_t kc, int64_t j0,
-                             int64_t cols, int64_t w, float* dst);
+// The right panels of columns [j0, j1) of a row-major operand with n
+// columns (see PackRightRowsImpl).
+using PackRightFn = void (*)(const float* b, int64_t ldb, int64_t n, int64_t k0, int64_t kc,
+                             int64_t j0, int64_t j1, float* dst);
 
 struct GemmKernels {
   TileFn tile;

@@ -196,6 +196,32 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
   }
 }
 
+// One K block with a residual and C over 2^19 floats walks each left panel
+// across its N chunk (rows first): several left blocks (> 256 rows),
+// several N chunks, a tail panel, packed and raw left operands, and the
+// same bits at 1-3 threads.
+TEST_P(SgemmIsaTest, ResidualOneDepthBlockRowsFirst) {
+  const Case cs{264, 2000, 64};
+  const std::vector<float> residual = Random(cs.m * (cs.n + 3), 7);
+  const std::vector<float> row_bias = Random(cs.m, 8);
+  Epilogue ep;
+  ep.residual = residual.data();
+  ep.ld_residual = cs.n + 3;
+  ep.row_bias = row_bias.data();
+  ep.act = Activation::kRelu;
+  for (bool pack_a : {true, false}) {
+    std::vector<float> one;
+    Check(cs, pack_a, false, false, ep, nullptr, &one);
+    if (HasFatalFailure()) return;
+    for (int n : {2, 3}) {
+      testing::SpawnThreads lanes(n);
+      std::vector<float> got;
+      Check(cs, pack_a, false, false, ep, &lanes, &got);
+      ASSERT_EQ(got, one) << "pack_a=" << pack_a << ", " << n << " threads";
+    }
+  }
+}
+
 TEST_P(SgemmIsaTest, ActivationsAcrossRange) {
   // Wide inputs exercise exp saturation and tanh's two branches.
   for (Activation act : {Activation::kSigmoid, Activation::kTanh, Activation::kGelu}) {
