@@ -186,54 +186,48 @@ grpc::Status AdminServiceImpl::CacheReply(const ModelRecord& record, const std::
   return grpc::Status::OK;
 }
 
-grpc::Status AdminServiceImpl::CacheEvict(grpc::ServerContext* context, const v1::CacheModelRequest* request,
-                                          v1::CacheModelResponse* response) {
+grpc::Status AdminServiceImpl::CacheAction(const grpc::ServerContext& context, const v1::CacheModelRequest& request,
+                                           const char* done, const HostAction& host, const DeviceAction& device_action,
+                                           v1::CacheModelResponse* response) {
   std::string tenant_name;
-  Result<ModelRecord> record = CacheTarget(*context, *request, &tenant_name);
+  Result<ModelRecord> record = CacheTarget(context, request, &tenant_name);
   if (!record.ok()) return ToGrpcStatus(record.status());
   const ModelKey key = HostTier::KeyOf(*record);
-  const bool device = request->tier() == kDeviceTier;
-  if (Status s = device ? ctx_->device->cache->Evict(key) : ctx_->host->Evict(key); !s.ok()) return ToGrpcStatus(s);
-  spdlog::info("{} cache: operator evicted {}", device ? kDeviceTier : kHostTier, key.ToString());
+  const bool device = request.tier() == kDeviceTier;
+  if (Status s = device ? device_action(key) : host(*record, key); !s.ok()) return ToGrpcStatus(s);
+  spdlog::info("{} cache: operator {} {}", device ? kDeviceTier : kHostTier, done, key.ToString());
   return CacheReply(*record, tenant_name, device, response);
+}
+
+grpc::Status AdminServiceImpl::CacheEvict(grpc::ServerContext* context, const v1::CacheModelRequest* request,
+                                          v1::CacheModelResponse* response) {
+  return CacheAction(
+      *context, *request, "evicted", [this](const ModelRecord&, const ModelKey& key) { return ctx_->host->Evict(key); },
+      [this](const ModelKey& key) { return ctx_->device->cache->Evict(key); }, response);
 }
 
 grpc::Status AdminServiceImpl::CachePin(grpc::ServerContext* context, const v1::CacheModelRequest* request,
                                         v1::CacheModelResponse* response) {
-  std::string tenant_name;
-  Result<ModelRecord> record = CacheTarget(*context, *request, &tenant_name);
-  if (!record.ok()) return ToGrpcStatus(record.status());
-  const ModelKey key = HostTier::KeyOf(*record);
-  const bool device = request->tier() == kDeviceTier;
-  Status s = device ? ctx_->device->lanes->OperatorPin(key, kOperatorWaitNs) : ctx_->host->OperatorPin(*record);
-  if (!s.ok()) return ToGrpcStatus(s);
-  spdlog::info("{} cache: operator pinned {}", device ? kDeviceTier : kHostTier, key.ToString());
-  return CacheReply(*record, tenant_name, device, response);
+  return CacheAction(
+      *context, *request, "pinned",
+      [this](const ModelRecord& record, const ModelKey&) { return ctx_->host->OperatorPin(record); },
+      [this](const ModelKey& key) { return ctx_->device->lanes->OperatorPin(key, kOperatorWaitNs); }, response);
 }
 
 grpc::Status AdminServiceImpl::CacheUnpin(grpc::ServerContext* context, const v1::CacheModelRequest* request,
                                           v1::CacheModelResponse* response) {
-  std::string tenant_name;
-  Result<ModelRecord> record = CacheTarget(*context, *request, &tenant_name);
-  if (!record.ok()) return ToGrpcStatus(record.status());
-  const ModelKey key = HostTier::KeyOf(*record);
-  const bool device = request->tier() == kDeviceTier;
-  Status s = device ? ctx_->device->cache->OperatorUnpin(key) : ctx_->host->OperatorUnpin(key);
-  if (!s.ok()) return ToGrpcStatus(s);
-  spdlog::info("{} cache: operator unpinned {}", device ? kDeviceTier : kHostTier, key.ToString());
-  return CacheReply(*record, tenant_name, device, response);
+  return CacheAction(
+      *context, *request, "unpinned",
+      [this](const ModelRecord&, const ModelKey& key) { return ctx_->host->OperatorUnpin(key); },
+      [this](const ModelKey& key) { return ctx_->device->cache->OperatorUnpin(key); }, response);
 }
 
 grpc::Status AdminServiceImpl::CachePrefetch(grpc::ServerContext* context, const v1::CacheModelRequest* request,
                                              v1::CacheModelResponse* response) {
-  std::string tenant_name;
-  Result<ModelRecord> record = CacheTarget(*context, *request, &tenant_name);
-  if (!record.ok()) return ToGrpcStatus(record.status());
-  const bool device = request->tier() == kDeviceTier;
-  Status s = device ? ctx_->device->lanes->Load(HostTier::KeyOf(*record), kOperatorWaitNs)
-                    : ctx_->host->Prefetch(*record);
-  if (!s.ok()) return ToGrpcStatus(s);
-  return CacheReply(*record, tenant_name, device, response);
+  return CacheAction(
+      *context, *request, "prefetched",
+      [this](const ModelRecord& record, const ModelKey&) { return ctx_->host->Prefetch(record); },
+      [this](const ModelKey& key) { return ctx_->device->lanes->Load(key, kOperatorWaitNs); }, response);
 }
 
 }  // namespace orrery

@@ -2,8 +2,12 @@
 // tenant key gets PERMISSION_DENIED). Tenants are named by name or id.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "api/proto/orrery.grpc.pb.h"
 #include "api/service_context.h"
+#include "cache/model_key.h"
 
 namespace orrery {
 
@@ -71,6 +75,13 @@ class AdminServiceImpl final : public orrery::v1::AdminService::Service {
   // The host tier's entry for `record` after an action, into *response.
   grpc::Status CacheReply(const ModelRecord& record, const std::string& tenant_name, bool device,
                           v1::CacheModelResponse* response) const;
+  // Evict / pin / unpin / prefetch: resolves the target (CacheTarget), applies `host`
+  // or `device` by the request's tier, logs "operator <done> <key>" and
+  // replies with the entry (CacheReply).
+  using HostAction = std::function<Status(const ModelRecord&, const ModelKey&)>;
+  using DeviceAction = std::function<Status(const ModelKey&)>;
+  grpc::Status CacheAction(const grpc::ServerContext& context, const v1::CacheModelRequest& request, const char* done,
+                           const HostAction& host, const DeviceAction& device, v1::CacheModelResponse* response);
 
   ServiceContext* ctx_;
 };

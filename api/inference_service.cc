@@ -166,21 +166,30 @@ void InferenceServiceImpl::Answer(Call& call, const grpc::Status& status) {
   const int64_t ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - call.start).count();
   const std::vector<std::string>& labels = call.labels;
+  const std::string_view code = StatusCodeName(static_cast<StatusCode>(status.error_code()));
+  // The request and response belong to gRPC once Finish is called: what
+  // the request log needs from them is read first, and only when it logs.
+  std::string version, request_id;
+  const bool log = spdlog::should_log(spdlog::level::debug);
+  if (log) {
+    version = status.ok() ? call.response->model_version() : call.request->model_version();
+    request_id = status.ok() ? call.response->id() : call.request->id();
+  }
+  call.ReleaseSlots();
+  // The answer goes first: metrics and the log are not the client's wait
+  // (on a lane they would delay this answer, not the next request's run).
+  call.reactor->Finish(status);
   // Structured request log (debug level: `orreryd --log-level debug`).
-  spdlog::debug("infer tenant={} model={} version={} request_id={} code={} latency_us={}", labels[0], labels[1],
-                status.ok() ? call.response->model_version() : call.request->model_version(),
-                status.ok() ? call.response->id() : call.request->id(),
-                StatusCodeName(static_cast<StatusCode>(status.error_code())), ns / 1000);
+  if (log) {
+    spdlog::debug("infer tenant={} model={} version={} request_id={} code={} latency_us={}", labels[0], labels[1],
+                  version, request_id, code, ns / 1000);
+  }
   if (ctx_->metrics != nullptr) {
     ctx_->metrics->CountInfer(status.ok(), ns);
     const double seconds = static_cast<double>(ns) / 1e9;
-    ctx_->metrics->requests
-        ->CounterWith({labels[0], labels[1], std::string(StatusCodeName(static_cast<StatusCode>(status.error_code())))})
-        .Increment();
+    ctx_->metrics->requests->CounterWith({labels[0], labels[1], std::string(code)}).Increment();
     if (status.ok()) ctx_->metrics->latency->HistogramWith(labels).Observe(seconds);
   }
-  call.ReleaseSlots();
-  call.reactor->Finish(status);
 }
 
 void InferenceServiceImpl::CountMiss(const ModelRecord& record, const LoadTrace& trace, MissHow how) const {
@@ -427,6 +436,10 @@ grpc::Status InferenceServiceImpl::Complete(Call& c, Result<std::vector<NamedTen
   // latency minus this is gRPC and the network.
   const int64_t now_ns = ctx_->scheduler->NowNs();
   (*response->mutable_parameters())["orrery_server_ns"].set_int64_param(now_ns - arrival_ns);
+  // The arrival itself on the scheduler's clock (steady_clock in orreryd): a
+  // client on the same host splits gRPC and the network into the request's
+  // way in (its send to here) and the answer's way out.
+  (*response->mutable_parameters())["orrery_arrival_steady_ns"].set_int64_param(arrival_ns);
   // What this request needed after its lane (wake-up, metering, encoding):
   // admission plans for it.
   ctx_->scheduler->ObserveResponseNs(now_ns - answered_ns);

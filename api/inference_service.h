@@ -47,7 +47,8 @@ class InferenceServiceImpl final
   grpc::Status Queue(const std::shared_ptr<Call>& call);
   // After the lane: miss counting, the ledger entry, the response.
   grpc::Status Complete(Call& call, Result<std::vector<NamedTensor>> outputs);
-  // Request log and metrics, releases what the call held, sends the answer.
+  // Releases what the call held, sends the answer, then logs the request
+  // and counts its metrics (the Call outlives Finish: callers hold it).
   void Answer(Call& call, const grpc::Status& status);
   // The caller's model record for (name, version string; "" = latest), and
   // the caller's tenant into *tenant_out when given.

@@ -97,6 +97,12 @@ int main(int argc, char** argv) {
                  "lane time ahead of fair order (0 = strict fair order)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--light-share", options.light_share_fraction,
+                 "A tenant using less than this fraction of its fair share of the lanes goes before a tenant over its "
+                 "share, whose requests that can then no longer start in time are dropped (0 = off: fair and "
+                 "deadline-at-risk order for everyone)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--deadline-margin", options.deadline_margin_fraction,
                  "Finish this share of each request's time to its deadline early (within 0.5-5 ms), for gRPC and "
                  "the network on the way back to the client (0 = plan to the deadline exactly)")

@@ -224,6 +224,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (options.max_batch < 1) return Status::InvalidArgument("max batch must be at least 1");
   if (options.lane_threads < 1) return Status::InvalidArgument("lane threads must be at least 1");
   if (options.affinity_window_us < 0) return Status::InvalidArgument("affinity window must be at least 0");
+  if (!(options.light_share_fraction >= 0 && options.light_share_fraction <= 1)) {
+    return Status::InvalidArgument("light share fraction must be in [0, 1]");
+  }
   if (!(options.deadline_margin_fraction >= 0 && options.deadline_margin_fraction < 1)) {
     return Status::InvalidArgument("deadline margin must be in [0, 1)");
   }
@@ -235,6 +238,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                            .lane_threads = options.lane_threads,
                            .lane_cpus = options.lane_cpus,
                            .max_batch = options.max_batch,
+                           .light_share_fraction = options.light_share_fraction,
                            .affinity_window_ns = options.affinity_window_us * 1000,
                            .deadline_margin_fraction = options.deadline_margin_fraction,
                            .deadline_margin_min_ns = margin ? 500'000 : 0,

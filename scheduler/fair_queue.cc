@@ -75,10 +75,16 @@ std::optional<double> FairQueue::VirtualStartOf(const std::string& tenant) const
 std::optional<FairQueue::Dispatch> FairQueue::Peek() const {
   const std::string* name = NextTenant();
   if (name == nullptr) return std::nullopt;
+  return PeekOf(*name);
+}
+
+std::optional<FairQueue::Dispatch> FairQueue::PeekOf(const std::string& tenant) const {
+  auto it = tenants_.find(tenant);
+  if (it == tenants_.end() || it->second.queued == 0) return std::nullopt;
   // OldestQueue does not modify; the const_cast avoids a duplicate helper.
-  Tenant& t = const_cast<Tenant&>(tenants_.at(*name));
+  Tenant& t = const_cast<Tenant&>(it->second);
   std::deque<Queued>* q = OldestQueue(t);
-  return Dispatch{*name, q->front().item, t.weight, StartTag(t)};
+  return Dispatch{tenant, q->front().item, t.weight, StartTag(t)};
 }
 
 FairQueue::Dispatch FairQueue::Charge(const std::string& tenant, Item item, double max_virtual_time) {

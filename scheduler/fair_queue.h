@@ -85,6 +85,9 @@ class FairQueue {
   void Push(const std::string& tenant, Item item);
   // What Pop() would return, without dispatching it.
   std::optional<Dispatch> Peek() const;
+  // What the tenant's next dispatch would be (its oldest item at its start
+  // tag), without dispatching it; nullopt when it has nothing queued.
+  std::optional<Dispatch> PeekOf(const std::string& tenant) const;
   // Dispatches the next item by fair order and charges its tenant.
   std::optional<Dispatch> Pop();
   // Dispatches a given queued item out of fair order (a deadline at risk);

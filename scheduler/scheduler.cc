@@ -388,8 +388,30 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::DispatchLocked(const FairQueu
   return job;
 }
 
+bool FairScheduler::YieldsToLocked(const std::string& heavy, const std::string& light, int64_t now) const {
+  if (options_.light_share_fraction <= 0 || heavy == light) return false;
+  const auto h = tenants_.find(heavy);
+  const auto l = tenants_.find(light);
+  if (h == tenants_.end() || l == tenants_.end()) return false;
+  const double lanes = std::max(num_lanes_, 1);
+  const double light_fair = queue_.weight(light) / (queue_.weight(light) + queue_.weight(heavy));
+  return l->second.lane_rate.PerNs(now) / lanes < options_.light_share_fraction * light_fair &&
+         h->second.lane_rate.PerNs(now) / lanes > 1.0 - light_fair;
+}
+
+std::optional<FairQueue::Dispatch> FairScheduler::LightPickLocked(const std::string& heavy, int64_t now) const {
+  std::optional<FairQueue::Dispatch> best;
+  if (options_.light_share_fraction <= 0) return best;
+  for (const auto& [name, tenant] : tenants_) {
+    if (tenant.in_flight == 0 || !YieldsToLocked(heavy, name, now)) continue;
+    std::optional<FairQueue::Dispatch> d = queue_.PeekOf(name);
+    if (d && (!best || d->virtual_start < best->virtual_start)) best = std::move(d);
+  }
+  return best;
+}
+
 std::unique_ptr<FairScheduler::Job> FairScheduler::TakeAtRiskLocked(int64_t now, int64_t busy_ns,
-                                                                    int64_t deadline_ns) {
+                                                                    int64_t deadline_ns, const std::string& tenant) {
   // Only the front of the latest-start order can be at risk; a few entries
   // are scanned because the most urgent may have a later deadline than the
   // running request (a costly request with a loose deadline).
@@ -399,6 +421,7 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::TakeAtRiskLocked(int64_t now,
     if (it->first >= now + busy_ns) break;  // can wait for the current one
     const Job& candidate = *queued_.at(it->second);
     if (candidate.deadline_ns >= deadline_ns) continue;
+    if (YieldsToLocked(candidate.request.tenant_id, tenant, now)) continue;  // dropped if it cannot wait
     std::optional<FairQueue::Dispatch> d = queue_.Take(it->second);
     return DispatchLocked(*d, now);
   }
@@ -423,22 +446,30 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::TakeFairlyEarlierLocked(
     const std::vector<std::unique_ptr<Job>>& stack, int64_t now) {
   if (!options_.fair_preemption) return nullptr;
   const Job& running = *stack.back();
-  std::optional<FairQueue::Dispatch> next = queue_.Peek();
-  if (!next || next->tenant == running.request.tenant_id ||
-      next->virtual_start > running.dispatch.virtual_start) {
-    return nullptr;
+  // A light tenant's request goes before a heavy tenant's run whatever
+  // their virtual starts, and a light tenant's run (taken ahead of fair
+  // order) is not undone by the heavy tenant; otherwise fair order decides.
+  std::optional<FairQueue::Dispatch> next = LightPickLocked(running.request.tenant_id, now);
+  const bool light = next.has_value();
+  if (!light) {
+    next = queue_.Peek();
+    if (!next || next->tenant == running.request.tenant_id ||
+        next->virtual_start > running.dispatch.virtual_start ||
+        YieldsToLocked(next->tenant, running.request.tenant_id, now)) {
+      return nullptr;
+    }
   }
   // Fairness reorders work; it does not make an admitted request late.
   if (!StackCanWaitLocked(stack, now, queued_.at(next->item.id)->planned_ns)) return nullptr;
   // A run taken for its warm weights is not undone by the backlogged tenant
   // it went before (that is the window's trade); a lone request still
   // preempts it.
-  if (running.affinity && queue_.queued(next->tenant) > 1 &&
+  if (!light && running.affinity && queue_.queued(next->tenant) > 1 &&
       next->virtual_start + static_cast<double>(options_.affinity_window_ns) /
                                 running.dispatch.weight >= running.dispatch.virtual_start) {
     return nullptr;
   }
-  std::unique_ptr<Job> job = DispatchLocked(*queue_.Pop(), now);
+  std::unique_ptr<Job> job = DispatchLocked(light ? *queue_.Take(next->item.id) : *queue_.Pop(), now);
   FormBatchLocked(*job, now);
   return job;
 }
@@ -446,8 +477,14 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::TakeFairlyEarlierLocked(
 std::unique_ptr<FairScheduler::Job> FairScheduler::PickLocked(int64_t now, const LaneCache& cache) {
   std::optional<FairQueue::Dispatch> fair = queue_.Peek();
   if (!fair) return nullptr;
-  const Job& pick = *queued_.at(fair->item.id);
-  if (std::unique_ptr<Job> urgent = TakeAtRiskLocked(now, pick.predicted_ns, pick.deadline_ns)) return urgent;
+  // A light tenant's request goes before a heavy tenant's fair pick.
+  const std::optional<FairQueue::Dispatch> light = LightPickLocked(fair->tenant, now);
+  const FairQueue::Dispatch& first = light ? *light : *fair;
+  const Job& pick = *queued_.at(first.item.id);
+  if (std::unique_ptr<Job> urgent = TakeAtRiskLocked(now, pick.predicted_ns, pick.deadline_ns, first.tenant)) {
+    return urgent;
+  }
+  if (light) return DispatchLocked(*queue_.Take(light->item.id), now);
   if (std::unique_ptr<Job> warm = TakeWarmLocked(*fair, cache, now)) return warm;
   return DispatchLocked(*queue_.Pop(), now);
 }
@@ -457,7 +494,8 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::TakeWarmLocked(const FairQueu
   // Only ahead of a backlogged tenant: a lone request (a light tenant, one
   // back from idle) keeps strict fair order and its short wait.
   if (options_.affinity_window_ns <= 0 || cache.model_id.empty() || fair.item.model_id == cache.model_id ||
-      now - cache.ended_ns > options_.warm_gap_ns || queue_.queued(fair.tenant) < 2) {
+      now - cache.ended_ns > options_.warm_gap_ns || queue_.queued(fair.tenant) < 2 ||
+      YieldsToLocked(cache.tenant, fair.tenant, now)) {  // nor ahead of a light tenant
     return nullptr;
   }
   const std::optional<double> start = queue_.VirtualStartOf(cache.tenant);
@@ -605,7 +643,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
       std::lock_guard<std::mutex> lock(mu_);
       const int64_t now = clock_->NowNs();
       DropInfeasibleLocked(now, &dropped);
-      if (!paused_ && at_risk) next = TakeAtRiskLocked(now, remaining, job.deadline_ns);
+      if (!paused_ && at_risk) next = TakeAtRiskLocked(now, remaining, job.deadline_ns, job.request.tenant_id);
       if (!paused_ && !next) next = TakeFairlyEarlierLocked(stack, now);
       if (next) ++preemptions_;
       checked_generation = queue_generation_.load(std::memory_order_acquire);

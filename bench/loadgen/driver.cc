@@ -1,5 +1,6 @@
 #include "bench/loadgen/driver.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +31,18 @@ int64_t Param(const inference::ModelInferResponse& r, const char* name) {
     return -1;
   }
   return it->second.int64_param();
+}
+
+// The request's and the response's way between this client and the
+// server's handler, from the server's arrival stamp (same host, same clock).
+void SplitPaths(const Call& call, Clock::time_point received, Record* r) {
+  const int64_t arrival = Param(call.response, "orrery_arrival_steady_ns");
+  if (arrival < 0) return;
+  const auto ns = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  r->request_path_ns = arrival - ns(call.sent);
+  r->response_path_ns = ns(received) - arrival - std::max<int64_t>(r->server_ns, 0);
 }
 
 class Runner {
@@ -128,6 +141,7 @@ class Runner {
           r.predicted_lane_ns = Param(call->response, "orrery_predicted_lane_ns");
           r.load_wait_ns = Param(call->response, "orrery_load_wait_ns");
           r.load_predicted_ns = Param(call->response, "orrery_load_predicted_ns");
+          SplitPaths(*call, now, &r);
         }
         std::lock_guard<std::mutex> lock(mu_);
         records_.push_back(r);

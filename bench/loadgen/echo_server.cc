@@ -1,12 +1,14 @@
 // orrery-echo: the floor for orrery-loadgen's serving-overhead scenario. A
 // gRPC server of the same Open Inference Protocol service whose ModelInfer
 // returns its inputs as outputs: same payload, same protobuf and gRPC work,
-// no scheduling, execution or metering.
+// no scheduling, execution or metering. Its one response parameter,
+// `orrery_arrival_steady_ns`, is when the handler ran (as orreryd's).
 //   orrery-echo --listen 127.0.0.1:0 --port-file FILE [--api sync|callback]
 // Two of gRPC's server APIs, so that the floor is the faster plain one on
 // this machine (orreryd serves ModelInfer with the callback API): `sync`, a
 // handler on a gRPC thread pool's thread, and `callback`, a reactor finished
 // on the thread that received the request.
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -19,6 +21,11 @@
 namespace {
 
 void Echo(const inference::ModelInferRequest& request, inference::ModelInferResponse* response) {
+  // When the handler ran, on the clock orreryd stamps its arrivals with, so
+  // that orrery-loadgen splits the echo's round trip as it splits orreryd's.
+  const auto arrival = std::chrono::steady_clock::now().time_since_epoch();
+  (*response->mutable_parameters())["orrery_arrival_steady_ns"].set_int64_param(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(arrival).count());
   response->set_model_name(request.model_name());
   response->set_id(request.id());
   for (int i = 0; i < request.inputs_size(); ++i) {

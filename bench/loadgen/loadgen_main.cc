@@ -413,12 +413,17 @@ int Main(int argc, char** argv) {
     RunOptions eo = ro;
     eo.on_warmup_end = nullptr;
     std::vector<Record> echo = RunWorkload(echo_targets, arrivals, eo);
-    std::vector<double> lat;
+    std::vector<double> lat, request_path, response_path;
     for (const Record& r : echo) {
-      if (r.grpc_code == 0) lat.push_back(static_cast<double>(r.latency_ns) / 1e6);
+      if (r.grpc_code != 0) continue;
+      lat.push_back(static_cast<double>(r.latency_ns) / 1e6);
+      if (r.request_path_ns >= 0) request_path.push_back(static_cast<double>(r.request_path_ns) / 1e6);
+      if (r.response_path_ns >= 0) response_path.push_back(static_cast<double>(r.response_path_ns) / 1e6);
     }
     if (lat.empty()) return Fail("echo server " + address + " answered nothing");
-    const EchoSummary e{address, Percentile(lat, 0.5), Percentile(lat, 0.99)};
+    EchoSummary e{address, Percentile(lat, 0.5), Percentile(lat, 0.99)};
+    if (!request_path.empty()) e.request_path_p50_ms = Percentile(request_path, 0.5);
+    if (!response_path.empty()) e.response_path_p50_ms = Percentile(response_path, 0.5);
     summary.echoes.push_back(e);
     if (summary.echo_p50_ms < 0 || e.p50_ms < summary.echo_p50_ms) {
       summary.echo_p50_ms = e.p50_ms;

@@ -171,7 +171,8 @@ Summary Summarise(const std::vector<Record>& records, const std::vector<StreamIn
 bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& records,
                       const std::vector<StreamInfo>& streams) {
   std::ofstream o(path);
-  o << "tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,server_ms,predicted_lane_ms,load_ms,load_pred_ms\n";
+  o << "tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,server_ms,predicted_lane_ms,load_ms,load_pred_ms,"
+       "request_path_ms,response_path_ms\n";
   for (const Record& r : records) {
     const StreamInfo& st = streams[static_cast<size_t>(r.stream)];
     o << st.tenant << ',' << st.model << ',' << Num(static_cast<double>(r.sent_ns) / 1e9) << ','
@@ -183,7 +184,9 @@ bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& record
       << (r.server_ns >= 0 ? Num(static_cast<double>(r.server_ns) / 1e6) : "") << ','
       << (r.predicted_lane_ns > 0 ? Num(static_cast<double>(r.predicted_lane_ns) / 1e6) : "") << ','
       << (r.load_wait_ns >= 0 ? Num(static_cast<double>(r.load_wait_ns) / 1e6) : "") << ','
-      << (r.load_predicted_ns >= 0 ? Num(static_cast<double>(r.load_predicted_ns) / 1e6) : "") << '\n';
+      << (r.load_predicted_ns >= 0 ? Num(static_cast<double>(r.load_predicted_ns) / 1e6) : "") << ','
+      << (r.request_path_ns >= 0 ? Num(static_cast<double>(r.request_path_ns) / 1e6) : "") << ','
+      << (r.response_path_ns >= 0 ? Num(static_cast<double>(r.response_path_ns) / 1e6) : "") << '\n';
   }
   return static_cast<bool>(o);
 }
@@ -205,7 +208,8 @@ std::string SummaryJson(const Summary& s) {
     << ",\"send_lag_max_ms\":" << Num(s.send_lag_max_ms) << ",\"echoes\":[";
   for (size_t i = 0; i < s.echoes.size(); ++i) {
     o << (i ? "," : "") << "{\"address\":\"" << s.echoes[i].address << "\",\"p50_ms\":" << Num(s.echoes[i].p50_ms)
-      << ",\"p99_ms\":" << Num(s.echoes[i].p99_ms) << '}';
+      << ",\"p99_ms\":" << Num(s.echoes[i].p99_ms) << ",\"request_path_p50_ms\":" << Num(s.echoes[i].request_path_p50_ms)
+      << ",\"response_path_p50_ms\":" << Num(s.echoes[i].response_path_p50_ms) << '}';
   }
   o << "],\"total\":";
   Json(o, s.total);
@@ -274,9 +278,15 @@ std::string SummaryTable(const Summary& s) {
     o << "\n";
   }
   for (const EchoSummary& e : s.echoes) {
-    std::snprintf(buf, sizeof(buf), "echo round trip (%s) p50 %.3f ms p99 %.3f ms\n", e.address.c_str(), e.p50_ms,
+    std::snprintf(buf, sizeof(buf), "echo round trip (%s) p50 %.3f ms p99 %.3f ms", e.address.c_str(), e.p50_ms,
                   e.p99_ms);
     o << buf;
+    if (e.request_path_p50_ms >= 0 && e.response_path_p50_ms >= 0) {
+      std::snprintf(buf, sizeof(buf), "; p50 request path %.3f ms, response path %.3f ms", e.request_path_p50_ms,
+                    e.response_path_p50_ms);
+      o << buf;
+    }
+    o << "\n";
   }
   return o.str();
 }

@@ -34,6 +34,13 @@ struct Record {
   int64_t predicted_lane_ns = -1;  // the scheduler's prediction of lane_ns (-1 = not reported)
   int64_t load_wait_ns = -1;       // server: waited for the model's weights (host cache load)
   int64_t load_predicted_ns = -1;  // server: that load's prediction (0 = was resident)
+  // gRPC and the network split at the server's arrival stamp
+  // (orrery_arrival_steady_ns; the client and the server on one host): the
+  // actual send to the handler, and the handler's answer (arrival +
+  // server_ns, or the arrival for orrery-echo) to its receipt here. -1 = not
+  // reported. send lag + request path + server + response path = latency.
+  int64_t request_path_ns = -1;
+  int64_t response_path_ns = -1;
 };
 
 // Classifies a finished call. `message` distinguishes the scheduler's
@@ -63,6 +70,7 @@ struct TenantSummary {
 struct EchoSummary {
   std::string address;
   double p50_ms = 0, p99_ms = 0;
+  double request_path_p50_ms = -1, response_path_p50_ms = -1;  // -1 = not reported
 };
 
 struct Summary {
@@ -95,7 +103,7 @@ Summary Summarise(const std::vector<Record>& records, const std::vector<StreamIn
                   const std::map<std::string, int64_t>& service_ns);
 
 // Files: per request (`tenant,model,sent_s,latency_ms,code,outcome,deadline_ms,lane_ms,queue_ms,send_lag_ms,
-// server_ms,predicted_lane_ms,load_ms,load_pred_ms`),
+// server_ms,predicted_lane_ms,load_ms,load_pred_ms,request_path_ms,response_path_ms`),
 // per tenant summary CSV, and the summary as one JSON object. False on an I/O error.
 bool WriteRequestsCsv(const std::string& path, const std::vector<Record>& records,
                       const std::vector<StreamInfo>& streams);

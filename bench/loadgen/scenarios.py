@@ -243,8 +243,10 @@ def s7_overhead(ctx):
         for proc, _ in echoes.values():
             proc.terminate()
             proc.wait()
-    by_addr = {e["address"]: e["p50_ms"] for e in s.get("echoes", [])}
-    echo_p50 = {api: by_addr.get(addr, float("nan")) for api, (_, addr) in echoes.items()}
+    by_addr = {e["address"]: e for e in s.get("echoes", [])}
+    echo_p50 = {api: by_addr.get(addr, {}).get("p50_ms", float("nan")) for api, (_, addr) in echoes.items()}
+    # The floor's own split of its round trip (same clock stamps as orreryd's).
+    floor = min(by_addr.values(), key=lambda e: e["p50_ms"]) if by_addr else {}
     t = s["total"]
     ratio = t["overhead_p50_ms"] / s["echo_p50_ms"] if s["echo_p50_ms"] > 0 else float("inf")
     # Where the overhead goes: the server's queueing time (admission to first
@@ -256,14 +258,21 @@ def s7_overhead(ctx):
                     if r.get("server_ms"))
     outside = sorted(float(r["latency_ms"]) - float(r["server_ms"]) for r in rows if r.get("server_ms"))
     queue = sorted(float(r["queue_ms"]) for r in rows)
+    # gRPC and the network, split at the handler's arrival stamp: the
+    # request's way in (client send to handler) and the answer's way out.
+    way_in = sorted(float(r["request_path_ms"]) for r in rows if r.get("request_path_ms"))
+    way_out = sorted(float(r["response_path_ms"]) for r in rows if r.get("response_path_ms"))
     mid = lambda v: v[len(v) // 2] if v else 0  # noqa: E731
+    ms = lambda v: f"{v:.3f}" if v is not None and v >= 0 else "n/a"  # noqa: E731
     detail = (f"mlp_short at {0.5 * cap:.0f}/s (50% of {cap:.0f}/s); "
               f"p50 latency {t['p50_ms']:.3f} ms, mean execution {t['lane_ms_mean']:.3f} ms, p50 of latency - "
               f"execution {t['overhead_p50_ms']:.3f} ms (of which p50 server queueing {mid(queue):.3f} ms, "
               f"p50 of the rest {mid(rest):.3f} ms: in orreryd outside the scheduler {mid(inside):.3f} ms, gRPC "
-              f"and network {mid(outside):.3f} ms); echo round trip (same payload, same schedule) p50 "
-              f"{s['echo_p50_ms']:.3f} ms, the faster of the sync API's {echo_p50['sync']:.3f} ms and the "
-              f"callback API's {echo_p50['callback']:.3f} ms")
+              f"and network {mid(outside):.3f} ms: request path {ms(mid(way_in) if way_in else None)}, response "
+              f"path {ms(mid(way_out) if way_out else None)}); echo round trip (same payload, same schedule) p50 "
+              f"{s['echo_p50_ms']:.3f} ms (request path {ms(floor.get('request_path_p50_ms'))}, response path "
+              f"{ms(floor.get('response_path_p50_ms'))}), the faster of the sync API's {echo_p50['sync']:.3f} ms "
+              f"and the callback API's {echo_p50['callback']:.3f} ms")
     return [("7 serving overhead at 50%", f"<= 1.5x echo round trip (got {ratio:.2f}x)", ratio <= 1.5, detail)]
 
 

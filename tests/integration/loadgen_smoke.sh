@@ -62,6 +62,14 @@ check(any(r["predicted_lane_ms"] and float(r["predicted_lane_ms"]) > 0 for r in 
 check(0 < js["jain_index"] <= 1, f"Jain's index {js['jain_index']}")
 check(js["total"]["sent"] == len(reqs), "JSON total")
 check(all(float(r["send_lag_ms"]) >= 0 for r in reqs), "negative send lag")
+# The handler's arrival stamp splits gRPC and the network: both ways
+# non-negative, and lag + request path + server + response path is the
+# latency (each written with 6 significant digits).
+check(all(r["request_path_ms"] and r["response_path_ms"] for r in ok), "OK response without orrery_arrival_steady_ns")
+check(all(float(r["request_path_ms"]) >= 0 and float(r["response_path_ms"]) >= 0 for r in ok), "negative path")
+check(all(abs(sum(float(r[k]) for k in ("send_lag_ms", "request_path_ms", "server_ms", "response_path_ms")) -
+              float(r["latency_ms"])) < 1e-3 + 1e-4 * float(r["latency_ms"]) for r in ok),
+      "lag + paths + server != latency")
 if fails:
     print("FAIL:", *fails, sep="\n  ")
     sys.exit(1)

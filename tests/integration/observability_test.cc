@@ -1,7 +1,10 @@
 // Observability end to end against the real orreryd: the Prometheus
 // endpoint's counters match the requests sent, gRPC health checking says
 // SERVING, and server reflection lists Orrery's services.
+#include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -82,22 +85,29 @@ TEST(ObservabilityTest, MetricsCountRequestsHealthAndReflectionWork) {
                 .error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
 
-  const std::string text = HttpGet(server.metrics_address(), "/metrics");
+  // The server answers before it counts (metrics are not the client's wait),
+  // so the last requests' counts may land a moment after their answers:
+  // scrape until every expected line is there, for at most 10 s.
   const std::string id = tenant.tenant().id();
-  EXPECT_NE(text.find("orrery_inference_requests_total{tenant=\"" + id + "\",model=\"mlp\",code=\"OK\"} 3\n"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("orrery_inference_requests_total{tenant=\"" + id +
-                      "\",model=\"mlp\",code=\"INVALID_ARGUMENT\"} 1\n"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("orrery_inference_requests_total{tenant=\"\",model=\"\",code=\"UNAUTHENTICATED\"} 1\n"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("orrery_inference_latency_seconds_count{tenant=\"" + id + "\",model=\"mlp\"} 3\n"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("orrery_tenant_completed_total{tenant=\"" + id + "\"} 3\n"), std::string::npos) << text;
+  const std::vector<std::string> expected = {
+      "orrery_inference_requests_total{tenant=\"" + id + "\",model=\"mlp\",code=\"OK\"} 3\n",
+      "orrery_inference_requests_total{tenant=\"" + id + "\",model=\"mlp\",code=\"INVALID_ARGUMENT\"} 1\n",
+      "orrery_inference_requests_total{tenant=\"\",model=\"\",code=\"UNAUTHENTICATED\"} 1\n",
+      "orrery_inference_latency_seconds_count{tenant=\"" + id + "\",model=\"mlp\"} 3\n",
+      "orrery_tenant_completed_total{tenant=\"" + id + "\"} 3\n",
+  };
+  const auto has_all = [&expected](const std::string& text) {
+    for (const std::string& line : expected) {
+      if (text.find(line) == std::string::npos) return false;
+    }
+    return true;
+  };
+  std::string text = HttpGet(server.metrics_address(), "/metrics");
+  for (int tries = 0; tries < 1000 && !has_all(text); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    text = HttpGet(server.metrics_address(), "/metrics");
+  }
+  for (const std::string& line : expected) EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   EXPECT_EQ(HttpGet(server.metrics_address(), "/healthz"), "ok\n");
 
   // grpc.health.v1.Health/Check for the whole server: HealthCheckResponse

@@ -281,13 +281,12 @@ struct PlanePost {
 // MobileNet-v2's layers alone, minimum ms: 112 -> 56 1.5x, 56 -> 28 2.1x,
 // 28 -> 14 2.2x faster than the per-tap loop, 14 -> 7 1.7x than flat gathers.
 template <int NV>
-ORRERY_GEMM_INLINE void Stride2Taps3Row(const float* xr, const float* wk,
+ORRERY_GEMM_INLINE void Stride2Taps3Row(const float* xr, __m512 w0, __m512 w1, __m512 w2,
                                         const __mmask16 (&in_lo)[NV],
                                         const __mmask16 (&in_hi)[NV], __m512 (&acc)[NV]) {
   const __m512i evens =
       _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
-  const __m512 w0 = _mm512_set1_ps(wk[0]), w1 = _mm512_set1_ps(wk[1]), w2 = _mm512_set1_ps(wk[2]);
   __m512 prev_odd = _mm512_setzero_ps();  // column -1 is padding
 #pragma GCC unroll 8
   for (int v = 0; v < NV; ++v) {
@@ -305,17 +304,27 @@ ORRERY_GEMM_INLINE void Stride2Taps3Row(const float* xr, const float* wk,
   }
 }
 
+// Output rows computed together by DepthwiseRows for rows of NV vectors:
+// with one or two vectors a row is a single short FMA chain per vector, so
+// the FMA latency bounds it; interleaving 8 / 4 rows' chains measured (one
+// thread, minimum ms, MobileNet-v2) 28 -> 14 0.0254 -> 0.0215, 14 -> 7
+// 0.0349 -> 0.0323, 56 -> 28 even. Wider rows have chains enough: 2-4 rows
+// at a time made 112x112 stride 1 and 112 -> 56 3-5% slower.
+constexpr int DepthwiseRowsAtOnce(int nv) { return nv == 1 ? 8 : nv == 2 ? 4 : 1; }
+
 // Depthwise planes with each output row held in up to 8 zmm accumulators
-// (w_out <= 128): every tap is one masked load + FMA per vector, the masks
-// (computed once per call from the valid output ranges) replace padding
-// checks, and the row is stored once. Stride 2 loads 32 inputs and keeps the
-// even ones (3-wide windows with left pad 1: Stride2Taps3Row). Bias,
-// residual and Relu / Clip are applied to the row in registers; other
-// activations run on the plane after it. Other geometries take the generic
-// loop.
+// (w_out <= 128), R = DepthwiseRowsAtOnce(NV) rows at a time with their
+// accumulator chains interleaved: every tap is one masked load + FMA per
+// vector, the masks (computed once per call from the valid output ranges)
+// replace padding checks, and each row is stored once.
+// Stride 2 loads 32 inputs and keeps the even ones (3-wide windows with
+// left pad 1: Stride2Taps3Row). Bias, residual and Relu / Clip are applied
+// to the rows in registers; other activations run on the plane after it.
+// Other geometries take the generic loop.
 template <int NV, int S>
 void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                    float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  constexpr int R = DepthwiseRowsAtOnce(NV);
   constexpr int kMaxKw = 8;
   __mmask16 mlo[kMaxKw][NV], mhi[kMaxKw][NV];
   for (int64_t kw = 0; kw < g.kw; ++kw) {
@@ -365,49 +374,74 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
     const __m512 bias = _mm512_set1_ps(in_regs && ep.row_bias != nullptr ? ep.row_bias[ch] : 0.0f);
     const bool add_bias = in_regs && ep.row_bias != nullptr;
     const float* zp = in_regs && ep.residual != nullptr ? ep.residual + p * out_vol : nullptr;
-    for (int64_t oh = 0; oh < g.h_out; ++oh) {
-      __m512 acc[NV];
+    for (int64_t oh0 = 0; oh0 < g.h_out; oh0 += R) {
+      const int64_t rows = std::min<int64_t>(R, g.h_out - oh0);
+      __m512 acc[R][NV];
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
-      const int64_t start = oh * g.sh - g.ph;
+      for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+      }
+      // Filter row kh of output row oh0 + r reads input row ih0 + r * sh:
+      // the R rows' chains interleave (rows outside the input or past the
+      // plane's last row are skipped only at the edges).
+      const int64_t first = oh0 * g.sh - g.ph;
       for (int64_t kh = 0; kh < g.kh; ++kh) {
-        const int64_t ih = start + kh * g.dh;
-        if (ih < 0 || ih >= g.h_in) continue;
-        const float* xr = xp + ih * g.w_in;
+        const int64_t ih0 = first + kh * g.dh;
+        const bool all = rows == R && ih0 >= 0 && ih0 + (R - 1) * g.sh < g.h_in;
+        const float* wr = wp + kh * g.kw;
         if (S == 2 && taps3) {
-          Stride2Taps3Row<NV>(xr, wp + kh * 3, in_lo, in_hi, acc);
+          const __m512 w0 = _mm512_set1_ps(wr[0]), w1 = _mm512_set1_ps(wr[1]),
+                       w2 = _mm512_set1_ps(wr[2]);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const int64_t ih = ih0 + r * g.sh;
+            if (!all && (r >= rows || ih < 0 || ih >= g.h_in)) continue;
+            Stride2Taps3Row<NV>(xp + ih * g.w_in, w0, w1, w2, in_lo, in_hi, acc[r]);
+          }
           continue;
         }
         for (int64_t kw = 0; kw < g.kw; ++kw) {
-          const __m512 wv = _mm512_set1_ps(wp[kh * g.kw + kw]);
+          const __m512 wv = _mm512_set1_ps(wr[kw]);
           // Lane l of vector v reads input (16 v + l) * S + kw * dw - pw;
           // masked-off lanes are never read.
           const int64_t off = kw * g.dw - g.pw;
 #pragma GCC unroll 8
-          for (int v = 0; v < NV; ++v) {
-            if (S == 1) {
-              if (mlo[kw][v] == 0) continue;
-              const __m512 xv = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 16 + off));
-              acc[v] = _mm512_fmadd_ps(wv, xv, acc[v]);
-            } else {
-              if ((mlo[kw][v] | mhi[kw][v]) == 0) continue;
-              const __m512 xlo = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 32 + off));
-              const __m512 xhi = _mm512_maskz_loadu_ps(mhi[kw][v], xr + (v * 32 + 16 + off));
-              acc[v] = _mm512_fmadd_ps(wv, _mm512_permutex2var_ps(xlo, evens, xhi), acc[v]);
+          for (int r = 0; r < R; ++r) {
+            const int64_t ih = ih0 + r * g.sh;
+            if (!all && (r >= rows || ih < 0 || ih >= g.h_in)) continue;
+            const float* xr = xp + ih * g.w_in;
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; ++v) {
+              if (S == 1) {
+                if (mlo[kw][v] == 0) continue;
+                const __m512 xv = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 16 + off));
+                acc[r][v] = _mm512_fmadd_ps(wv, xv, acc[r][v]);
+              } else {
+                if ((mlo[kw][v] | mhi[kw][v]) == 0) continue;
+                const __m512 xlo = _mm512_maskz_loadu_ps(mlo[kw][v], xr + (v * 32 + off));
+                const __m512 xhi = _mm512_maskz_loadu_ps(mhi[kw][v], xr + (v * 32 + 16 + off));
+                acc[r][v] =
+                    _mm512_fmadd_ps(wv, _mm512_permutex2var_ps(xlo, evens, xhi), acc[r][v]);
+              }
             }
           }
         }
       }
-      float* yr = yp + oh * g.w_out;
-      const float* zr = zp != nullptr ? zp + oh * g.w_out : nullptr;
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) {
-        // The order of the generic epilogue: + bias, + residual, clamp.
-        __m512 r = acc[v];
-        if (add_bias) r = _mm512_add_ps(r, bias);
-        if (zr != nullptr) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(out_mask[v], zr + v * 16));
-        if (in_regs && clamp) r = (__m512)Min(Max((VF)r, lo), hi);
-        _mm512_mask_storeu_ps(yr + v * 16, out_mask[v], r);
+      for (int r = 0; r < R; ++r) {
+        if (r >= rows) break;
+        float* yr = yp + (oh0 + r) * g.w_out;
+        const float* zr = zp != nullptr ? zp + (oh0 + r) * g.w_out : nullptr;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) {
+          // The order of the generic epilogue: + bias, + residual, clamp.
+          __m512 o = acc[r][v];
+          if (add_bias) o = _mm512_add_ps(o, bias);
+          if (zr != nullptr) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(out_mask[v], zr + v * 16));
+          if (in_regs && clamp) o = (__m512)Min(Max((VF)o, lo), hi);
+          _mm512_mask_storeu_ps(yr + v * 16, out_mask[v], o);
+        }
       }
     }
     if (!in_regs && ep.has_post()) {

@@ -89,12 +89,16 @@ TEST(ReportFilesTest, ServerCountersAndLoadTimesAreWritten) {
   Summary s;
   s.server["host_misses"] = 3;
   s.server["upload_seconds"] = 1.5;
+  s.echoes.push_back(EchoSummary{"127.0.0.1:1", 0.2, 0.5, 0.08, 0.07});
   const std::string json = SummaryJson(s);
   EXPECT_NE(json.find("\"server\":{\"host_misses\":3,\"upload_seconds\":1.5}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"request_path_p50_ms\":0.08,\"response_path_p50_ms\":0.07"), std::string::npos) << json;
   Record cold;
   cold.load_wait_ns = 2'500'000;
   cold.load_predicted_ns = 2'000'000;
-  Record warm;  // no load reported
+  cold.request_path_ns = 100'000;
+  cold.response_path_ns = 250'000;
+  Record warm;  // no load and no arrival stamp reported
   const std::string path = ::testing::TempDir() + "/requests.csv";
   ASSERT_TRUE(WriteRequestsCsv(path, {cold, warm}, {{"a", "m"}}));
   std::ifstream in(path);
@@ -102,9 +106,10 @@ TEST(ReportFilesTest, ServerCountersAndLoadTimesAreWritten) {
   std::getline(in, header);
   std::getline(in, first);
   std::getline(in, second);
-  EXPECT_EQ(header.substr(header.size() - 21), ",load_ms,load_pred_ms");
-  EXPECT_EQ(first.substr(first.size() - 6), ",2.5,2") << first;
-  EXPECT_EQ(second.substr(second.size() - 2), ",,") << second;
+  const std::string tail = ",load_ms,load_pred_ms,request_path_ms,response_path_ms";
+  EXPECT_EQ(header.substr(header.size() - tail.size()), tail);
+  EXPECT_EQ(first.substr(first.size() - 15), ",2.5,2,0.1,0.25") << first;
+  EXPECT_EQ(second.substr(second.size() - 4), ",,,,") << second;
 }
 
 }  // namespace

@@ -501,6 +501,31 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
          .dilations = {2, 1}, .pads = {4, 1, 4, 1}, .bias = true},
     };
     for (const ConvCase& c : split) CheckConv(c, seed++);
+    // Depthwise rows several at a time (AVX-512 rows kernel: planes the
+    // flat kernel declines, over 4096 outputs or w_out != w_in; 8 rows of 1
+    // vector, 4 of 2, other widths 1): planes taller than a group with a
+    // partial last group, top / bottom padding inside a group,
+    // stride 1 and 2 (the split stride-2 path too), row strides 1..3,
+    // dilated rows, 5-tall windows and odd channel counts.
+    const std::vector<ConvCase> multirow = {
+        {.x = {1, 3, 41, 110}, .w = {3, 1, 3, 3}, .group = 3, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {2, 5, 30, 30}, .w = {5, 1, 3, 3}, .group = 5, .strides = {2, 2},
+         .pads = {1, 1, 1, 1}},
+        {.x = {1, 3, 23, 41}, .w = {3, 1, 3, 3}, .group = 3, .pads = {1, 0, 1, 0}},
+        {.x = {1, 2, 19, 56}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 0, 1, 0}, .bias = true},
+        {.x = {1, 3, 17, 77}, .w = {3, 1, 3, 3}, .group = 3, .strides = {3, 1},
+         .pads = {2, 1, 0, 1}},
+        {.x = {1, 2, 70, 70}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 3, 27, 112}, .w = {3, 1, 3, 3}, .group = 3, .strides = {2, 2},
+         .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 3, 26, 33}, .w = {3, 1, 5, 3}, .group = 3, .dilations = {3, 1},
+         .pads = {6, 0, 5, 0}},
+        {.x = {1, 2, 41, 38}, .w = {2, 1, 5, 5}, .group = 2, .strides = {2, 2},
+         .dilations = {2, 1}, .pads = {4, 2, 3, 2}},
+        {.x = {1, 7, 43, 9}, .w = {7, 1, 3, 3}, .group = 7, .pads = {0, 0, 2, 0}},
+        {.x = {1, 2, 12, 128}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 0, 1, 0}, .bias = true},
+    };
+    for (const ConvCase& c : multirow) CheckConv(c, seed++);
     // Stride 1, output plane == input plane, >= 256 positions, <= 32
     // channels (the im2col-free AVX-512 tile): 3x3 / 5x5 / dilated / 1-D /
     // asymmetric pads, K over one 256-deep block (40 * 9), row tails of
@@ -566,6 +591,20 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
     };
     for (const ConvCase& c : gathers) CheckConv(c, seed++);
     CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
+    // Pointwise with <= 16 channels and depth <= 32 on one thread (AVX-512:
+    // the im2col-free tile with one tap): 8 / 16 rows and odd channel counts,
+    // depths 1, 7, 9 and 32, 256 and 300 positions (16- and 32-wide last
+    // panels), 1-D, groups, two images; and 64 / 65 deep (Sgemm again).
+    const std::vector<ConvCase> pointwise = {
+        {.x = {1, 32, 16, 16}, .w = {16, 32, 1, 1}, .bias = true},
+        {.x = {2, 7, 15, 20}, .w = {5, 7, 1, 1}},
+        {.x = {1, 64, 10, 30}, .w = {13, 64, 1, 1}, .bias = true},
+        {.x = {1, 1, 20, 13}, .w = {8, 1, 1, 1}},
+        {.x = {1, 9, 290}, .w = {11, 9, 1}},
+        {.x = {1, 12, 17, 16}, .w = {6, 6, 1, 1}, .group = 2, .bias = true},
+        {.x = {1, 65, 16, 16}, .w = {16, 65, 1, 1}},
+    };
+    for (const ConvCase& c : pointwise) CheckConv(c, seed++);
     // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
     CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
               seed++);

@@ -99,6 +99,8 @@ TEST(FusedConvTest, EveryActivationWithAndWithoutResidual) {
       {{1, 4, 8, 8}, {6, 2, 3, 3}, {2, 1}, {0, 1, 1, 0}, 2},    // grouped
       {{1, 8, 6, 6}, {64, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}},      // transposed GEMM
       {{1, 16, 4, 4}, {80, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}},    // transposed pointwise
+      {{1, 24, 17, 17}, {13, 24, 1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise tile
+      {{1, 3, 20, 33}, {3, 1, 3, 3}, {1, 1}, {1, 0, 1, 0}, 3},  // depthwise, row groups
   };
   uint32_t seed = 1;
   for (const ConvCase& cc : cases) {

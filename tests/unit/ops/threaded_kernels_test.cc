@@ -130,6 +130,10 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor xp = F32({1, 40, 9, 9}, Wave(40 * 9 * 9));
   const Tensor wp = F32({96, 40, 1, 1}, Wave(96 * 40));
   ExpectSameOnTwoThreads("Conv", {&xp, &wp});
+  // Pointwise, 16 channels, 32 deep: the tile on one thread, Sgemm on two.
+  const Tensor xq = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
+  const Tensor wq = F32({16, 32, 1, 1}, Wave(16 * 32));
+  ExpectSameOnTwoThreads("Conv", {&xq, &wq});
   Attributes dw = pad1;
   dw.Set("group", int64_t{24});
   dw.Set("strides", std::vector<int64_t>{2, 2});

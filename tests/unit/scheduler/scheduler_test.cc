@@ -1,10 +1,12 @@
 #include "scheduler/scheduler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <future>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -19,6 +21,19 @@ namespace {
 
 constexpr int64_t kMs = 1'000'000;
 using Outputs = Result<std::vector<NamedTensor>>;
+
+// The order in which requests finish, one letter per request (callbacks run
+// on lane threads, hence the lock). Read `order` after Shutdown().
+struct FinishOrder {
+  InferenceCallback Note(const char* letter) {
+    return [this, letter](Outputs) {
+      std::lock_guard<std::mutex> lock(mu);
+      order += letter;
+    };
+  }
+  std::mutex mu;
+  std::string order;
+};
 
 ModelCache::ModelPtr Compile(const std::string& bytes) {
   Result<std::unique_ptr<CompiledModel>> m = CompiledModel::Compile(bytes);
@@ -307,16 +322,13 @@ TEST(FairSchedulerTest, DispatchOrderFollowsWeights) {
   scheduler.Calibrate("relu", 1, 1 * kMs);
   scheduler.SetTenantPolicy("a", TenantPolicy{.weight = 1});
   auto model = ReluModel();
-  std::mutex mu;
-  std::string order;
+  FinishOrder finished;
+  const std::string& order = finished.order;
   for (int i = 0; i < 6; ++i) {
     for (const char* t : {"a", "b"}) {
       InferenceRequest r = Request(t, model, 1);
       if (t[0] == 'b') r.weight = 2;  // a weight carried by the request
-      ASSERT_TRUE(scheduler.Submit(std::move(r), [&, t](Outputs) {
-        std::lock_guard<std::mutex> lock(mu);
-        order += t;
-      }).ok());
+      ASSERT_TRUE(scheduler.Submit(std::move(r), finished.Note(t)).ok());
     }
   }
   scheduler.Resume();
@@ -488,6 +500,149 @@ TEST(FairSchedulerTest, FairPreemptionKeepsTheRunningRequestsDeadline) {
       EXPECT_GT(running_end, other_end);
     }
   }
+}
+
+// Runs `a_runs` 1 ms requests of tenant a and `b_runs` of b, queued
+// alternately, at a standing fake clock: each is charged its predicted
+// 1 ms, so a tenant's recent lane share (tau 1 s) becomes runs / 1000.
+void UseLaneShares(FairScheduler& scheduler, const ModelCache::ModelPtr& model, int a_runs, int b_runs) {
+  for (int i = 0; i < std::max(a_runs, b_runs); ++i) {
+    for (const auto& [tenant, runs] : {std::pair{"a", a_runs}, std::pair{"b", b_runs}}) {
+      if (i < runs) {
+        ASSERT_TRUE(scheduler.Submit(Request(tenant, model, 1), [](Outputs) {}).ok());
+      }
+    }
+  }
+  scheduler.Resume();
+  while (scheduler.completed() < static_cast<uint64_t>(a_runs + b_runs)) std::this_thread::yield();
+  scheduler.Pause();
+}
+
+// Heavy tenant a holds two requests admitted at the edge of their deadlines
+// (latest starts in 0.5 and 1.9 ms); b's request is the fair pick. Each run
+// takes 1 ms (the callbacks move the clock). Returns the order of the
+// callbacks: a tenant's letter for an answer, upper case for a drop.
+std::string AtRiskOrder(double light_share_fraction, int a_runs, int b_runs, SchedulerStats* stats) {
+  FakeClock clock;
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                               .max_batch = 1, .light_share_fraction = light_share_fraction,
+                                               .affinity_window_ns = 0, .admission_wait_slack = 0});
+  scheduler.Calibrate("relu", 1, 1 * kMs);
+  auto model = ReluModel();
+  UseLaneShares(scheduler, model, a_runs, b_runs);  // a has run more: b is the fair pick
+  std::mutex mu;
+  std::string order;
+  auto record = [&](char tenant) {
+    return [&, tenant](Outputs r) {
+      std::lock_guard<std::mutex> lock(mu);
+      order += r.ok() ? tenant : static_cast<char>(tenant - 'a' + 'A');
+      if (r.ok()) clock.AdvanceNs(1 * kMs);
+    };
+  };
+  const int64_t t0 = clock.NowNs();
+  EXPECT_TRUE(scheduler.Submit(Request("a", model, 1, t0 + 1500'000), record('a')).ok());
+  EXPECT_TRUE(scheduler.Submit(Request("a", model, 1, t0 + 2900'000), record('a')).ok());
+  EXPECT_TRUE(scheduler.Submit(Request("b", model, 1, t0 + 100 * kMs), record('b')).ok());
+  scheduler.Resume();
+  scheduler.Shutdown();
+  *stats = scheduler.Stats();
+  return order;
+}
+
+// a took 60% of the lane in the last second, b nothing: b's request runs
+// first, a's first request can then no longer start in time and is dropped
+// before running, its second still makes it. Without the rule a's at-risk
+// requests both go first and b waits 2 ms.
+TEST(FairSchedulerTest, ALightTenantIsNotKeptWaitingForAHeavyTenantsAtRiskRequests) {
+  SchedulerStats st;
+  EXPECT_EQ(AtRiskOrder(0.5, 600, 0, &st), "bAa");
+  ASSERT_EQ(st.tenants.size(), 2u);
+  EXPECT_EQ(st.tenants[0].tenant, "a");
+  EXPECT_EQ(st.tenants[0].dropped, 1u) << "the heavy tenant's now-infeasible request";
+  EXPECT_EQ(st.tenants[1].dropped, 0u);
+  EXPECT_EQ(st.tenants[1].completed, 1u);
+  EXPECT_EQ(AtRiskOrder(0, 600, 0, &st), "aab") << "light_share_fraction 0: deadline-at-risk order";
+  EXPECT_EQ(st.tenants[0].dropped, 0u);
+}
+
+// b's two requests arrive together while a, which took 60% of the lane in
+// the last second, has two queued. Fair order alone serves b a b a (b's
+// second starts in virtual time where a's next does; ties by name); b is
+// far under its share and a over, so both of b's go first.
+TEST(FairSchedulerTest, ALightTenantsQueuedRequestsGoBeforeAHeavyTenants) {
+  for (double fraction : {0.5, 0.0}) {
+    FakeClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                                 .max_batch = 1, .light_share_fraction = fraction,
+                                                 .affinity_window_ns = 0});
+    scheduler.Calibrate("relu", 1, 1 * kMs);
+    auto model = ReluModel();
+    UseLaneShares(scheduler, model, 600, 0);
+    FinishOrder finished;
+    const std::string& order = finished.order;
+    for (const char* t : {"a", "a", "b", "b"}) {
+      ASSERT_TRUE(scheduler.Submit(Request(t, model, 1), finished.Note(t)).ok());
+    }
+    scheduler.Resume();
+    scheduler.Shutdown();
+    EXPECT_EQ(order, fraction > 0 ? "bbaa" : "baba") << "light_share_fraction " << fraction;
+  }
+}
+
+// Between layers: b's request preempts a's running chain although fair
+// order puts it later (b's one earlier request was charged 100 ms of
+// virtual time, a's run starts 1 ms after the virtual time), because b used
+// 10% of the lane in the last second and a 60%.
+TEST(FairSchedulerTest, ALightTenantsRequestPreemptsAHeavyTenantsRunOutOfFairOrder) {
+  constexpr int64_t kWidth = 1 << 19;
+  auto chain = ChainModel(60);
+  Tensor big(DType::kFloat32, {1, kWidth});
+  for (int64_t i = 0; i < kWidth; ++i) big.data<float>()[i] = static_cast<float>(i % 5) - 2;
+  for (double fraction : {0.75, 0.0}) {
+    FakeClock clock;  // shares and virtual times from predictions; the chain's run takes real time
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                                 .light_share_fraction = fraction});
+    scheduler.Calibrate("relu", 1, 1 * kMs);
+    scheduler.Calibrate("slow", 1, 100 * kMs);
+    scheduler.Calibrate("chain", 1, 1 * kMs);
+    auto model = ReluModel();
+    UseLaneShares(scheduler, model, 600, 0);
+    InferenceRequest slow = Request("b", model, 1);
+    slow.model_id = "slow";
+    std::promise<void> slow_done;
+    ASSERT_TRUE(scheduler.Submit(std::move(slow), [&](Outputs) { slow_done.set_value(); }).ok());
+    scheduler.Resume();
+    slow_done.get_future().get();
+    std::promise<int64_t> long_done, short_done;
+    InferenceRequest r{"a", chain, {NamedTensor{"x", big}}};
+    r.model_id = "chain";
+    ASSERT_TRUE(scheduler.Submit(std::move(r), [&](Outputs) { long_done.set_value(SteadyClock::Get()->NowNs()); }).ok());
+    while (scheduler.queue_depth() > 0) std::this_thread::yield();  // the chain is on the lane
+    ASSERT_TRUE(scheduler.Submit(Request("b", model, 1), [&](Outputs) {
+      short_done.set_value(SteadyClock::Get()->NowNs());
+    }).ok());
+    const int64_t short_end = short_done.get_future().get();
+    const int64_t long_end = long_done.get_future().get();
+    scheduler.Shutdown();
+    if (fraction > 0) {
+      EXPECT_LT(short_end, long_end) << "the light tenant waited for the heavy tenant's whole run";
+      EXPECT_EQ(scheduler.Stats().preemptions, 1u);
+    } else {
+      EXPECT_GT(short_end, long_end) << "fair order alone puts b's request after a's run";
+      EXPECT_EQ(scheduler.Stats().preemptions, 0u);
+    }
+  }
+}
+
+// Two backlogged tenants near their equal shares (45% and 44.9%): neither is
+// light nor heavy, so a's at-risk requests still go before b's fair pick
+// and nothing is dropped.
+TEST(FairSchedulerTest, TenantsNearTheirSharesKeepDeadlineAtRiskOrder) {
+  SchedulerStats st;
+  EXPECT_EQ(AtRiskOrder(0.5, 450, 449, &st), "aab");
+  ASSERT_EQ(st.tenants.size(), 2u);
+  EXPECT_EQ(st.tenants[0].dropped, 0u);
+  EXPECT_EQ(st.tenants[1].dropped, 0u);
 }
 
 }  // namespace
@@ -686,14 +841,11 @@ TEST(FairSchedulerTest, CacheAffinityRunsTheWarmModelWithinTheWindow) {
     scheduler.Calibrate("a/relu", 1, 1 * kMs);
     scheduler.Calibrate("b/relu", 1, 1 * kMs);
     auto model = ReluModel();
-    std::mutex mu;
-    std::string order;
+    FinishOrder finished;
+    const std::string& order = finished.order;
     for (int i = 0; i < 4; ++i) {
       for (const char* t : {"a", "b"}) {
-        ASSERT_TRUE(scheduler.Submit(RequestFor(t, std::string(t) + "/relu", model), [&, t](Outputs) {
-          std::lock_guard<std::mutex> lock(mu);
-          order += t;
-        }).ok());
+        ASSERT_TRUE(scheduler.Submit(RequestFor(t, std::string(t) + "/relu", model), finished.Note(t)).ok());
       }
     }
     scheduler.Resume();
@@ -723,25 +875,49 @@ TEST(FairSchedulerTest, CacheAffinityNeverPutsAQueuedDeadlineAtRisk) {
     scheduler.Calibrate("a/big", 1, 3 * kMs);
     scheduler.Calibrate("b/relu", 1, 1 * kMs);
     auto model = ReluModel();
-    std::mutex mu;
-    std::string order;
-    auto note = [&](const char* t) {
-      return [&, t](Outputs) {
-        std::lock_guard<std::mutex> lock(mu);
-        order += t;
-      };
-    };
-    ASSERT_TRUE(scheduler.Submit(RequestFor("a", "a/big", model), note("A")).ok());
+    FinishOrder finished;
+    const std::string& order = finished.order;
+    ASSERT_TRUE(scheduler.Submit(RequestFor("a", "a/big", model), finished.Note("A")).ok());
     scheduler.Resume();
     WaitCompleted(scheduler, 1);  // the lane now holds a/big warm
     scheduler.Pause();
-    ASSERT_TRUE(scheduler.Submit(RequestFor("a", "a/big", model), note("a")).ok());
-    ASSERT_TRUE(scheduler.Submit(RequestFor("b", "b/relu", model, clock.NowNs() + b_deadline), note("b")).ok());
-    ASSERT_TRUE(scheduler.Submit(RequestFor("b", "b/relu", model, clock.NowNs() + 100 * kMs), note("b")).ok());
+    ASSERT_TRUE(scheduler.Submit(RequestFor("a", "a/big", model), finished.Note("a")).ok());
+    ASSERT_TRUE(
+        scheduler.Submit(RequestFor("b", "b/relu", model, clock.NowNs() + b_deadline), finished.Note("b")).ok());
+    ASSERT_TRUE(scheduler.Submit(RequestFor("b", "b/relu", model, clock.NowNs() + 100 * kMs), finished.Note("b")).ok());
     scheduler.Resume();
     scheduler.Shutdown();
     // b is the fair pick (a is 3 ms ahead); a is within the 4 ms window.
     EXPECT_EQ(order, b_deadline == 3 * kMs ? "Abba" : "Aabb") << "b's deadline in " << b_deadline / kMs << " ms";
+  }
+}
+
+// Cache affinity does not put a heavy tenant's warm run before a light
+// tenant's fair pick: the lane just ran a's model; b (light) has two
+// queued, which would let a's warm run go first.
+TEST(FairSchedulerTest, CacheAffinityDoesNotPassOverALightTenant) {
+  for (double fraction : {0.75, 0.0}) {
+    FakeClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                                 .max_batch = 1, .light_share_fraction = fraction});
+    scheduler.Calibrate("relu", 1, 1 * kMs);
+    scheduler.Calibrate("a/relu", 1, 1 * kMs);
+    scheduler.Calibrate("b/relu", 1, 1 * kMs);
+    auto model = ReluModel();
+    UseLaneShares(scheduler, model, 600, 0);
+    std::promise<void> warm;
+    ASSERT_TRUE(scheduler.Submit(RequestFor("a", "a/relu", model), [&](Outputs) { warm.set_value(); }).ok());
+    scheduler.Resume();
+    warm.get_future().get();  // the lane's last model is a's
+    scheduler.Pause();
+    FinishOrder finished;
+    const std::string& order = finished.order;
+    for (const char* t : {"a", "b", "b"}) {
+      ASSERT_TRUE(scheduler.Submit(RequestFor(t, std::string(t) + "/relu", model), finished.Note(t)).ok());
+    }
+    scheduler.Resume();
+    scheduler.Shutdown();
+    EXPECT_EQ(order, fraction > 0 ? "bba" : "abb") << "light_share_fraction " << fraction;
   }
 }
 
