@@ -9,17 +9,26 @@
 #include <mutex>
 #include <thread>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
 namespace orrery::loadgen {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr char kModelInfer[] = "/inference.GRPCInferenceService/ModelInfer";
+
 struct Call {
   grpc::ClientContext ctx;
-  inference::ModelInferResponse response;
+  grpc::ByteBuffer response_bytes;
+  inference::ModelInferResponse response;  // parameters only (ParseParameters)
   grpc::Status status;
-  std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ModelInferResponse>> reader;
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> reader;
   int stream = 0;
   Clock::time_point intended;
   Clock::time_point sent;
@@ -31,6 +40,33 @@ int64_t Param(const inference::ModelInferResponse& r, const char* name) {
     return -1;
   }
   return it->second.int64_param();
+}
+
+// Fills `out` with the response's parameters (field 4) only: the outputs
+// (64+ KiB) are skipped, not copied, since the report needs none of them.
+bool ParseParameters(grpc::ByteBuffer* bytes, inference::ModelInferResponse* out) {
+  namespace wire = google::protobuf::internal;
+  grpc::ProtoBufferReader reader(bytes);
+  google::protobuf::io::CodedInputStream in(&reader);
+  std::string params;
+  {
+    google::protobuf::io::StringOutputStream sink(&params);
+    google::protobuf::io::CodedOutputStream copy(&sink);
+    while (const uint32_t tag = in.ReadTag()) {
+      if (wire::WireFormatLite::GetTagFieldNumber(tag) != inference::ModelInferResponse::kParametersFieldNumber ||
+          wire::WireFormatLite::GetTagWireType(tag) != wire::WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+        if (!wire::WireFormatLite::SkipField(&in, tag)) return false;
+        continue;
+      }
+      uint32_t length = 0;
+      std::string entry;
+      if (!in.ReadVarint32(&length) || !in.ReadString(&entry, static_cast<int>(length))) return false;
+      copy.WriteTag(tag);
+      copy.WriteVarint32(length);
+      copy.WriteString(entry);
+    }
+  }
+  return out->ParseFromString(params);
 }
 
 // The request's and the response's way between this client and the
@@ -47,8 +83,16 @@ void SplitPaths(const Call& call, Clock::time_point received, Record* r) {
 
 class Runner {
  public:
-  Runner(const std::vector<Target>& targets, const RunOptions& options)
-      : targets_(targets), options_(options) {}
+  Runner(const std::vector<Target>& targets, const RunOptions& options) : targets_(targets), options_(options) {
+    for (const Target& t : targets_) {
+      stubs_.push_back(std::make_unique<grpc::GenericStub>(t.channel));
+      payloads_.emplace_back();
+      bool own = false;
+      (void)grpc::SerializationTraits<inference::ModelInferRequest>::Serialize(t.request, &payloads_.back(), &own);
+      // Sent with every call of this target: the header once, here.
+      authorization_.push_back(t.api_key.empty() ? std::string() : "Bearer " + t.api_key);
+    }
+  }
 
   std::vector<Record> Run(const std::vector<Arrival>& arrivals) {
     start_ = Clock::now() + std::chrono::milliseconds(20);
@@ -90,7 +134,8 @@ class Runner {
     call->stream = stream;
     call->intended = intended;
     call->sent = Clock::now();
-    if (!t.api_key.empty()) call->ctx.AddMetadata("authorization", "Bearer " + t.api_key);
+    const size_t i = static_cast<size_t>(stream);
+    if (!authorization_[i].empty()) call->ctx.AddMetadata("authorization", authorization_[i]);
     // The request's deadline, from its intended send time, goes in
     // timeout_us and as the gRPC deadline, as a real client's would: the
     // server then also knows the time the call spent before its handler
@@ -105,9 +150,11 @@ class Runner {
       std::lock_guard<std::mutex> lock(mu_);
       ++outstanding_;
     }
-    call->reader = t.stub->AsyncModelInfer(&call->ctx, t.request, &cq_);
+    // The ByteBuffer copy shares the serialized request's slices.
+    call->reader = stubs_[i]->PrepareUnaryCall(&call->ctx, kModelInfer, payloads_[i], &cq_);
+    call->reader->StartCall();
     Call* raw = call.release();
-    raw->reader->Finish(&raw->response, &raw->status, raw);
+    raw->reader->Finish(&raw->response_bytes, &raw->status, raw);
   }
 
   void Poll() {
@@ -134,7 +181,10 @@ class Runner {
                        std::to_string(static_cast<int>(call->status.error_code())).c_str(),
                        call->status.error_message().c_str());
         }
-        if (call->status.ok()) {
+        if (call->status.ok() && !ParseParameters(&call->response_bytes, &call->response)) {
+          r.grpc_code = static_cast<int>(grpc::StatusCode::INTERNAL);
+          r.outcome = Outcome::kError;
+        } else if (call->status.ok()) {
           r.lane_ns = Param(call->response, "orrery_lane_ns");
           r.queue_ns = Param(call->response, "orrery_queue_ns");
           r.server_ns = Param(call->response, "orrery_server_ns");
@@ -154,6 +204,9 @@ class Runner {
 
   const std::vector<Target>& targets_;
   const RunOptions& options_;
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;  // per target
+  std::vector<grpc::ByteBuffer> payloads_;                 // per target: its request, serialized
+  std::vector<std::string> authorization_;                 // per target: "Bearer KEY" or ""
   grpc::CompletionQueue cq_;
   Clock::time_point start_, window_start_, end_;
   std::atomic<bool> sending_done_{false};

@@ -269,6 +269,7 @@ int Main(int argc, char** argv) {
     const StreamSpec& s = streams[i];
     Target t;
     t.stub = infer_stubs[i % infer_stubs.size()].get();
+    t.channel = channels[i % channels.size()];
     t.api_key = keys[s.tenant];
     grpc::Status st = BuildRequest(models.get(), t.api_key, s.model, &t.request);
     if (!st.ok()) return Fail("describe " + s.model + ": " + st.error_message());
@@ -408,6 +409,7 @@ int Main(int argc, char** argv) {
     std::vector<Target> echo_targets = targets;
     for (Target& t : echo_targets) {
       t.stub = echo_stub.get();
+      t.channel = echo_channel;
       t.api_key.clear();
     }
     RunOptions eo = ro;

@@ -14,6 +14,11 @@ OUT_DIR/<name>.onnx for:
   mlp_long  input x [1, 64, 1024]: 4 x (MatMul 1024x1024 + Relu), about 134
             MFLOP per layer (a few ms each on one core: the "layers up to
             5 ms" model of the deadline scenario).
+  mlp_deep  input x [1, 64, 256]: MatMul 256->512 + Relu, then 15 x (MatMul
+            512x512 + Relu); about 34 MFLOP per layer (~0.2 ms each, a few
+            ms per run): the noisy-neighbour scenario's second line, a model
+            whose cost keeps the offered rate (and the gRPC front end's
+            share of the machine) realistic.
   cnn       input x [N, 3, 32, 32] (dynamic batch): Conv 3->32 3x3, Relu,
             MaxPool 2, Conv 32->64 3x3, Relu, MaxPool 2, Flatten (4096),
             Gemm 4096->512, Relu, Gemm 512->10. A small CNN with a VGG-style
@@ -98,6 +103,7 @@ def main():
     mlp(os.path.join(out, "mlp.onnx"), rows=32, width_in=256, width=512, layers=8)
     mlp(os.path.join(out, "mlp_short.onnx"), rows=32, width_in=256, width=256, layers=1)
     mlp(os.path.join(out, "mlp_long.onnx"), rows=64, width_in=1024, width=1024, layers=4)
+    mlp(os.path.join(out, "mlp_deep.onnx"), rows=64, width_in=256, width=512, layers=16)
     cnn(os.path.join(out, "cnn.onnx"))
     print(out)
 
