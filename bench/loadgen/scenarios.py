@@ -119,12 +119,12 @@ def s2_noisy(ctx, cap, model="mlp", label="", seconds=None):
 
 def s2_noisy_deep(ctx):
     """Scenario 2 again on mlp_deep (16 layers of ~0.2 ms, a few ms a run).
-    With the ~0.7 ms mlp, A's 10x share is ~7,000 requests/s, and what
-    saturates is CPU 0 of the test rig (the client and orreryd's gRPC front
-    end, ~90 us of gRPC per request on each side), not the lane: B's tail is
-    then mostly waiting for CPU 0 outside the scheduler. At a few ms per
-    run A's 10x is ~1,000-1,500 requests/s, as a model of realistic cost
-    would give, and the line measures the scheduler's isolation. At least
+    With the ~0.7 ms mlp, A's 10x share is ~7,000 requests/s, and CPU 0 of
+    the test rig (the load generator and orreryd's gRPC front end, ~165-185
+    and ~250 us of CPU per request on a slow day) saturates before the lane
+    does; in production the client is another machine. At a few ms per run
+    A's 10x is ~1,000-1,500 requests/s, as a model of realistic cost would
+    give, and the line measures the scheduler's isolation. At least
     24 s measured: B sends 20% of ~100-400 requests/s, and over 8 s its p99
     was its second-slowest request, which one 38 ms stall of CPU 0 decided."""
     cap, lane_ms = capacity(ctx, "mlp_deep")
