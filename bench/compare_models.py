@@ -371,7 +371,10 @@ def latency(args):
         for t in threads:
             for batch in (1, args.batch):
                 feeds, shape_flags = sides[batch]
-                n = iters if batch == 1 else max(args.min_iters, iters // batch)
+                # At batch 1 at least --min-p99-runs: with fewer, the nearest-rank
+                # p99 is the single slowest run.
+                n = (max(iters, args.min_p99_runs) if batch == 1
+                     else max(args.min_iters, iters // batch))
                 o, err = orrery_bench(args, model, shape_flags, t, n)
                 r = None
                 if not err:
@@ -470,7 +473,8 @@ def write_doc(args, r):
           "opset 17), float32; both sides get the same input shape.",
           "- Per model, T and batch: warm-up max(1, min(runs/10, 10)) runs, then `runs` timed "
           f"runs (sized from one Orrery probe to about {args.target_seconds:g} s, clamped to "
-          f"[{args.min_iters}, {args.max_iters}]; batch {args.batch} uses runs/{args.batch}); "
+          f"[{args.min_iters}, {args.max_iters}], at batch 1 at least {args.min_p99_runs}; batch "
+          f"{args.batch} uses runs/{args.batch}); "
           "nearest-rank percentiles. GFLOP/s = the plan's FLOPs (kernels' cost functions) / "
           "p50.",
           "- cores = CPU seconds / wall seconds of the whole invocation (model load included): "
@@ -540,6 +544,8 @@ def main():
                    help="latency: approximate timed seconds per model, side and thread count")
     p.add_argument("--min-iters", type=int, default=5)
     p.add_argument("--max-iters", type=int, default=2000)
+    p.add_argument("--min-p99-runs", type=int, default=100,
+                   help="latency: timed runs at batch 1 at least (p99 = slowest run below 100)")
     p.add_argument("--batch", type=int, default=8, help="latency: batch size for throughput")
     p.add_argument("--host-probe-runs", type=int, default=300,
                    help="latency: bench/cpu_jitter runs (~1 ms each, per kernel) after each "

@@ -16,6 +16,9 @@ excess (wall - p50) is attributed, first match wins:
              >= 1.05x its median): the whole run ran slow, as a host in a slow
              spell (frequency, a busy sibling thread, memory bandwidth) does;
   mixed      none of these.
+With `--host-probe-us` series (a fixed loop right before each run, `probe_us`),
+also: the correlation of run time with probe time, and p99/p50 of run time /
+(probe / its p50), the tail with the core's own speed divided out.
 Also prints p99/p50 of wall and of CPU time, and how slow runs cluster in time
 (the longest streak of consecutive slow runs): the host's slow spells last
 seconds, so its slow runs come in streaks, ours (a fault, an allocation) not.
@@ -34,6 +37,13 @@ def pct(v, p):
         return 0.0
     k = max(1, min(len(s), int(-(-p * len(s) // 100))))
     return s[k - 1]
+
+
+def corr(a, b):
+    ma, mb = statistics.fmean(a), statistics.fmean(b)
+    sa = sum((x - ma) ** 2 for x in a) ** 0.5
+    sb = sum((y - mb) ** 2 for y in b) ** 0.5
+    return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / (sa * sb) if sa > 0 and sb > 0 else 0.0
 
 
 def load(path):
@@ -88,6 +98,16 @@ def classify(path, slow_factor):
         prev = i
     n = len(rows)
     first = sum(1 for i in slow_idx if i < max(1, n // 10))
+    probe = [float(r.get("probe_us") or 0) for r in rows]
+    probe_stats = {}
+    if all(x > 0 for x in probe):
+        pp50 = pct(probe, 50)
+        norm = [w / (x / pp50) for w, x in zip(wall, probe)]
+        probe_stats = {
+            "probe_p99_over_p50": pct(probe, 99) / pp50,
+            "corr_wall_probe": corr(wall, probe),
+            "speed_normalised_p99_over_p50": pct(norm, 99) / pct(norm, 50),
+        }
     return {
         "file": path, "runs": n, "p50_ms": p50, "p99_ms": pct(wall, 99),
         "p99_over_p50": pct(wall, 99) / p50 if p50 > 0 else 0.0,
@@ -98,6 +118,7 @@ def classify(path, slow_factor):
         "slow_runs": len(slow_idx), "slow_in_first_tenth": first,
         "longest_slow_streak": best, "kinds": kinds,
         "one_step_culprits": dict(sorted(worst_steps.items(), key=lambda kv: -kv[1])[:5]),
+        **probe_stats,
     }
 
 
@@ -123,6 +144,10 @@ def main():
               f"{c['longest_slow_streak']}): " +
               ", ".join(f"{k} {v}" for k, v in sorted(c["kinds"].items(), key=lambda kv: -kv[1])) +
               (f"; one-step culprits {c['one_step_culprits']}" if c["one_step_culprits"] else ""))
+        if "probe_p99_over_p50" in c:
+            print(f"  host probe before each run: p99/p50 {c['probe_p99_over_p50']:.2f}, "
+                  f"correlation with run time {c['corr_wall_probe']:.2f}; run time / probe "
+                  f"speed p99/p50 {c['speed_normalised_p99_over_p50']:.2f}")
     return 0
 
 

@@ -28,6 +28,12 @@
 //       a spike in one step.
 //   --spin-us N (with --bench): how long idle lane workers spin before
 //       sleeping (runtime/lane_group.h; default 50).
+//   --cpus C0,C1,... (with --bench): pin the lane group's threads, caller
+//       first (LaneGroupOptions::cpus), as the scheduler's lanes are.
+//   --host-probe-us N (with --bench): before each timed run, a fixed
+//       register-only loop of about N us (FMA chains, no memory traffic) on
+//       the same thread, its time in --runs-csv (`probe_us`): a run that is
+//       slow because the core was slow has a slow probe next to it.
 //   --profile (either mode) then prints one line per executed step: op,
 //       node name, mean time, share, GFLOP/s and GB/s (of the mean), and the
 //       step's fastest time over the runs (robust to preemption).
@@ -35,6 +41,10 @@
 // Exit codes: 0 ok, 1 runtime error (the Status message on stderr), 2 bad usage.
 #include <sys/resource.h>
 #include <time.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -67,7 +77,8 @@ constexpr const char* kUsage =
     "usage: orrery-run MODEL.onnx --input NAME=FILE.pb [--input ...] --output-dir DIR "
     "[--profile]\n"
     "       orrery-run MODEL.onnx --bench N [--threads T] [--concurrency C] "
-    "[--shape NAME=D1,D2,...] [--profile] [--runs-csv FILE] [--spin-us N]\n";
+    "[--shape NAME=D1,D2,...] [--profile] [--runs-csv FILE] [--spin-us N] "
+    "[--host-probe-us N] [--cpus C0,C1,...]\n";
 
 struct Args {
   std::string model;
@@ -80,6 +91,8 @@ struct Args {
   bool profile = false;
   std::string runs_csv;
   int64_t spin_us = -1;  // -1: LaneGroupOptions' default
+  int64_t host_probe_us = 0;
+  std::vector<int> cpus;  // --cpus: the lane group's threads pinned, caller first
 };
 
 int UsageError(const std::string& msg) {
@@ -158,6 +171,21 @@ std::string ParseArgs(int argc, char** argv, Args* args) {
     } else if (arg == "--runs-csv") {
       if (!need_value(i)) return "--runs-csv needs a file";
       args->runs_csv = a[++i];
+    } else if (arg == "--host-probe-us") {
+      if (!need_value(i) || !ParseInt(a[i + 1], &args->host_probe_us) ||
+          args->host_probe_us < 0) {
+        return "--host-probe-us needs a count >= 0";
+      }
+      ++i;
+    } else if (arg == "--cpus") {
+      if (!need_value(i)) return "--cpus needs C0,C1,...";
+      std::stringstream ss(a[++i]);
+      std::string c;
+      while (std::getline(ss, c, ',')) {
+        int64_t v = 0;
+        if (!ParseInt(c, &v) || v < 0 || v > 4095) return "--cpus: bad CPU '" + c + "'";
+        args->cpus.push_back(static_cast<int>(v));
+      }
     } else if (arg == "--spin-us") {
       if (!need_value(i) || !ParseInt(a[i + 1], &args->spin_us) || args->spin_us < 0) {
         return "--spin-us needs a count >= 0";
@@ -180,9 +208,11 @@ std::string ParseArgs(int argc, char** argv, Args* args) {
   }
   if (!bench && args->output_dir.empty()) return "give --output-dir DIR (or --bench N)";
   if (!bench && !args->shapes.empty()) return "--shape is only used with --bench";
-  if (!bench && (!args->runs_csv.empty() || args->spin_us >= 0)) {
-    return "--runs-csv and --spin-us are only used with --bench";
+  if (!bench && (!args->runs_csv.empty() || args->spin_us >= 0 || args->host_probe_us > 0 ||
+                 !args->cpus.empty())) {
+    return "--runs-csv, --spin-us, --host-probe-us and --cpus are only used with --bench";
   }
+  if (!args->cpus.empty() && args->concurrency > 1) return "--cpus needs --concurrency 1";
   return "";
 }
 
@@ -397,9 +427,70 @@ std::pair<int64_t, int64_t> StealJiffies() {
   return f ? std::make_pair(v[7], total) : std::make_pair(int64_t{0}, int64_t{0});
 }
 
+// The --host-probe-us loop: eight independent FMA chains (scalar where the
+// CPU lacks FMA), so its cycle count is the same every time; only the core's
+// speed moves its wall time. Returns a value so the loop is not elided.
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) float ProbeFma(int64_t n) {
+  __m256 acc[8];
+  for (int i = 0; i < 8; ++i) acc[i] = _mm256_set1_ps(1.0f + static_cast<float>(i) * 1e-7f);
+  const __m256 b = _mm256_set1_ps(0.9999999f);
+  const __m256 c = _mm256_set1_ps(1e-7f);
+  for (int64_t k = 0; k < n; ++k) {
+    for (auto& x : acc) x = _mm256_fmadd_ps(x, b, c);
+  }
+  float s = 0;
+  for (const auto& x : acc) s += _mm_cvtss_f32(_mm256_castps256_ps128(x));
+  return s;
+}
+#endif
+
+float ProbeScalar(int64_t n) {
+  uint64_t x = 1, y = 2;
+  for (int64_t k = 0; k < n; ++k) {
+    x = x * 3 + 1;
+    y ^= x >> 3;
+    asm volatile("" : "+r"(x), "+r"(y));
+  }
+  return static_cast<float>((x + y) & 0xff);
+}
+
+class HostProbe {
+ public:
+  // Sizes the loop to about `us` from the fastest of a few trials; 0: off.
+  explicit HostProbe(int64_t us) {
+    if (us <= 0) return;
+#if defined(__x86_64__)
+    fma_ = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    double best = 1e30;
+    for (int i = 0; i < 5; ++i) best = std::min(best, TimeUs(10'000));
+    iterations_ = std::max<int64_t>(100, static_cast<int64_t>(10'000.0 * static_cast<double>(us) /
+                                                              std::max(best, 1e-3)));
+  }
+  // The loop's wall time in us (0 when off).
+  double Run() const { return iterations_ > 0 ? TimeUs(iterations_) : 0.0; }
+
+ private:
+  double TimeUs(int64_t n) const {
+    const auto t0 = std::chrono::steady_clock::now();
+#if defined(__x86_64__)
+    volatile float sink = fma_ ? ProbeFma(n) : ProbeScalar(n);
+#else
+    volatile float sink = ProbeScalar(n);
+#endif
+    (void)sink;
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+        .count();
+  }
+  bool fma_ = false;
+  int64_t iterations_ = 0;
+};
+
 // One timed run as --runs-csv writes it.
 struct RunRecord {
   double ms = 0;
+  double probe_us = 0;  // --host-probe-us loop right before the run
   Disturbances d;
   runtime::LaneGroupStats lanes;  // this run's hand-offs (deltas)
 };
@@ -426,7 +517,7 @@ Status WriteRunsCsv(const std::string& path, const CompiledModel& model,
   std::ofstream f(path, std::ios::trunc);
   if (!f) return Status::PermissionDenied("cannot create '" + path + "'");
   f << "worker,run,wall_ms,cpu_ms,off_cpu_ms,minflt,majflt,nvcsw,nivcsw,lane_jobs,"
-       "lane_asleep_jobs,lane_waits,lane_wait_ms";
+       "lane_asleep_jobs,lane_waits,lane_wait_ms,probe_us";
   for (size_t s = 0; s < num_steps; ++s) {
     f << ",s" << s << ":" << (s < names.size() ? names[s] : std::string("?"));
   }
@@ -443,7 +534,8 @@ Status WriteRunsCsv(const std::string& path, const CompiledModel& model,
       f << w << "," << i << "," << ms(r.ms) << "," << ms(cpu_ms) << ","
         << ms(std::max(0.0, r.ms - cpu_ms)) << "," << r.d.minflt << "," << r.d.majflt << ","
         << r.d.nvcsw << "," << r.d.nivcsw << "," << r.lanes.jobs << "," << r.lanes.asleep_jobs
-        << "," << r.lanes.waits << "," << ms(static_cast<double>(r.lanes.wait_ns) / 1e6);
+        << "," << r.lanes.waits << "," << ms(static_cast<double>(r.lanes.wait_ns) / 1e6) << ","
+        << ms(r.probe_us);
       for (size_t s = 0; s < num_steps; ++s) {
         f << "," << ms(static_cast<double>(step_ns[w][i * num_steps + s]) / 1e6);
       }
@@ -488,6 +580,7 @@ int Bench(const Args& args, const CompiledModel& model) {
   std::vector<PlanStats> worker_stats(static_cast<size_t>(workers));
   runtime::LaneGroupOptions lane_options{.threads = static_cast<int>(args.threads)};
   if (args.spin_us >= 0) lane_options.spin_ns = args.spin_us * 1000;
+  lane_options.cpus = args.cpus;
   auto worker = [&](int64_t t) {
     runtime::LaneGroup lanes(lane_options);
     PlanStats& stats = worker_stats[static_cast<size_t>(t)];
@@ -509,7 +602,9 @@ int Bench(const Args& args, const CompiledModel& model) {
     const size_t steps = args.runs_csv.empty() ? 0 : stats.num_steps;
     std::vector<int64_t>& steps_ns = step_ns[static_cast<size_t>(t)];
     steps_ns.assign(steps * static_cast<size_t>(n), 0);
+    const HostProbe probe(args.host_probe_us);
     for (int64_t i = 0; i < n; ++i) {
+      const double probe_us = probe.Run();
       const runtime::LaneGroupStats l0 = lanes.stats();
       const Disturbances d0 = Now(workers == 1);
       const auto t0 = std::chrono::steady_clock::now();
@@ -524,7 +619,8 @@ int Bench(const Args& args, const CompiledModel& model) {
         return;
       }
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      recs.push_back(RunRecord{.ms = ms.back(), .d = d1 - d0, .lanes = Delta(lanes.stats(), l0)});
+      recs.push_back(RunRecord{
+          .ms = ms.back(), .probe_us = probe_us, .d = d1 - d0, .lanes = Delta(lanes.stats(), l0)});
     }
   };
   const std::pair<int64_t, int64_t> steal0 = StealJiffies();
