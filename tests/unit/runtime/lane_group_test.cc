@@ -86,20 +86,20 @@ TEST(LaneGroupTest, StatsCountJobsBarrierWaitsAndSleepingWorkers) {
   // A single task runs inline: not a job for the workers.
   group.ParallelFor(1, [](int64_t, int) {});
   EXPECT_EQ(group.stats().jobs, 0);
-  // The worker is asleep before the first job (it sleeps as soon as it starts).
-  while (group.sleeping_workers() == 0) std::this_thread::yield();
-  MeetThenWorkerLingers(group);
-  LaneGroupStats s = group.stats();
-  EXPECT_EQ(s.jobs, 1);
-  EXPECT_EQ(s.asleep_jobs, 1);
-  EXPECT_EQ(s.waits, 1);
+  for (int job = 0; job < 3; ++job) {
+    // The worker sleeps as soon as it is idle; wait until it does.
+    while (group.sleeping_workers() == 0) std::this_thread::yield();
+    MeetThenWorkerLingers(group);
+  }
+  const LaneGroupStats s = group.stats();
+  EXPECT_EQ(s.jobs, 3);
+  EXPECT_EQ(s.asleep_jobs, 3);
+  // The caller returns from its task 2 ms before the worker does: it waits
+  // at the barrier unless it was itself descheduled that long, which three
+  // jobs in a row will not all be.
+  EXPECT_GE(s.waits, 1);
+  EXPECT_LE(s.waits, 3);
   EXPECT_GT(s.wait_ns, 0);
-  while (group.sleeping_workers() == 0) std::this_thread::yield();
-  MeetThenWorkerLingers(group);
-  s = group.stats();
-  EXPECT_EQ(s.jobs, 2);
-  EXPECT_EQ(s.asleep_jobs, 2);
-  EXPECT_EQ(s.waits, 2);
 }
 
 TEST(LaneGroupTest, ASpinningWorkerIsNotCountedAsAsleep) {
