@@ -14,7 +14,11 @@ Orrery). Exit 0 only when every model passes.
 
 latency: orrery-run --bench and ort_run.js --iterations on the same model and
 input shape at each thread count (intra-op threads, one request at a time), at
-batch 1 and batch 8; p50/p99, Orrery's p99/p50 and GFLOP/s, Orrery/ORT ratios
+batch 1 and batch 8; p50/p99, Orrery's p99/p50 and GFLOP/s, Orrery/ORT ratios;
+next to each batch-1 p99/p50, what the host allowed in the same minute: the
+p99/p50 of Orrery's on-CPU time per run (wall minus time the vCPU was stolen or
+preempted), the host's steal share over Orrery's runs (/proc/stat) and the
+p99/p50 of a fixed register-only loop (bench/cpu_jitter) run right after
 (lower is better for Orrery), geometric means; with --doc, also rewrites the
 generated block of the markdown report (other sections stay). Models Orrery
 cannot run are listed, not timed.
@@ -49,6 +53,7 @@ with warnings.catch_warnings():
     from onnx import numpy_helper
 
 TOLERANCE = 1e-4
+P99_TARGET = 1.10  # issue 4: p99/p50 of Orrery's latency on an otherwise idle core
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORT_RUN = os.path.join(HERE, "ort_run.js")
 
@@ -302,6 +307,25 @@ def git_rev(path):
         return "unknown"
 
 
+def host_probe(args, o):
+    """What the host allowed while (and right after) Orrery ran: p99/p50 of the
+    runs' on-CPU time, the steal share over them, and the p99/p50 of the fixed
+    loop (worst kernel) run now, for --host-probe-runs x ~1 ms per kernel."""
+    cpu = (o["p99_cpu_ms"] / o["p50_cpu_ms"]
+           if o.get("p50_cpu_ms") and o.get("p99_cpu_ms") else None)
+    steal = o.get("steal_share")
+    loop = None
+    if args.host_probe_runs > 0:
+        j = machine_jitter.measure(os.path.dirname(os.path.abspath(args.orrery_run)),
+                                   runs=args.host_probe_runs)
+        if j:
+            loop = max(v["p99_over_p50"] for v in j.values())
+    return {"cpu": cpu, "steal": steal, "loop": loop,
+            "cpu_text": "-" if cpu is None else f"{cpu:.2f}",
+            "steal_text": "-" if steal is None else f"{100 * steal:.1f}%",
+            "loop_text": "-" if loop is None else f"{loop:.2f}"}
+
+
 def throughput(res, iters):
     # orrery-run and ort_run.js print it; fall back to one run at a time.
     v = res.get("throughput_per_s")
@@ -347,7 +371,10 @@ def latency(args):
         for t in threads:
             for batch in (1, args.batch):
                 feeds, shape_flags = sides[batch]
-                n = iters if batch == 1 else max(args.min_iters, iters // batch)
+                # At batch 1 at least --min-p99-runs: with fewer, the nearest-rank
+                # p99 is the single slowest run.
+                n = (max(iters, args.min_p99_runs) if batch == 1
+                     else max(args.min_iters, iters // batch))
                 o, err = orrery_bench(args, model, shape_flags, t, n)
                 r = None
                 if not err:
@@ -360,14 +387,17 @@ def latency(args):
                     starved.append(f"{name} T={t} batch {batch}")
                 ratio50 = o["p50_ms"] / r["p50_ms"]
                 if batch == 1:
+                    host = host_probe(args, o)
                     ratio99 = o["p99_ms"] / r["p99_ms"]
                     gflops = o.get("flops", 0) / (o["p50_ms"] * 1e6) if o["p50_ms"] > 0 else 0
                     ratios[t].append(ratio50)
-                    jitter.append(o["p99_ms"] / o["p50_ms"])
+                    jitter.append((o["p99_ms"] / o["p50_ms"], host["loop"]))
                     rows.append([name, t, n,
                                  f"{o['p50_ms']:.3f}", f"{o['p99_ms']:.3f}",
-                                 f"{o['p99_ms'] / o['p50_ms']:.2f}", f"{gflops:.1f}",
+                                 f"{o['p99_ms'] / o['p50_ms']:.2f}", host["cpu_text"],
+                                 host["steal_text"], host["loop_text"], f"{gflops:.1f}",
                                  f"{r['p50_ms']:.3f}", f"{r['p99_ms']:.3f}",
+                                 f"{r['p99_ms'] / r['p50_ms']:.2f}",
                                  f"{ratio50:.2f}", f"{ratio99:.2f}",
                                  f"{o['cores']:.2f} / {r['cores']:.2f}"])
                 else:
@@ -375,16 +405,19 @@ def latency(args):
                     brows.append([name, t, batch, n,
                                   f"{batch * 1000 / o['p50_ms']:.1f}",
                                   f"{batch * 1000 / r['p50_ms']:.1f}", f"{ratio50:.2f}"])
+                extra = (f" (on-CPU {host['cpu_text']}, steal {host['steal_text']}, host loop "
+                         f"{host['loop_text']})" if batch == 1 else "")
                 print(f"{name} T={t} batch={batch} runs={n}: orrery p50 {o['p50_ms']:.3f} ms "
-                      f"p99 {o['p99_ms']:.3f}, ORT p50 {r['p50_ms']:.3f} ms, ratio {ratio50:.2f}",
-                      flush=True)
+                      f"p99 {o['p99_ms']:.3f}, p99/p50 {o['p99_ms'] / o['p50_ms']:.2f}{extra}, "
+                      f"ORT p50 {r['p50_ms']:.3f} ms, ratio {ratio50:.2f}", flush=True)
     load_after = os.getloadavg()
     machine = machine_jitter.measure(os.path.dirname(os.path.abspath(args.orrery_run)))
     print(machine_jitter.describe(machine))
 
     header = ["model", "T", "runs", "Orrery p50 ms", "Orrery p99 ms", "Orrery p99/p50",
-              "Orrery GFLOP/s", "ORT p50 ms", "ORT p99 ms", "p50 ratio", "p99 ratio",
-              "cores Orrery / ORT"]
+              "on-CPU p99/p50", "host steal", "host loop p99/p50",
+              "Orrery GFLOP/s", "ORT p50 ms", "ORT p99 ms", "ORT p99/p50", "p50 ratio",
+              "p99 ratio", "cores Orrery / ORT"]
     bheader = ["model", "T", "batch", "runs", "Orrery images/s", "ORT images/s",
                "latency ratio"]
     print()
@@ -440,7 +473,8 @@ def write_doc(args, r):
           "opset 17), float32; both sides get the same input shape.",
           "- Per model, T and batch: warm-up max(1, min(runs/10, 10)) runs, then `runs` timed "
           f"runs (sized from one Orrery probe to about {args.target_seconds:g} s, clamped to "
-          f"[{args.min_iters}, {args.max_iters}]; batch {args.batch} uses runs/{args.batch}); "
+          f"[{args.min_iters}, {args.max_iters}], at batch 1 at least {args.min_p99_runs}; batch "
+          f"{args.batch} uses runs/{args.batch}); "
           "nearest-rank percentiles. GFLOP/s = the plan's FLOPs (kernels' cost functions) / "
           "p50.",
           "- cores = CPU seconds / wall seconds of the whole invocation (model load included): "
@@ -462,8 +496,21 @@ def write_doc(args, r):
     for t, g in r["gm"].items():
         md.append(f"| {t} | {len(r['ratios'][t])} | {fmt(g)} | {fmt(r['bgm'][t])} |")
     if r["jitter"]:
-        md += ["", f"Worst Orrery p99/p50 at batch 1: {max(r['jitter']):.2f}; right after the runs, "
-               f"{machine_jitter.describe(r['machine'])}."]
+        ours = [j for j, _ in r["jitter"]]
+        ok = sum(1 for j in ours if j <= P99_TARGET)
+        calm = [(j, h) for j, h in r["jitter"] if h is not None and h <= P99_TARGET]
+        md += ["", f"Orrery p99/p50 <= {P99_TARGET:.2f} at batch 1 in {ok} of {len(ours)} rows "
+               f"(worst {max(ours):.2f}); the host's loop itself stayed <= {P99_TARGET:.2f} in "
+               f"{len(calm)} of those minutes, where Orrery met it in "
+               f"{sum(1 for j, _ in calm if j <= P99_TARGET)}. At the end of the run, "
+               f"{machine_jitter.describe(r['machine'])}.",
+               "", "on-CPU p99/p50: the same percentiles over each run's CPU time of the "
+               "calling thread (the kernel's paravirt steal accounting leaves out time the "
+               "host gave the vCPU to another guest); host steal: steal / all CPU time of "
+               "the machine over Orrery's timed runs (/proc/stat); host loop p99/p50: "
+               "`bench/cpu_jitter --runs N` (worst of its kernels) right after Orrery's "
+               "runs, before ORT's. With fewer than 100 runs the nearest-rank p99 is the "
+               "slowest run."]
     if r["skipped"]:
         md += ["", "### Not timed", "", "Models (or settings) Orrery or ORT could not run:", ""]
         md += [f"- {n}: {e}" for n, e in r["skipped"]]
@@ -497,7 +544,12 @@ def main():
                    help="latency: approximate timed seconds per model, side and thread count")
     p.add_argument("--min-iters", type=int, default=5)
     p.add_argument("--max-iters", type=int, default=2000)
+    p.add_argument("--min-p99-runs", type=int, default=100,
+                   help="latency: timed runs at batch 1 at least (p99 = slowest run below 100)")
     p.add_argument("--batch", type=int, default=8, help="latency: batch size for throughput")
+    p.add_argument("--host-probe-runs", type=int, default=300,
+                   help="latency: bench/cpu_jitter runs (~1 ms each, per kernel) after each "
+                        "batch-1 Orrery measurement; 0 = none")
     p.add_argument("--doc", default="", help="latency: write the markdown report here")
     p.add_argument("--command", default="", help="latency: command line to record in the report")
     args = p.parse_args()

@@ -113,6 +113,10 @@ std::vector<StepProfile> Execution::Profile() const {
   return out;
 }
 
+int64_t Execution::step_ns(size_t step) const {
+  return state_ != nullptr && step < num_steps_ ? state_->step_ns[step] : 0;
+}
+
 const PlanStats& Execution::plan_stats() const { return plan_->stats; }
 
 }  // namespace orrery

@@ -84,6 +84,9 @@ class Execution {
 
   // The steps run so far (allocates; call it off the hot path).
   std::vector<StepProfile> Profile() const;
+  // Wall time of step `step` (< step_index()), as in Profile(); allocates
+  // nothing, so a benchmark can record every run's steps.
+  int64_t step_ns(size_t step) const;
   const PlanStats& plan_stats() const;
 
  private:

@@ -77,10 +77,17 @@ void LaneGroup::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> f
   done_.store(0, std::memory_order_relaxed);
   claim_.store(static_cast<uint64_t>(generation_) << 32, std::memory_order_release);
   wake_.store(generation_, std::memory_order_release);
+  ++stats_.jobs;
+  if (sleeping_.load(std::memory_order_relaxed) > 0) ++stats_.asleep_jobs;
   wake_.notify_all();
   RunTasks(generation_, 0);
   // Only tasks claimed by workers can still be running.
+  if (done_.load(std::memory_order_acquire) == num_tasks) return;
+  const Clock* clock = SteadyClock::Get();
+  const int64_t wait_start = clock->NowNs();
   while (done_.load(std::memory_order_acquire) != num_tasks) CpuRelax();
+  ++stats_.waits;
+  stats_.wait_ns += clock->NowNs() - wait_start;
 }
 
 void LaneGroup::WorkerLoop(int thread) {
@@ -93,9 +100,11 @@ void LaneGroup::WorkerLoop(int thread) {
       while ((gen = wake_.load(std::memory_order_acquire)) == seen && clock->NowNs() < deadline) {
         CpuRelax();
       }
+      sleeping_.fetch_add(1, std::memory_order_relaxed);
       while ((gen = wake_.load(std::memory_order_acquire)) == seen) {
         wake_.wait(seen, std::memory_order_acquire);
       }
+      sleeping_.fetch_sub(1, std::memory_order_relaxed);
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;

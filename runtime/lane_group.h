@@ -30,6 +30,17 @@ struct LaneGroupOptions {
   int64_t spin_ns = 50'000;
 };
 
+// What the caller's side of a group saw: enough to tell a slow hand-off (a
+// worker that had to be woken, a barrier wait) from slow work. Counted by
+// the calling thread; costs one relaxed load per job and two clock reads
+// per job that ends in a wait.
+struct LaneGroupStats {
+  int64_t jobs = 0;         // ParallelFor calls handed to the workers
+  int64_t asleep_jobs = 0;  // of which found a worker asleep on the futex
+  int64_t waits = 0;        // of which the caller ran out of tasks and waited
+  int64_t wait_ns = 0;      // the total of those waits (the end-of-step barrier)
+};
+
 class LaneGroup final : public ops::ThreadGroup {
  public:
   explicit LaneGroup(LaneGroupOptions options);
@@ -40,6 +51,10 @@ class LaneGroup final : public ops::ThreadGroup {
   int size() const override { return size_; }
   // One caller at a time (a group serves one execution step at a time).
   void ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t task, int thread)> fn) override;
+  // Totals since construction; read on the thread that calls ParallelFor.
+  const LaneGroupStats& stats() const { return stats_; }
+  // Workers asleep on the futex right now (a snapshot; for tests).
+  int sleeping_workers() const { return sleeping_.load(std::memory_order_relaxed); }
 
  private:
   void WorkerLoop(int thread);
@@ -63,6 +78,8 @@ class LaneGroup final : public ops::ThreadGroup {
   alignas(64) std::atomic<int64_t> done_{0};  // tasks finished in the current job
   alignas(64) std::atomic<uint32_t> wake_{0};  // generation to wake workers for
   std::atomic<bool> stop_{false};
+  std::atomic<int> sleeping_{0};  // workers inside the futex wait
+  LaneGroupStats stats_;
   std::vector<std::jthread> workers_;
 };
 

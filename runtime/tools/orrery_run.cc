@@ -15,13 +15,36 @@
 //       run's thread otherwise) page faults (`minflt_per_run`) and runs
 //       during which the OS preempted us (`preempted_runs`, involuntary
 //       context switches), and gives p99 over the other runs
-//       (`p99_unpreempted_ms`; 0 when every run was preempted).
+//       (`p99_unpreempted_ms`; 0 when every run was preempted). The
+//       calling thread's CPU time per run gives `p50_cpu_ms` / `p99_cpu_ms`
+//       and `off_cpu_ms_per_run` (wall - CPU: with the kernel's paravirt
+//       steal accounting, time the host or the OS ran something else);
+//       `steal_share` is the host's steal time over the timed window
+//       (/proc/stat, all CPUs). At T > 1, `lane_*` count the lane group's
+//       hand-offs (runtime/lane_group.h, LaneGroupStats) per run.
+//   --runs-csv FILE (with --bench): one line per timed run with the above
+//       (wall, CPU and off-CPU ms, faults, context switches, lane hand-offs)
+//       and every step's ms, to tell a uniformly slow run (the host) from
+//       a spike in one step.
+//   --spin-us N (with --bench): how long idle lane workers spin before
+//       sleeping (runtime/lane_group.h; default 50).
+//   --cpus C0,C1,... (with --bench): pin the lane group's threads, caller
+//       first (LaneGroupOptions::cpus), as the scheduler's lanes are.
+//   --host-probe-us N (with --bench): before each timed run, a fixed
+//       register-only loop of about N us (FMA chains, no memory traffic) on
+//       the same thread, its time in --runs-csv (`probe_us`): a run that is
+//       slow because the core was slow has a slow probe next to it.
 //   --profile (either mode) then prints one line per executed step: op,
 //       node name, mean time, share, GFLOP/s and GB/s (of the mean), and the
 //       step's fastest time over the runs (robust to preemption).
 //
 // Exit codes: 0 ok, 1 runtime error (the Status message on stderr), 2 bad usage.
 #include <sys/resource.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -32,6 +55,7 @@
 #include <iterator>
 #include <map>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -53,7 +77,8 @@ constexpr const char* kUsage =
     "usage: orrery-run MODEL.onnx --input NAME=FILE.pb [--input ...] --output-dir DIR "
     "[--profile]\n"
     "       orrery-run MODEL.onnx --bench N [--threads T] [--concurrency C] "
-    "[--shape NAME=D1,D2,...] [--profile]\n";
+    "[--shape NAME=D1,D2,...] [--profile] [--runs-csv FILE] [--spin-us N] "
+    "[--host-probe-us N] [--cpus C0,C1,...]\n";
 
 struct Args {
   std::string model;
@@ -64,6 +89,10 @@ struct Args {
   int64_t concurrency = 1;
   std::map<std::string, Shape> shapes;
   bool profile = false;
+  std::string runs_csv;
+  int64_t spin_us = -1;  // -1: LaneGroupOptions' default
+  int64_t host_probe_us = 0;
+  std::vector<int> cpus;  // --cpus: the lane group's threads pinned, caller first
 };
 
 int UsageError(const std::string& msg) {
@@ -139,6 +168,29 @@ std::string ParseArgs(int argc, char** argv, Args* args) {
       args->shapes[name] = shape;
     } else if (arg == "--profile") {
       args->profile = true;
+    } else if (arg == "--runs-csv") {
+      if (!need_value(i)) return "--runs-csv needs a file";
+      args->runs_csv = a[++i];
+    } else if (arg == "--host-probe-us") {
+      if (!need_value(i) || !ParseInt(a[i + 1], &args->host_probe_us) ||
+          args->host_probe_us < 0) {
+        return "--host-probe-us needs a count >= 0";
+      }
+      ++i;
+    } else if (arg == "--cpus") {
+      if (!need_value(i)) return "--cpus needs C0,C1,...";
+      std::stringstream ss(a[++i]);
+      std::string c;
+      while (std::getline(ss, c, ',')) {
+        int64_t v = 0;
+        if (!ParseInt(c, &v) || v < 0 || v > 4095) return "--cpus: bad CPU '" + c + "'";
+        args->cpus.push_back(static_cast<int>(v));
+      }
+    } else if (arg == "--spin-us") {
+      if (!need_value(i) || !ParseInt(a[i + 1], &args->spin_us) || args->spin_us < 0) {
+        return "--spin-us needs a count >= 0";
+      }
+      ++i;
     } else if (arg == "-h" || arg == "--help") {
       return "help";
     } else if (!arg.empty() && arg[0] == '-') {
@@ -156,6 +208,11 @@ std::string ParseArgs(int argc, char** argv, Args* args) {
   }
   if (!bench && args->output_dir.empty()) return "give --output-dir DIR (or --bench N)";
   if (!bench && !args->shapes.empty()) return "--shape is only used with --bench";
+  if (!bench && (!args->runs_csv.empty() || args->spin_us >= 0 || args->host_probe_us > 0 ||
+                 !args->cpus.empty())) {
+    return "--runs-csv, --spin-us, --host-probe-us and --cpus are only used with --bench";
+  }
+  if (!args->cpus.empty() && args->concurrency > 1) return "--cpus needs --concurrency 1";
   return "";
 }
 
@@ -263,14 +320,17 @@ struct ProfileSum {
 };
 
 // One inference through Execution (what CompiledModel::Run does), adding the
-// step times to `profile` when given.
+// step times to `profile` when given and writing them to `step_ns` (without
+// allocating) when it is not empty.
 Result<std::vector<NamedTensor>> RunSteps(const CompiledModel& model,
                                           const std::vector<NamedTensor>& inputs,
                                           ProfileSum* profile, PlanStats* stats,
-                                          ops::ThreadGroup* threads) {
+                                          ops::ThreadGroup* threads,
+                                          std::span<int64_t> step_ns = {}) {
   ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(model, inputs));
   while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step(threads));
   ORRERY_ASSIGN_OR_RETURN(std::vector<NamedTensor> outs, ex.TakeOutputs());
+  for (size_t i = 0; i < step_ns.size() && i < ex.num_steps(); ++i) step_ns[i] = ex.step_ns(i);
   if (profile != nullptr) profile->Add(ex.Profile());
   if (stats != nullptr) *stats = ex.plan_stats();
   return outs;
@@ -327,16 +387,164 @@ int RunOnce(const Args& args, const CompiledModel& model) {
   return 0;
 }
 
-// Page faults and involuntary context switches so far (see the header).
+// Page faults, context switches and the calling thread's CPU time so far
+// (see the header).
 struct Disturbances {
   long minflt = 0;
+  long majflt = 0;
+  long nvcsw = 0;
   long nivcsw = 0;
+  int64_t cpu_ns = 0;  // this thread's; excludes stolen time (paravirt steal accounting)
+
+  Disturbances operator-(const Disturbances& o) const {
+    return Disturbances{minflt - o.minflt, majflt - o.majflt, nvcsw - o.nvcsw, nivcsw - o.nivcsw,
+                        cpu_ns - o.cpu_ns};
+  }
 };
 
 Disturbances Now(bool whole_process) {
   rusage u{};
   getrusage(whole_process ? RUSAGE_SELF : RUSAGE_THREAD, &u);
-  return Disturbances{u.ru_minflt, u.ru_nivcsw};
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return Disturbances{u.ru_minflt, u.ru_majflt, u.ru_nvcsw, u.ru_nivcsw,
+                      static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec};
+}
+
+// Steal and total jiffies of all CPUs from /proc/stat's first line; {0, 0}
+// when unreadable (not Linux, or a kernel without steal accounting).
+std::pair<int64_t, int64_t> StealJiffies() {
+  std::ifstream f("/proc/stat");
+  std::string cpu;
+  f >> cpu;
+  if (!f || cpu != "cpu") return {0, 0};
+  int64_t v[8] = {};  // user nice system idle iowait irq softirq steal
+  int64_t total = 0;
+  for (int64_t& x : v) {
+    f >> x;
+    total += x;
+  }
+  return f ? std::make_pair(v[7], total) : std::make_pair(int64_t{0}, int64_t{0});
+}
+
+// The --host-probe-us loop: eight independent FMA chains (scalar where the
+// CPU lacks FMA), so its cycle count is the same every time; only the core's
+// speed moves its wall time. Returns a value so the loop is not elided.
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) float ProbeFma(int64_t n) {
+  __m256 acc[8];
+  for (int i = 0; i < 8; ++i) acc[i] = _mm256_set1_ps(1.0f + static_cast<float>(i) * 1e-7f);
+  const __m256 b = _mm256_set1_ps(0.9999999f);
+  const __m256 c = _mm256_set1_ps(1e-7f);
+  for (int64_t k = 0; k < n; ++k) {
+    for (auto& x : acc) x = _mm256_fmadd_ps(x, b, c);
+  }
+  float s = 0;
+  for (const auto& x : acc) s += _mm_cvtss_f32(_mm256_castps256_ps128(x));
+  return s;
+}
+#endif
+
+float ProbeScalar(int64_t n) {
+  uint64_t x = 1, y = 2;
+  for (int64_t k = 0; k < n; ++k) {
+    x = x * 3 + 1;
+    y ^= x >> 3;
+    asm volatile("" : "+r"(x), "+r"(y));
+  }
+  return static_cast<float>((x + y) & 0xff);
+}
+
+class HostProbe {
+ public:
+  // Sizes the loop to about `us` from the fastest of a few trials; 0: off.
+  explicit HostProbe(int64_t us) {
+    if (us <= 0) return;
+#if defined(__x86_64__)
+    fma_ = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    double best = 1e30;
+    for (int i = 0; i < 5; ++i) best = std::min(best, TimeUs(10'000));
+    iterations_ = std::max<int64_t>(100, static_cast<int64_t>(10'000.0 * static_cast<double>(us) /
+                                                              std::max(best, 1e-3)));
+  }
+  // The loop's wall time in us (0 when off).
+  double Run() const { return iterations_ > 0 ? TimeUs(iterations_) : 0.0; }
+
+ private:
+  double TimeUs(int64_t n) const {
+    const auto t0 = std::chrono::steady_clock::now();
+#if defined(__x86_64__)
+    volatile float sink = fma_ ? ProbeFma(n) : ProbeScalar(n);
+#else
+    volatile float sink = ProbeScalar(n);
+#endif
+    (void)sink;
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+        .count();
+  }
+  bool fma_ = false;
+  int64_t iterations_ = 0;
+};
+
+// One timed run as --runs-csv writes it.
+struct RunRecord {
+  double ms = 0;
+  double probe_us = 0;  // --host-probe-us loop right before the run
+  Disturbances d;
+  runtime::LaneGroupStats lanes;  // this run's hand-offs (deltas)
+};
+
+runtime::LaneGroupStats Delta(const runtime::LaneGroupStats& a, const runtime::LaneGroupStats& b) {
+  return runtime::LaneGroupStats{.jobs = a.jobs - b.jobs,
+                                 .asleep_jobs = a.asleep_jobs - b.asleep_jobs,
+                                 .waits = a.waits - b.waits,
+                                 .wait_ns = a.wait_ns - b.wait_ns};
+}
+
+Status WriteRunsCsv(const std::string& path, const CompiledModel& model,
+                    const std::vector<NamedTensor>& inputs,
+                    const std::vector<std::vector<RunRecord>>& records,
+                    const std::vector<std::vector<int64_t>>& step_ns, size_t num_steps) {
+  // The step names, from one more (untimed) run's profile.
+  std::vector<std::string> names;
+  Result<Execution> ex = Execution::Start(model, inputs);
+  if (ex.ok()) {
+    while (!ex->done() && ex->Step().ok()) {
+    }
+    for (const StepProfile& p : ex->Profile()) names.push_back(p.op_type);
+  }
+  std::ofstream f(path, std::ios::trunc);
+  if (!f) return Status::PermissionDenied("cannot create '" + path + "'");
+  f << "worker,run,wall_ms,cpu_ms,off_cpu_ms,minflt,majflt,nvcsw,nivcsw,lane_jobs,"
+       "lane_asleep_jobs,lane_waits,lane_wait_ms,probe_us";
+  for (size_t s = 0; s < num_steps; ++s) {
+    f << ",s" << s << ":" << (s < names.size() ? names[s] : std::string("?"));
+  }
+  f << "\n";
+  char buf[64];
+  auto ms = [&](double v) {
+    std::snprintf(buf, sizeof(buf), "%.4f", v);
+    return std::string(buf);
+  };
+  for (size_t w = 0; w < records.size(); ++w) {
+    for (size_t i = 0; i < records[w].size(); ++i) {
+      const RunRecord& r = records[w][i];
+      const double cpu_ms = static_cast<double>(r.d.cpu_ns) / 1e6;
+      f << w << "," << i << "," << ms(r.ms) << "," << ms(cpu_ms) << ","
+        << ms(std::max(0.0, r.ms - cpu_ms)) << "," << r.d.minflt << "," << r.d.majflt << ","
+        << r.d.nvcsw << "," << r.d.nivcsw << "," << r.lanes.jobs << "," << r.lanes.asleep_jobs
+        << "," << r.lanes.waits << "," << ms(static_cast<double>(r.lanes.wait_ns) / 1e6) << ","
+        << ms(r.probe_us);
+      for (size_t s = 0; s < num_steps; ++s) {
+        f << "," << ms(static_cast<double>(step_ns[w][i * num_steps + s]) / 1e6);
+      }
+      f << "\n";
+    }
+  }
+  f.close();
+  if (!f) return Status::DataLoss("error writing '" + path + "'");
+  return Status::Ok();
 }
 
 int Bench(const Args& args, const CompiledModel& model) {
@@ -365,17 +573,21 @@ int Bench(const Args& args, const CompiledModel& model) {
   // plan's pool).
   const int64_t workers = std::min(args.concurrency, args.bench);
   std::vector<std::vector<double>> per_thread(static_cast<size_t>(workers));
-  std::vector<std::vector<Disturbances>> disturbed(static_cast<size_t>(workers));
+  std::vector<std::vector<RunRecord>> records(static_cast<size_t>(workers));
+  std::vector<std::vector<int64_t>> step_ns(static_cast<size_t>(workers));
   std::vector<ProfileSum> profiles(static_cast<size_t>(workers));
   std::vector<Status> errors(static_cast<size_t>(workers));
-  PlanStats stats;
+  std::vector<PlanStats> worker_stats(static_cast<size_t>(workers));
+  runtime::LaneGroupOptions lane_options{.threads = static_cast<int>(args.threads)};
+  if (args.spin_us >= 0) lane_options.spin_ns = args.spin_us * 1000;
+  lane_options.cpus = args.cpus;
   auto worker = [&](int64_t t) {
-    runtime::LaneGroup lanes(runtime::LaneGroupOptions{.threads = static_cast<int>(args.threads)});
+    runtime::LaneGroup lanes(lane_options);
+    PlanStats& stats = worker_stats[static_cast<size_t>(t)];
     // Warm-up: specialise the plan, fill the arena pool, pack weights.
     const int64_t warmup = std::max<int64_t>(1, std::min<int64_t>(args.bench / 10, 10));
     for (int64_t i = 0; i < warmup; ++i) {
-      Result<std::vector<NamedTensor>> r =
-          RunSteps(model, inputs, nullptr, t == 0 ? &stats : nullptr, &lanes);
+      Result<std::vector<NamedTensor>> r = RunSteps(model, inputs, nullptr, &stats, &lanes);
       if (!r.ok()) {
         errors[static_cast<size_t>(t)] = r.status();
         return;
@@ -384,24 +596,34 @@ int Bench(const Args& args, const CompiledModel& model) {
     const int64_t n = args.bench / workers + (t < args.bench % workers ? 1 : 0);
     std::vector<double>& ms = per_thread[static_cast<size_t>(t)];
     ms.reserve(static_cast<size_t>(n));
-    std::vector<Disturbances>& dist = disturbed[static_cast<size_t>(t)];
-    dist.reserve(static_cast<size_t>(n));
+    std::vector<RunRecord>& recs = records[static_cast<size_t>(t)];
+    recs.reserve(static_cast<size_t>(n));
+    // Every run's step times only when asked for (steps x runs int64s).
+    const size_t steps = args.runs_csv.empty() ? 0 : stats.num_steps;
+    std::vector<int64_t>& steps_ns = step_ns[static_cast<size_t>(t)];
+    steps_ns.assign(steps * static_cast<size_t>(n), 0);
+    const HostProbe probe(args.host_probe_us);
     for (int64_t i = 0; i < n; ++i) {
+      const double probe_us = probe.Run();
+      const runtime::LaneGroupStats l0 = lanes.stats();
       const Disturbances d0 = Now(workers == 1);
       const auto t0 = std::chrono::steady_clock::now();
       Result<std::vector<NamedTensor>> r =
           RunSteps(model, inputs, args.profile ? &profiles[static_cast<size_t>(t)] : nullptr,
-                   nullptr, &lanes);
+                   nullptr, &lanes,
+                   std::span<int64_t>(steps_ns.data() + static_cast<size_t>(i) * steps, steps));
       const auto t1 = std::chrono::steady_clock::now();
       const Disturbances d1 = Now(workers == 1);
-      dist.push_back(Disturbances{d1.minflt - d0.minflt, d1.nivcsw - d0.nivcsw});
       if (!r.ok()) {
         errors[static_cast<size_t>(t)] = r.status();
         return;
       }
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      recs.push_back(RunRecord{
+          .ms = ms.back(), .probe_us = probe_us, .d = d1 - d0, .lanes = Delta(lanes.stats(), l0)});
     }
   };
+  const std::pair<int64_t, int64_t> steal0 = StealJiffies();
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
   for (int64_t t = 1; t < workers; ++t) pool.emplace_back(worker, t);
@@ -409,18 +631,31 @@ int Bench(const Args& args, const CompiledModel& model) {
   for (std::thread& th : pool) th.join();
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::pair<int64_t, int64_t> steal1 = StealJiffies();
   for (const Status& st : errors) {
     if (!st.ok()) return RuntimeError(st);
   }
-  std::vector<double> ms, calm;  // all runs; runs not preempted
-  long minflt = 0, preempted = 0;
+  const PlanStats& stats = worker_stats[0];
+  std::vector<double> ms, calm, cpu;  // all runs; runs not preempted; CPU ms per run
+  long minflt = 0, majflt = 0, nvcsw = 0, preempted = 0;
+  double off_cpu_ms = 0;
+  runtime::LaneGroupStats lane_sum;
   ProfileSum profile;
   for (size_t t = 0; t < per_thread.size(); ++t) {
     ms.insert(ms.end(), per_thread[t].begin(), per_thread[t].end());
     for (size_t i = 0; i < per_thread[t].size(); ++i) {
-      const Disturbances& d = disturbed[t][i];
-      minflt += d.minflt;
-      if (d.nivcsw > 0) {
+      const RunRecord& r = records[t][i];
+      minflt += r.d.minflt;
+      majflt += r.d.majflt;
+      nvcsw += r.d.nvcsw;
+      const double cpu_ms = static_cast<double>(r.d.cpu_ns) / 1e6;
+      cpu.push_back(cpu_ms);
+      off_cpu_ms += std::max(0.0, r.ms - cpu_ms);
+      lane_sum.jobs += r.lanes.jobs;
+      lane_sum.asleep_jobs += r.lanes.asleep_jobs;
+      lane_sum.waits += r.lanes.waits;
+      lane_sum.wait_ns += r.lanes.wait_ns;
+      if (r.d.nivcsw > 0) {
         ++preempted;
       } else {
         calm.push_back(per_thread[t][i]);
@@ -428,9 +663,22 @@ int Bench(const Args& args, const CompiledModel& model) {
     }
     profile.Merge(profiles[t]);
   }
+  if (!args.runs_csv.empty()) {
+    Status st = WriteRunsCsv(args.runs_csv, model, inputs, records, step_ns,
+                             step_ns.empty() || per_thread[0].empty()
+                                 ? 0
+                                 : step_ns[0].size() / per_thread[0].size());
+    if (!st.ok()) return RuntimeError(st);
+  }
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   std::sort(calm.begin(), calm.end());
+  std::sort(cpu.begin(), cpu.end());
+  const int64_t jiffies = steal1.second - steal0.second;
+  const double steal_share =
+      jiffies > 0 ? static_cast<double>(steal1.first - steal0.first) / static_cast<double>(jiffies)
+                  : 0.0;
+  const double runs = static_cast<double>(ms.size());
   auto pct_of = [](const std::vector<double>& v, double p) {
     if (v.empty()) return 0.0;
     // Nearest rank.
@@ -447,7 +695,11 @@ int Bench(const Args& args, const CompiledModel& model) {
       "\"min_ms\":%.4f,\"mean_ms\":%.4f,\"throughput_per_s\":%.2f,\"steps\":%zu,"
       "\"dynamic_steps\":%zu,\"folded_nodes\":%zu,\"fused_nodes\":%zu,\"flops\":%lld,"
       "\"arena_bytes\":%lld,\"naive_bytes\":%lld,\"minflt_per_run\":%.2f,"
-      "\"preempted_runs\":%ld,\"p99_unpreempted_ms\":%.4f}\n",
+      "\"preempted_runs\":%ld,\"p99_unpreempted_ms\":%.4f,\"majflt\":%ld,"
+      "\"nvcsw_per_run\":%.2f,\"p50_cpu_ms\":%.4f,\"p99_cpu_ms\":%.4f,"
+      "\"off_cpu_ms_per_run\":%.4f,\"steal_share\":%.4f,\"lane_jobs_per_run\":%.2f,"
+      "\"lane_asleep_jobs_per_run\":%.2f,\"lane_waits_per_run\":%.2f,"
+      "\"lane_wait_ms_per_run\":%.4f}\n",
       JsonQuote(args.model).c_str(), static_cast<long long>(args.bench),
       static_cast<long long>(args.threads), static_cast<long long>(workers), pct(50), pct(99),
       sorted.front(),
@@ -455,8 +707,11 @@ int Bench(const Args& args, const CompiledModel& model) {
       stats.num_steps, stats.dynamic_steps, stats.folded_nodes, stats.fused_nodes,
       static_cast<long long>(stats.flops),
       static_cast<long long>(stats.arena_bytes), static_cast<long long>(stats.naive_bytes),
-      static_cast<double>(minflt) / static_cast<double>(ms.size()), preempted,
-      pct_of(calm, 99));
+      static_cast<double>(minflt) / runs, preempted, pct_of(calm, 99), majflt,
+      static_cast<double>(nvcsw) / runs, pct_of(cpu, 50), pct_of(cpu, 99), off_cpu_ms / runs,
+      steal_share, static_cast<double>(lane_sum.jobs) / runs,
+      static_cast<double>(lane_sum.asleep_jobs) / runs, static_cast<double>(lane_sum.waits) / runs,
+      static_cast<double>(lane_sum.wait_ns) / 1e6 / runs);
   if (args.profile) PrintProfile(profile);
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -67,6 +68,47 @@ TEST(LaneGroupTest, BothThreadsTakePartWhenTasksBlockEachOther) {
     while (arrived.load() < 2) std::this_thread::yield();
   });
   EXPECT_NE(ran_on[0], ran_on[1]);
+}
+
+// Two tasks that meet, then the worker's runs on: the caller, done with its
+// own, must wait for it at the barrier, and the stats say so.
+void MeetThenWorkerLingers(LaneGroup& group) {
+  std::atomic<int> arrived{0};
+  group.ParallelFor(2, [&](int64_t, int thread) {
+    arrived.fetch_add(1);
+    while (arrived.load() < 2) std::this_thread::yield();
+    if (thread != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  });
+}
+
+TEST(LaneGroupTest, StatsCountJobsBarrierWaitsAndSleepingWorkers) {
+  LaneGroup group(LaneGroupOptions{.threads = 2, .spin_ns = 0});  // sleep at once
+  // A single task runs inline: not a job for the workers.
+  group.ParallelFor(1, [](int64_t, int) {});
+  EXPECT_EQ(group.stats().jobs, 0);
+  for (int job = 0; job < 3; ++job) {
+    // The worker sleeps as soon as it is idle; wait until it does.
+    while (group.sleeping_workers() == 0) std::this_thread::yield();
+    MeetThenWorkerLingers(group);
+  }
+  const LaneGroupStats s = group.stats();
+  EXPECT_EQ(s.jobs, 3);
+  EXPECT_EQ(s.asleep_jobs, 3);
+  // The caller returns from its task 2 ms before the worker does: it waits
+  // at the barrier unless it was itself descheduled that long, which three
+  // jobs in a row will not all be.
+  EXPECT_GE(s.waits, 1);
+  EXPECT_LE(s.waits, 3);
+  EXPECT_GT(s.wait_ns, 0);
+}
+
+TEST(LaneGroupTest, ASpinningWorkerIsNotCountedAsAsleep) {
+  // Spins far longer than the test runs: never asleep between jobs.
+  LaneGroup group(LaneGroupOptions{.threads = 2, .spin_ns = 600'000'000'000});
+  for (int i = 0; i < 3; ++i) MeetThenWorkerLingers(group);
+  EXPECT_EQ(group.stats().jobs, 3);
+  EXPECT_EQ(group.stats().asleep_jobs, 0);
+  EXPECT_EQ(group.sleeping_workers(), 0);
 }
 
 TEST(LaneGroupTest, FreeParallelForRunsInlineWithoutAGroup) {
