@@ -231,7 +231,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return Status::InvalidArgument("deadline margin must be in [0, 1)");
   }
   const bool margin = options.deadline_margin_fraction > 0;
-  if (options.recent_speed_window_ms < 0) return Status::InvalidArgument("recent speed window must be at least 0");
+  if (options.recent_speed_window_ms < 0 || options.recent_speed_window_ms > 10'000) {
+    return Status::InvalidArgument("recent speed window must be within [0, 10000] ms");
+  }
   if (options.lane_answer_queue < 0) return Status::InvalidArgument("lane answer queue must be 0 (auto) or more");
   const bool own_lane_cpus = CpuListsDisjoint(options.lane_cpus, options.serving_cpus);
   impl->scheduler = std::make_unique<FairScheduler>(
