@@ -108,6 +108,16 @@ int main(int argc, char** argv) {
                  "the network on the way back to the client (0 = plan to the deadline exactly)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
+  app.add_option("--recent-speed-window-ms", options.recent_speed_window_ms,
+                 "Admission plans each request with how much slower than predicted the lanes ran over this last "
+                 "stretch (host stall spells reject tight deadlines at once instead of missing them; 0 = off)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{10'000}));
+  app.add_option("--at-risk-stack", options.at_risk_plans_stack,
+                 "Between layers, run a queued request first when it would miss its deadline waiting for the rest of "
+                 "the running and the parked requests at their slowdown bounds (false: the running request's "
+                 "predicted remainder alone)")
+      ->capture_default_str();
   app.add_option("--calibrate-uploads", options.calibrate_uploads,
                  "Calibrate each uploaded model on a lane (billed to its tenant)")
       ->capture_default_str();

@@ -231,6 +231,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return Status::InvalidArgument("deadline margin must be in [0, 1)");
   }
   const bool margin = options.deadline_margin_fraction > 0;
+  if (options.recent_speed_window_ms < 0 || options.recent_speed_window_ms > 10'000) {
+    return Status::InvalidArgument("recent speed window must be within [0, 10000] ms");
+  }
   if (options.lane_answer_queue < 0) return Status::InvalidArgument("lane answer queue must be 0 (auto) or more");
   const bool own_lane_cpus = CpuListsDisjoint(options.lane_cpus, options.serving_cpus);
   impl->scheduler = std::make_unique<FairScheduler>(
@@ -243,6 +246,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                            .deadline_margin_fraction = options.deadline_margin_fraction,
                            .deadline_margin_min_ns = margin ? 500'000 : 0,
                            .deadline_margin_max_ns = margin ? 5'000'000 : 0,
+                           .recent_speed_window_ns = options.recent_speed_window_ms * 1'000'000,
+                           .at_risk_plans_stack = options.at_risk_plans_stack,
                            .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr,
                            .device_executor = options.device_executor});
   const int lanes = impl->scheduler->lanes();

@@ -61,6 +61,15 @@ struct ServerOptions {
   // (FairSchedulerOptions::deadline_margin_fraction); 0 = plan to the
   // client's deadline exactly.
   double deadline_margin_fraction = 0.05;
+  // Admission plans with how much slower than predicted the lanes ran over
+  // this last stretch of time (FairSchedulerOptions::recent_speed_window_ns):
+  // host stall spells turn into rejections at admission; 0 = off.
+  int64_t recent_speed_window_ms = 20;
+  // A lane's at-risk check between steps plans the rest of the running and
+  // the parked requests, each at its slowdown bound
+  // (FairSchedulerOptions::at_risk_plans_stack); false = the running
+  // request's predicted remainder alone.
+  bool at_risk_plans_stack = true;
   bool calibrate_uploads = true;          // calibrate each upload on a lane
   // Prometheus text metrics over HTTP (GET /metrics); "" = none. Port 0
   // picks a free port (see metrics_address()).

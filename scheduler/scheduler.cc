@@ -34,6 +34,9 @@ struct FairScheduler::Job {
   // under the lock by admission.
   std::atomic<int64_t> remaining_ns{0};
   std::atomic<int64_t> step_ns{0};  // predicted lane time of one layer
+  // The model's slowdown bound at dispatch: how much longer than predicted
+  // the rest of its run may take (the lanes' at-risk check, lock-free).
+  double slowdown = 1.0;
   // Lane-local once dispatched.
   std::optional<Execution> exec;
   int64_t exec_ns = 0;  // measured lane time (steps only; parked time excluded)
@@ -105,7 +108,9 @@ FairScheduler::FairScheduler(FairSchedulerOptions options)
       queue_(options_.default_policy.weight),
       costs_(options_.cost),
       response_(options_.response_quantile, options_.response_window, options_.response_max_age_ns),
-      wait_error_(options_.wait_slack_quantile, options_.wait_slack_window, options_.wait_slack_max_age_ns) {
+      wait_error_(options_.wait_slack_quantile, options_.wait_slack_window, options_.wait_slack_max_age_ns),
+      recent_speed_(options_.recent_speed_window_ns, options_.recent_speed_min_predicted_ns,
+                    options_.cost.slowdown_max) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options_.lane_threads = std::max(options_.lane_threads, 1);
   const int lane_cpus = options_.lane_cpus.empty() ? cores : static_cast<int>(options_.lane_cpus.size());
@@ -175,17 +180,20 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
   const CostPrediction cost = costs_.Predict(job.model_id, job.batch);
   job.predicted_ns = cost.ns;
   job.predicted_steps = cost.steps;
+  // In a stall spell the lanes run slower than every long-run estimate:
+  // the request's own run and the work ahead of it both stretch.
+  const double speed = recent_speed_.Factor(now);
   AdmissionInput in{.now_ns = now,
                     .deadline_ns = job.deadline_ns,
                     .own_cost_ns = job.predicted_ns,
-                    .slowdown = costs_.SlowdownBound(job.model_id),
+                    .slowdown = std::max(costs_.SlowdownBound(job.model_id), speed),
                     .response_ns = ResponseMarginLocked(now),
                     .queued_ahead_ns = queue_.WorkAheadNs(job.request.tenant_id),
                     .running_remaining_ns = RunningRemainingLocked(job.deadline_ns),
                     .ready_ns = job.request.ready_ns,
                     .lanes = num_lanes_,
                     .interference = InterferenceLocked(job.request.tenant_id, tenant, now),
-                    .wait_slack = WaitSlackLocked(now),
+                    .wait_slack = std::max(WaitSlackLocked(now), speed - 1.0),
                     .in_flight = tenant.in_flight,
                     .max_in_flight = tenant.policy.max_in_flight};
   if (lane_free_ns != nullptr) {
@@ -377,6 +385,7 @@ std::unique_ptr<FairScheduler::Job> FairScheduler::DispatchLocked(const FairQueu
   queued_.erase(it);
   by_latest_start_.erase({job->latest_start(), job->id});
   job->dispatch = d;
+  job->slowdown = costs_.SlowdownBound(job->model_id);
   job->remaining_ns.store(job->predicted_ns, std::memory_order_relaxed);
   job->step_ns.store(job->predicted_ns / static_cast<int64_t>(std::max<size_t>(job->predicted_steps, 1)),
                      std::memory_order_relaxed);
@@ -574,7 +583,43 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
   std::vector<std::unique_ptr<Job>> stack;
   stack.push_back(std::move(first));
   uint64_t checked_generation = 0;  // queue state of the last fruitless check
+  bool checked_at_risk = false;     // whether that check already saw a request at risk
+  // Looks for a queued request to run before the rest of the stack: one
+  // at risk of missing its deadline waiting `busy_ns` (more urgent than
+  // the running one), else one fair order puts first. Null if none.
+  auto preemptor = [&](bool at_risk, int64_t busy_ns) {
+    const Job& top = *stack.back();
+    Dropped dropped;
+    std::unique_ptr<Job> next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t now = clock_->NowNs();
+      DropInfeasibleLocked(now, &dropped);
+      if (!paused_ && at_risk) next = TakeAtRiskLocked(now, busy_ns, top.deadline_ns, top.request.tenant_id);
+      if (!paused_ && !next) next = TakeFairlyEarlierLocked(stack, now);
+      if (next) ++preemptions_;
+      checked_generation = queue_generation_.load(std::memory_order_acquire);
+      checked_at_risk = at_risk && !next;
+    }
+    FinishDropped(std::move(dropped));
+    return next;
+  };
+  bool resuming = false;  // the top was parked and resumes now
   while (!stack.empty()) {
+    if (resuming) {
+      // A queued request that was not at risk behind the run that just
+      // ended may be at risk behind the rest of this one.
+      resuming = false;
+      const int64_t busy = StackBusyNs(stack);
+      const int64_t urgent = urgent_latest_start_.load(std::memory_order_acquire);
+      if (urgent != kNoDeadline && clock_->NowNs() + busy > urgent &&
+          static_cast<int>(stack.size()) <= options_.max_parked) {
+        if (std::unique_ptr<Job> next = preemptor(true, busy)) {
+          stack.push_back(std::move(next));
+          continue;
+        }
+      }
+    }
     Job& job = *stack.back();
     Result<std::vector<NamedTensor>> outputs = Status::Internal("not run");
     bool finished = false;
@@ -610,6 +655,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
       std::unique_ptr<Job> done = std::move(stack.back());
       stack.pop_back();
       Finish(std::move(done), std::move(outputs));
+      resuming = options_.at_risk_plans_stack && !stack.empty();
       continue;
     }
 
@@ -623,6 +669,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     job.exec_ns += t1 - t0;
     if (job.request.calibration) job.step_times.push_back(t1 - t0);
     const size_t total = std::max<size_t>(job.exec->num_steps(), 1);
+    recent_speed_.Add(t1, t1 - t0, job.run_predicted_ns() / static_cast<int64_t>(total));
     const int64_t remaining = static_cast<int64_t>(
         static_cast<double>(job.run_predicted_ns()) * static_cast<double>(total - job.exec->step_index()) /
         static_cast<double>(total));
@@ -630,27 +677,36 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     if (job.exec->done() || static_cast<int>(stack.size()) > options_.max_parked) continue;
 
     // Between two steps: would the most urgent queued request miss its
-    // deadline waiting for the rest of this one, or has another tenant's
+    // deadline waiting for the rest of this one (and, at_risk_plans_stack,
+    // of the parked ones the lane resumes first), or has another tenant's
     // request arrived that fair order puts before this one? Checked without
-    // the lock; the lock is taken only when the answer may have changed.
+    // the lock; the lock is taken only when the answer may have changed
+    // (with at_risk_plans_stack also when a request became at risk since
+    // the last check: runs slower than predicted make it so).
+    const int64_t busy = StackBusyNs(stack);
     const int64_t urgent = urgent_latest_start_.load(std::memory_order_acquire);
-    const bool at_risk = urgent != kNoDeadline && t1 + remaining > urgent;
+    const bool at_risk = urgent != kNoDeadline && t1 + busy > urgent;
     const bool changed = queue_generation_.load(std::memory_order_acquire) != checked_generation;
-    if (!changed && (!at_risk || t1 <= urgent)) continue;
-    Dropped dropped;
-    std::unique_ptr<Job> next;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const int64_t now = clock_->NowNs();
-      DropInfeasibleLocked(now, &dropped);
-      if (!paused_ && at_risk) next = TakeAtRiskLocked(now, remaining, job.deadline_ns, job.request.tenant_id);
-      if (!paused_ && !next) next = TakeFairlyEarlierLocked(stack, now);
-      if (next) ++preemptions_;
-      checked_generation = queue_generation_.load(std::memory_order_acquire);
-    }
-    FinishDropped(std::move(dropped));
-    if (next) stack.push_back(std::move(next));
+    const bool newly_at_risk = options_.at_risk_plans_stack && at_risk && !checked_at_risk;
+    if (!changed && !newly_at_risk && (!at_risk || t1 <= urgent)) continue;
+    if (std::unique_ptr<Job> next = preemptor(at_risk, busy)) stack.push_back(std::move(next));
   }
+}
+
+int64_t FairScheduler::StackBusyNs(const std::vector<std::unique_ptr<Job>>& stack) const {
+  // In a stall spell every run takes longer than predicted (recent speed).
+  const double speed = recent_speed_.last();
+  if (!options_.at_risk_plans_stack) {
+    return std::llround(static_cast<double>(stack.back()->remaining_ns.load(std::memory_order_relaxed)) * speed);
+  }
+  // The rest of the running job, then each parked one as the lane resumes
+  // it, each as slow as its model may run (the bound admission planned it
+  // with).
+  double busy = 0;
+  for (const std::unique_ptr<Job>& j : stack) {
+    busy += static_cast<double>(j->remaining_ns.load(std::memory_order_relaxed)) * std::max(j->slowdown, speed);
+  }
+  return std::llround(busy);
 }
 
 void FairScheduler::FormBatchLocked(Job& leader, int64_t now) {
@@ -934,6 +990,7 @@ SchedulerStats FairScheduler::Stats() const {
   }
   s.admission_wait_slack = WaitSlackNowLocked();
   s.response_margin_ns = std::llround(response_.last());
+  s.recent_speed = recent_speed_.last();
   return s;
 }
 

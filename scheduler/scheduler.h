@@ -52,6 +52,7 @@
 #include "scheduler/cost_model.h"
 #include "scheduler/device_lanes.h"
 #include "scheduler/fair_queue.h"
+#include "scheduler/recent_speed.h"
 #include "scheduler/request.h"
 #include "base/windowed_quantile.h"
 #include "cache/rate_estimator.h"
@@ -156,6 +157,33 @@ struct FairSchedulerOptions {
   double response_quantile = 0.99;
   size_t response_window = 256;
   int64_t response_max_age_ns = 5'000'000'000;  // older observations are dropped
+  // Host stall spells (scheduler/recent_speed.h): admission also plans the
+  // request's own run and its wait for the work ahead with how much slower
+  // than predicted the lanes ran over the last recent_speed_window_ns (sum
+  // of measured / sum of predicted step times, trusted from
+  // recent_speed_min_predicted_ns of predicted work on, within [1,
+  // cost.slowdown_max]), when that is above the model's slowdown bound and
+  // the wait slack; and a lane stretches its remainder by it when it checks
+  // between steps whether a queued request is at risk. On this VM the CPU is
+  // sometimes taken away for tens of ms and every run goes 1.5-2x slower:
+  // the 10 ms requests of the deadline scenario admitted during such a
+  // spell were the ones dropped or late. 0 = off (the library default;
+  // orreryd sets 20 ms).
+  int64_t recent_speed_window_ns = 0;
+  int64_t recent_speed_min_predicted_ns = 2'000'000;
+  // Between two steps a lane runs a queued request first when it would miss
+  // its latest start waiting. With this on, the wait it checks is the rest
+  // of the running request and of the parked ones the lane resumes before
+  // anything queued, each x its model's slowdown bound (as admission
+  // planned them), also when a parked one resumes, and a request that
+  // became at risk since the last check (its wait ran long) is looked at
+  // although the queue did not change. Off: the running request's
+  // predicted remainder alone, checked when the queue changed. In the
+  // deadline scenario the 10 ms requests dropped before running in quiet
+  // minutes had waited behind a 200 ms tenant's request that fair order ran
+  // between layers of a parked long run, then the parked run's next layer
+  // (2.5 ms), or a layer that ran longer than predicted.
+  bool at_risk_plans_stack = true;
   // Capacities of the resources besides lanes, for dominant-share charges
   // (fair_queue.h); 0 = not modelled. The lane capacity is the lane count.
   double devices = 0;
@@ -214,6 +242,9 @@ struct SchedulerStats {
   // What admission currently plans with (see FairSchedulerOptions).
   double admission_wait_slack = 0;
   int64_t response_margin_ns = 0;
+  // Measured / predicted lane time over the recent-speed window (1 when
+  // off or the lanes were idle), as of the last step or admission.
+  double recent_speed = 1;
 };
 
 class FairScheduler {
@@ -319,6 +350,10 @@ class FairScheduler {
   // first: the jobs finish top down, each after its predicted remainder x
   // its model's slowdown bound, plus the response margin.
   bool StackCanWaitLocked(const std::vector<std::unique_ptr<Job>>& stack, int64_t now, int64_t first_ns);
+  // How long the lane stays busy with `stack` (running job on top, parked
+  // ones below) before a queued request could start: see
+  // at_risk_plans_stack. Lock-free (the jobs' atomics).
+  int64_t StackBusyNs(const std::vector<std::unique_ptr<Job>>& stack) const;
   // An urgent queued job that would miss its deadline waiting `busy_ns` for
   // a job of `tenant` and whose deadline is before `deadline_ns`; null if
   // none. A heavy tenant's jobs do not go before a light tenant's
@@ -397,6 +432,7 @@ class FairScheduler {
   std::set<Job*> running_;  // dispatched, parked or running
   WindowedQuantile response_;    // ObserveResponseNs
   WindowedQuantile wait_error_;  // (waited - predicted wait) / predicted wait
+  RecentSpeed recent_speed_;     // lane steps of the last few ms (own lock)
   // (end, lane ns) of the runs of the last minute (utilisation).
   std::deque<std::pair<int64_t, int64_t>> lane_busy_;
 

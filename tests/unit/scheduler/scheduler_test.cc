@@ -808,6 +808,115 @@ TEST(FairSchedulerTest, WaitSlackIsLearnedFromWaitsThatRanLong) {
   scheduler.Shutdown();
 }
 
+// A clock for lanes whose steps take time: every read moves it `tick` on
+// (the lane's reads around a step: that step measured `tick`). The test
+// thread reads nothing while the lane runs, so the sequence of reads, and
+// every time seen, is the same in every run.
+class TickingClock final : public Clock {
+ public:
+  int64_t NowNs() const override {
+    const int64_t tick = tick_.load(std::memory_order_acquire);
+    return now_.fetch_add(tick, std::memory_order_acq_rel) + tick;
+  }
+  void SetTick(int64_t ns) { tick_.store(ns, std::memory_order_release); }
+  void AdvanceNs(int64_t ns) { now_.fetch_add(ns, std::memory_order_acq_rel); }
+
+ private:
+  mutable std::atomic<int64_t> now_{1'000'000'000};
+  std::atomic<int64_t> tick_{0};
+};
+
+// In a stall spell every layer runs twice as long as predicted. With the
+// recent-speed window on, admission plans the next request's run at that
+// speed (a 1 ms request does not fit 1.5 ms), until the spell's steps leave
+// the window; off, only the model's long-run bound (1: no history) counts.
+TEST(FairSchedulerTest, AdmissionPlansWithTheLanesRecentSpeed) {
+  auto chain = ChainModel(4);
+  auto relu = ReluModel();
+  for (int64_t window : {int64_t{100 * kMs}, int64_t{0}}) {
+    TickingClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .max_batch = 1,
+                                                 .affinity_window_ns = 0, .admission_wait_slack = 0,
+                                                 .recent_speed_window_ns = window,
+                                                 .recent_speed_min_predicted_ns = 2 * kMs});
+    scheduler.Calibrate("chain", 1, 4 * kMs);  // 1 ms per layer predicted
+    scheduler.Calibrate("relu", 1, 1 * kMs);
+    InferenceRequest slow = Request("t", chain, 1);
+    slow.model_id = "chain";
+    std::promise<void> ran;
+    clock.SetTick(2 * kMs);  // each layer measures 2 ms
+    ASSERT_TRUE(scheduler.Submit(std::move(slow), [&](Outputs r) {
+      EXPECT_TRUE(r.ok());
+      ran.set_value();
+    }).ok());
+    ran.get_future().get();
+    clock.SetTick(0);
+    const Status s = scheduler.Submit(Request("u", relu, 1, clock.NowNs() + 1500'000), [](Outputs) {});
+    if (window > 0) {
+      EXPECT_NEAR(scheduler.Stats().recent_speed, 2.0, 1e-9);
+      EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+      EXPECT_NE(s.message().find("then running 2.000 ms"), std::string::npos) << s.message();
+      // The spell's steps leave the window: planned at the prediction again.
+      clock.AdvanceNs(window);
+      std::promise<void> done;
+      EXPECT_TRUE(scheduler.Submit(Request("u", relu, 1, clock.NowNs() + 1500'000), [&](Outputs) {
+        done.set_value();
+      }).ok());
+      done.get_future().get();
+    } else {
+      EXPECT_DOUBLE_EQ(scheduler.Stats().recent_speed, 1.0);
+      EXPECT_TRUE(s.ok()) << s.message();
+    }
+    scheduler.Shutdown();
+  }
+}
+
+// A long run (a_slow, 40 ms predicted over 4 layers) is parked for another
+// tenant's request (b_mid) that fair order puts first; that one takes 20 ms
+// (its callback moves the clock). c_fast's request, due 45 ms after the
+// start, was not at risk behind the long run's 30 ms left when b_mid went
+// first; behind b_mid's 20 ms and the same 30 ms it is. With
+// at_risk_plans_stack the lane looks at the queue before it resumes the
+// parked run and runs c_fast first; without, the long run resumes (its
+// remaining 30 ms: its callback moves the clock) and c_fast is dropped
+// before running.
+TEST(FairSchedulerTest, AnAtRiskRequestRunsBeforeAParkedRunResumes) {
+  auto chain = ChainModel(4);
+  auto relu = ReluModel();
+  for (bool plan_stack : {true, false}) {
+    FakeClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .max_batch = 1,
+                                                 .affinity_window_ns = 0, .admission_wait_slack = 0,
+                                                 .at_risk_plans_stack = plan_stack});
+    scheduler.Calibrate("chain", 1, 40 * kMs);
+    scheduler.Calibrate("relu", 1, 1 * kMs);
+    std::mutex mu;
+    std::string order;  // a tenant's letter per answer, upper case for a drop
+    auto record = [&](char letter, int64_t takes_ns) {
+      return [&, letter, takes_ns](Outputs r) {
+        std::lock_guard<std::mutex> lock(mu);
+        order += r.ok() ? letter : static_cast<char>(letter - 'a' + 'A');
+        if (r.ok()) clock.AdvanceNs(takes_ns);
+      };
+    };
+    const int64_t t0 = clock.NowNs();
+    InferenceRequest slow = Request("a_slow", chain, 1, t0 + 1000 * kMs);
+    slow.model_id = "chain";
+    ASSERT_TRUE(scheduler.Submit(std::move(slow), record('a', 30 * kMs)).ok());
+    ASSERT_TRUE(scheduler.Submit(Request("b_mid", relu, 1), record('b', 20 * kMs)).ok());
+    ASSERT_TRUE(scheduler.Submit(Request("c_fast", relu, 1, t0 + 45 * kMs), record('c', 0)).ok());
+    scheduler.Resume();
+    scheduler.Shutdown();
+    if (plan_stack) {
+      EXPECT_EQ(order, "bca");
+      EXPECT_EQ(scheduler.Stats().preemptions, 2u);
+    } else {
+      EXPECT_EQ(order, "baC");
+      EXPECT_EQ(scheduler.Stats().preemptions, 1u);
+    }
+  }
+}
+
 // The deadline margin: admission plans to finish a share of the time left
 // early (for the answer's way back), at least deadline_margin_min_ns.
 TEST(FairSchedulerTest, AdmissionLeavesTheDeadlineMarginForTheWayBack) {
