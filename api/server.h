@@ -63,8 +63,9 @@ struct ServerOptions {
   double deadline_margin_fraction = 0.05;
   // Admission plans with how much slower than predicted the lanes ran over
   // this last stretch of time (FairSchedulerOptions::recent_speed_window_ns):
-  // host stall spells turn into rejections at admission; 0 = off.
-  int64_t recent_speed_window_ms = 20;
+  // host stall spells turn into rejections at admission; 0 = off (the
+  // default until quiet-machine runs show it helps; try 20).
+  int64_t recent_speed_window_ms = 0;
   // A lane's at-risk check between steps plans the rest of the running and
   // the parked requests, each at its slowdown bound
   // (FairSchedulerOptions::at_risk_plans_stack); false = the running

@@ -168,7 +168,7 @@ struct FairSchedulerOptions {
   // sometimes taken away for tens of ms and every run goes 1.5-2x slower:
   // the 10 ms requests of the deadline scenario admitted during such a
   // spell were the ones dropped or late. 0 = off (the library default;
-  // orreryd sets 20 ms).
+  // orreryd too, until measured on a quiet machine; 20 ms was tried).
   int64_t recent_speed_window_ns = 0;
   int64_t recent_speed_min_predicted_ns = 2'000'000;
   // Between two steps a lane runs a queued request first when it would miss
