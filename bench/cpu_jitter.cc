@@ -14,57 +14,13 @@
 #include <cstring>
 #include <vector>
 
-#include <immintrin.h>
+#include "base/fma_probe.h"
 
 namespace {
 
-// Eight independent FMA chains: the loop is latency-bound on a fixed
-// dependency pattern, so its cycle count is the same every run.
-__attribute__((target("avx512f"))) float Fma512(long n) {
-  __m512 acc[8];
-  for (int i = 0; i < 8; ++i) acc[i] = _mm512_set1_ps(1.0f + static_cast<float>(i) * 1e-7f);
-  const __m512 b = _mm512_set1_ps(0.9999999f);
-  const __m512 c = _mm512_set1_ps(1e-7f);
-  for (long k = 0; k < n; ++k) {
-    for (auto& a : acc) a = _mm512_fmadd_ps(a, b, c);
-  }
-  float s = 0;
-  float lanes[16];
-  for (const auto& a : acc) {
-    _mm512_storeu_ps(lanes, a);
-    s += lanes[0];
-  }
-  return s;
-}
-
-__attribute__((target("avx2,fma"))) float Fma256(long n) {
-  __m256 acc[8];
-  for (int i = 0; i < 8; ++i) acc[i] = _mm256_set1_ps(1.0f + static_cast<float>(i) * 1e-7f);
-  const __m256 b = _mm256_set1_ps(0.9999999f);
-  const __m256 c = _mm256_set1_ps(1e-7f);
-  for (long k = 0; k < n; ++k) {
-    for (auto& a : acc) a = _mm256_fmadd_ps(a, b, c);
-  }
-  float s = 0;
-  for (const auto& a : acc) s += _mm_cvtss_f32(_mm256_castps256_ps128(a));
-  return s;
-}
-
-// Integer ALU only: rules out anything SIMD-specific (frequency licences).
-float Scalar(long n) {
-  unsigned long x = 1, y = 2, z = 3;
-  for (long k = 0; k < n; ++k) {
-    x = x * 3 + 1;
-    y ^= x >> 3;
-    z += y * 5;
-    asm volatile("" : "+r"(x), "+r"(y), "+r"(z));
-  }
-  return static_cast<float>((x + y + z) & 0xff);
-}
-
 struct Kernel {
   const char* name;
-  float (*fn)(long);
+  float (*fn)(int64_t);
   bool available;
 };
 
@@ -97,9 +53,9 @@ int main(int argc, char** argv) {
     }
   }
   const Kernel kernels[] = {
-      {"avx512_fma", Fma512, __builtin_cpu_supports("avx512f") != 0},
-      {"avx2_fma", Fma256, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
-      {"scalar_int", Scalar, true},
+      {"avx512_fma", orrery::probe::Fma512, __builtin_cpu_supports("avx512f") != 0},
+      {"avx2_fma", orrery::probe::Fma256, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
+      {"scalar_int", orrery::probe::ScalarAlu, true},
   };
   for (const Kernel& k : kernels) {
     if (!k.available) continue;

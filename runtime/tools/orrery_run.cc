@@ -42,10 +42,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -61,6 +57,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/fma_probe.h"
 #include "base/json.h"
 #include "runtime/execution.h"
 #include "runtime/lane_group.h"
@@ -427,34 +424,8 @@ std::pair<int64_t, int64_t> StealJiffies() {
   return f ? std::make_pair(v[7], total) : std::make_pair(int64_t{0}, int64_t{0});
 }
 
-// The --host-probe-us loop: eight independent FMA chains (scalar where the
-// CPU lacks FMA), so its cycle count is the same every time; only the core's
-// speed moves its wall time. Returns a value so the loop is not elided.
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) float ProbeFma(int64_t n) {
-  __m256 acc[8];
-  for (int i = 0; i < 8; ++i) acc[i] = _mm256_set1_ps(1.0f + static_cast<float>(i) * 1e-7f);
-  const __m256 b = _mm256_set1_ps(0.9999999f);
-  const __m256 c = _mm256_set1_ps(1e-7f);
-  for (int64_t k = 0; k < n; ++k) {
-    for (auto& x : acc) x = _mm256_fmadd_ps(x, b, c);
-  }
-  float s = 0;
-  for (const auto& x : acc) s += _mm_cvtss_f32(_mm256_castps256_ps128(x));
-  return s;
-}
-#endif
-
-float ProbeScalar(int64_t n) {
-  uint64_t x = 1, y = 2;
-  for (int64_t k = 0; k < n; ++k) {
-    x = x * 3 + 1;
-    y ^= x >> 3;
-    asm volatile("" : "+r"(x), "+r"(y));
-  }
-  return static_cast<float>((x + y) & 0xff);
-}
-
+// The --host-probe-us loop is base/fma_probe.h's fixed FMA (or integer)
+// chain: only the core's speed moves its wall time.
 class HostProbe {
  public:
   // Sizes the loop to about `us` from the fastest of a few trials; 0: off.
@@ -475,9 +446,9 @@ class HostProbe {
   double TimeUs(int64_t n) const {
     const auto t0 = std::chrono::steady_clock::now();
 #if defined(__x86_64__)
-    volatile float sink = fma_ ? ProbeFma(n) : ProbeScalar(n);
+    volatile float sink = fma_ ? probe::Fma256(n) : probe::ScalarAlu(n);
 #else
-    volatile float sink = ProbeScalar(n);
+    volatile float sink = probe::ScalarAlu(n);
 #endif
     (void)sink;
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
