@@ -24,26 +24,22 @@ namespace orrery::ops::cpu::ORRERY_GEMM_NS {
 constexpr int kW = ORRERY_GEMM_WIDTH;
 typedef float VF __attribute__((vector_size(kW * 4)));
 typedef int32_t VI __attribute__((vector_size(kW * 4)));
+// The same vectors at any float's address, for unaligned loads and stores.
+typedef float VFU __attribute__((vector_size(kW * 4), aligned(4), may_alias));
 
 #define ORRERY_GEMM_INLINE inline __attribute__((always_inline))
 
 ORRERY_GEMM_INLINE VF Splat(float x) { return VF{} + x; }
-ORRERY_GEMM_INLINE VF Load(const float* p) {
-  VF v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return v;
-}
-ORRERY_GEMM_INLINE void Store(float* p, VF v) { __builtin_memcpy(p, &v, sizeof(v)); }
+// One unaligned vector move each, as _mm256_loadu_ps is. Not __builtin_memcpy:
+// GCC folds a memcpy into one move only up to MOVE_MAX bytes (16 under -mavx2
+// with -mtune=generic), so a 32-byte one went through a stack slot and a
+// reload that store forwarding cannot serve.
+ORRERY_GEMM_INLINE VF Load(const float* p) { return *reinterpret_cast<const VFU*>(p); }
+ORRERY_GEMM_INLINE void Store(float* p, VF v) { *reinterpret_cast<VFU*>(p) = v; }
 ORRERY_GEMM_INLINE VF Max(VF a, VF b) { return a > b ? a : b; }
 ORRERY_GEMM_INLINE VF Min(VF a, VF b) { return a < b ? a : b; }
-ORRERY_GEMM_INLINE VF Abs(VF a) {
-  VI bits;
-  __builtin_memcpy(&bits, &a, sizeof(a));
-  bits &= 0x7fffffff;
-  VF r;
-  __builtin_memcpy(&r, &bits, sizeof(r));
-  return r;
-}
+// Casts between same-size vector types reinterpret the bits (in registers).
+ORRERY_GEMM_INLINE VF Abs(VF a) { return reinterpret_cast<VF>(reinterpret_cast<VI>(a) & 0x7fffffff); }
 
 // e^x, relative error ~2e-7 (Cephes expf: range reduction by ln 2, degree-6
 // polynomial); saturates outside [-87, 88].
@@ -60,9 +56,7 @@ ORRERY_GEMM_INLINE VF Exp(VF x) {
   p = p * r + 5.0000001201e-1f;
   const VF y = p * r * r + r + 1.0f;
   const VI e = (__builtin_convertvector(n, VI) + 127) << 23;
-  VF scale;
-  __builtin_memcpy(&scale, &e, sizeof(e));
-  return y * scale;
+  return y * reinterpret_cast<VF>(e);
 }
 
 ORRERY_GEMM_INLINE VF Sigmoid(VF x) { return 1.0f / (1.0f + Exp(-x)); }
