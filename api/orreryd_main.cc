@@ -118,6 +118,16 @@ int main(int argc, char** argv) {
                  "the running and the parked requests at their slowdown bounds (false: the running request's "
                  "predicted remainder alone)")
       ->capture_default_str();
+  app.add_option("--admission-probe-ms", options.admission_probe_ms,
+                 "With the lanes idle, admit a request refused for its deadline if its model had nothing admitted "
+                 "for this long and its predicted cost alone fits (so an over-grown estimate is corrected by a run "
+                 "instead of refusing everything; 0 = off)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{60'000}));
+  app.add_option("--ledger-writer", options.ledger_writer,
+                 "Append inference ledger entries on a writer thread of their own, which answers each request once "
+                 "its entry is written (false: the lane or serving thread that completes the request appends it)")
+      ->capture_default_str();
   app.add_option("--calibrate-uploads", options.calibrate_uploads,
                  "Calibrate each uploaded model on a lane (billed to its tenant)")
       ->capture_default_str();

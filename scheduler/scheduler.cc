@@ -161,6 +161,7 @@ bool FairScheduler::KnowsModel(const std::string& model_id) const {
 void FairScheduler::ForgetModel(const std::string& model_id) {
   std::lock_guard<std::mutex> lock(mu_);
   costs_.Erase(model_id);
+  last_admitted_ns_.erase(model_id);
 }
 
 AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int64_t now, int64_t* lane_free_ns) {
@@ -245,6 +246,7 @@ Status FairScheduler::CheckAdmission(const InferenceRequest& request) {
     DropInfeasibleLocked(now, &dropped);
     TenantState& tenant = TenantLocked(request.tenant_id);
     status = AdmitLocked(job, tenant, now).status;
+    if (status.code() == StatusCode::kDeadlineExceeded && ProbeLocked(job, now)) status = Status::Ok();
     CountRejectionLocked(tenant, status);
   }
   FinishDropped(std::move(dropped));
@@ -295,9 +297,14 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
         --tenant.admitted;
         --tenant.in_flight;
       }
-    } else if (!status.ok()) {
+    } else if (!status.ok() && !(status.code() == StatusCode::kDeadlineExceeded && ProbeLocked(*job, now))) {
       CountRejectionLocked(tenant, status);
     } else {
+      if (!status.ok()) {
+        ++tenant.probes;  // refused by admission alone; the lanes are idle
+        status = Status::Ok();
+      }
+      last_admitted_ns_[job->model_id] = now;
       if (!job->request.calibration) ++tenant.admitted;
       ++tenant.in_flight;
       job->admitted_ns = now;
@@ -371,12 +378,36 @@ void FairScheduler::DropInfeasibleLocked(int64_t now, Dropped* dropped) {
   if (any) PublishUrgentLocked();
 }
 
-void FairScheduler::FinishDropped(Dropped dropped) {
+void FairScheduler::FinishDropped(Dropped dropped, bool on_lane) {
+  if (dropped.empty()) return;
   const int64_t now = clock_->NowNs();
   for (std::unique_ptr<Job>& job : dropped) {
     if (RunReport* r = job->request.report) *r = RunReport{.admitted_ns = job->admitted_ns, .ended_ns = now};
     job->done(job->drop_status);
   }
+  if (on_lane) NoteLaneCallback(clock_->NowNs() - now);
+}
+
+void FairScheduler::NoteLaneCallback(int64_t ns) {
+  lane_callback_ns_.fetch_add(ns, std::memory_order_relaxed);
+  lane_callbacks_.fetch_add(1, std::memory_order_relaxed);
+  int64_t max = lane_callback_max_ns_.load(std::memory_order_relaxed);
+  while (ns > max && !lane_callback_max_ns_.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
+  }
+}
+
+bool FairScheduler::ProbeLocked(Job& job, int64_t now) const {
+  if (options_.probe_interval_ns <= 0 || !queue_.empty() || !running_.empty()) return false;
+  if (job.request.ready_ns > now || job.predicted_ns <= 0) return false;
+  if (job.deadline_ns != kNoDeadline && now + job.predicted_ns > job.deadline_ns) return false;
+  if (auto it = last_admitted_ns_.find(job.model_id);
+      it != last_admitted_ns_.end() && now - it->second < options_.probe_interval_ns) {
+    return false;
+  }
+  // Planned at its plain prediction, so that its latest start is not
+  // already past (it would be dropped at once).
+  job.planned_ns = job.predicted_ns;
+  return true;
 }
 
 std::unique_ptr<FairScheduler::Job> FairScheduler::DispatchLocked(const FairQueue::Dispatch& d, int64_t now) {
@@ -561,7 +592,7 @@ void FairScheduler::LaneLoop(int lane) {
       job = PickLocked(now, cache);
       if (job) FormBatchLocked(*job, now);
     }
-    FinishDropped(std::move(dropped));
+    FinishDropped(std::move(dropped), /*on_lane=*/true);
     if (job) RunOnLane(std::move(job), &group, &cache);
   }
 }
@@ -601,7 +632,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
       checked_generation = queue_generation_.load(std::memory_order_acquire);
       checked_at_risk = at_risk && !next;
     }
-    FinishDropped(std::move(dropped));
+    FinishDropped(std::move(dropped), /*on_lane=*/true);
     return next;
   };
   bool resuming = false;  // the top was parked and resumes now
@@ -866,6 +897,7 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
     }
     j.done(std::move(results[i]));
   }
+  NoteLaneCallback(clock_->NowNs() - ended);  // Finish runs on a lane
 }
 
 Status FairScheduler::StartOnDeviceLocked(std::unique_ptr<Job> job, uint64_t ticket) {
@@ -991,6 +1023,9 @@ SchedulerStats FairScheduler::Stats() const {
   s.admission_wait_slack = WaitSlackNowLocked();
   s.response_margin_ns = std::llround(response_.last());
   s.recent_speed = recent_speed_.last();
+  s.lane_callback_ns = lane_callback_ns_.load(std::memory_order_relaxed);
+  s.lane_callbacks = lane_callbacks_.load(std::memory_order_relaxed);
+  s.lane_callback_max_ns = lane_callback_max_ns_.load(std::memory_order_relaxed);
   return s;
 }
 
