@@ -6,9 +6,14 @@
 #include <chrono>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
+#include "base/cpu_set.h"
+
 namespace orrery {
 
-LedgerWriter::LedgerWriter(Catalog* catalog) : catalog_(catalog), thread_([this] { Loop(); }) {}
+LedgerWriter::LedgerWriter(Catalog* catalog, std::vector<int> cpus)
+    : catalog_(catalog), cpus_(std::move(cpus)), thread_([this] { Loop(); }) {}
 
 LedgerWriter::~LedgerWriter() {
   {
@@ -35,6 +40,9 @@ LedgerWriter::Stats LedgerWriter::stats() const {
 
 void LedgerWriter::Loop() {
   (void)pthread_setname_np(pthread_self(), "orrery-ledger");
+  if (!cpus_.empty()) {
+    if (Status s = PinThisThread(cpus_); !s.ok()) spdlog::warn("ledger writer: {}", s.ToString());
+  }
   std::vector<Pending> group;
   std::vector<LedgerEntry*> entries;
   std::vector<LedgerAppendOptions> options;

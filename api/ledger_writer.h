@@ -40,8 +40,9 @@ class LedgerWriter {
     size_t max_queued = 0;      // most entries waiting at once
   };
 
-  // `catalog` must outlive the writer. Starts the thread.
-  explicit LedgerWriter(Catalog* catalog);
+  // `catalog` must outlive the writer. Starts the thread, pinned to `cpus`
+  // when given (else it keeps the creating thread's mask).
+  explicit LedgerWriter(Catalog* catalog, std::vector<int> cpus = {});
   // Writes and completes everything queued, then joins.
   ~LedgerWriter();
 
@@ -64,6 +65,7 @@ class LedgerWriter {
   void Loop();
 
   Catalog* const catalog_;
+  const std::vector<int> cpus_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Pending> queued_;

@@ -181,6 +181,7 @@ const std::string& Server::admin_token_path() const { return impl_->admin_token_
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.lane_cpus, "lane CPUs"));
   ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.serving_cpus, "serving CPUs"));
+  ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.ledger_writer_cpus, "ledger writer CPUs"));
   // Before any thread exists, so that all of them inherit the mask.
   if (!options.serving_cpus.empty()) ORRERY_RETURN_IF_ERROR(PinThisThread(options.serving_cpus));
   auto impl = std::make_unique<Impl>();
@@ -272,7 +273,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->ctx.serving = impl->serving.get();
   impl->ctx.ledger_fsync_each = options.ledger_sync_ms == 0;
   if (options.ledger_writer) {
-    impl->ledger_writer = std::make_unique<LedgerWriter>(impl->catalog.get());
+    impl->ledger_writer = std::make_unique<LedgerWriter>(impl->catalog.get(), options.ledger_writer_cpus);
     impl->ctx.ledger = impl->ledger_writer.get();
   }
   impl->ctx.lane_answer_queue = static_cast<size_t>(

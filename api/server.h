@@ -37,6 +37,9 @@ struct ServerOptions {
   // ledger, metrics): Start pins the calling thread to them before creating
   // any, and threads inherit the mask. Empty: not restricted.
   std::vector<int> serving_cpus;
+  // CPUs of the ledger writer's thread (api/ledger_writer.h); empty: the
+  // serving CPUs, as every other thread.
+  std::vector<int> ledger_writer_cpus;
   // A lane answers the request it ran itself (metering, encoding, the
   // write) unless this many requests are queued: then a serving thread
   // answers it and the lane runs the next. 0 = auto: 1 when lanes share
