@@ -992,8 +992,7 @@ void FairScheduler::Shutdown() {
 
 size_t FairScheduler::queue_depth() const {
   // Lock-free: lanes ask in their completion callbacks, and the scheduler's
-  // lock is often held by a request handler preempted on a busy serving CPU
-  // (measured: 90% of the lanes' callback time was waiting, not CPU).
+  // lock may be held by a request handler preempted on a busy serving CPU.
   return queued_count_.load(std::memory_order_relaxed);
 }
 
