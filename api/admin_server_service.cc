@@ -74,11 +74,14 @@ grpc::Status AdminServiceImpl::SchedulerStats(grpc::ServerContext* context, cons
     o->set_calibration_runs(t.calibration_runs);
     o->set_device_runs(t.device_runs);
     o->set_device_ns(t.device_ns);
+    o->set_probes(t.probes);
   }
   response->set_lane_utilisation(st.lane_utilisation);
   response->set_admission_wait_slack(st.admission_wait_slack);
   response->set_response_margin_ns(st.response_margin_ns);
   response->set_affinity_dispatches(st.affinity_dispatches);
+  response->set_lane_callback_ns(st.lane_callback_ns);
+  response->set_lane_callback_max_ns(st.lane_callback_max_ns);
   if (st.has_device) {
     const DeviceLanesStats& d = st.device;
     v1::DeviceSchedulerInfo* o = response->mutable_device();

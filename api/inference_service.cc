@@ -150,6 +150,7 @@ struct InferenceServiceImpl::Call {
   InferenceRequest scheduled{"", nullptr, {}};  // what Queue submits
   RunReport run;
   Result<std::vector<NamedTensor>> outputs = Status::Internal("not run");
+  int64_t answered_ns = 0;  // the scheduler's callback: the lane was done with it
 };
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(grpc::CallbackServerContext* context,
@@ -335,18 +336,20 @@ grpc::Status InferenceServiceImpl::Queue(const std::shared_ptr<Call>& call) {
   if (ctx_->device != nullptr) scheduled.cache_key = HostTier::KeyOf(*record);
   scheduled.report = &c.run;
   c.deadline_ns = scheduled.deadline_ns;
-  // The lane that ran the request (or dropped it) answers it, unless
-  // lane_answer_queue requests wait for the lanes (or the ledger append
-  // would fsync): a serving thread answers it then. Either way no thread
-  // waited for it.
+  // The lane that ran the request (or dropped it) encodes its answer,
+  // unless lane_answer_queue requests wait for the lanes: a serving thread
+  // does then. Either way the ledger writer's thread appends the entry and
+  // sends the answer (Complete), so no thread waited for the request and
+  // no lane waits for the disk.
   Status submitted = ctx_->scheduler->Submit(std::move(scheduled), [this, call](Result<std::vector<NamedTensor>> out) {
     call->outputs = std::move(out);
-    auto answer = [this, call] { Answer(*call, Complete(*call, std::move(call->outputs))); };
+    call->answered_ns = ctx_->scheduler->NowNs();
     if (ctx_->serving != nullptr &&
-        (ctx_->ledger_fsync_each || ctx_->scheduler->queue_depth() >= ctx_->lane_answer_queue)) {
-      ctx_->serving->Post(answer);
+        ((ctx_->ledger == nullptr && ctx_->ledger_fsync_each) ||
+         ctx_->scheduler->queue_depth() >= ctx_->lane_answer_queue)) {
+      ctx_->serving->Post([this, call] { Complete(call); });
     } else {
-      answer();
+      Complete(call);
     }
   });
   if (!submitted.ok()) {
@@ -360,7 +363,8 @@ grpc::Status InferenceServiceImpl::Queue(const std::shared_ptr<Call>& call) {
   return grpc::Status::OK;
 }
 
-grpc::Status InferenceServiceImpl::Complete(Call& c, Result<std::vector<NamedTensor>> outputs) {
+void InferenceServiceImpl::Complete(const std::shared_ptr<Call>& call) {
+  Call& c = *call;
   const ModelRecord* record = &c.record;
   const LoadTrace& trace = c.trace;
   const RunReport& run = c.run;
@@ -369,7 +373,8 @@ grpc::Status InferenceServiceImpl::Complete(Call& c, Result<std::vector<NamedTen
   const int64_t arrival_unix_us = c.arrival_unix_us;
   const int64_t arrival_ns = c.arrival_ns;
   inference::ModelInferResponse* response = c.response;
-  const int64_t answered_ns = ctx_->scheduler->NowNs();
+  const int64_t answered_ns = c.answered_ns;
+  Result<std::vector<NamedTensor>>& outputs = c.outputs;
   if (!outputs.ok() && outputs.status().code() == StatusCode::kDeadlineExceeded) {
     CountMiss(*record, trace, MissHow::kDropped);
   } else if (outputs.ok() && deadline_ns != 0 && answered_ns > deadline_ns) {
@@ -378,7 +383,8 @@ grpc::Status InferenceServiceImpl::Complete(Call& c, Result<std::vector<NamedTen
 
   // Metering: the request reached the scheduler, so it gets exactly one
   // ledger entry, written before the client learns the outcome (to the OS,
-  // fsynced within --ledger-sync-ms; or fsynced first with 0).
+  // fsynced within --ledger-sync-ms; or fsynced first with 0): the ledger
+  // writer answers once it is (Billed).
   // A retry with a request id already in the ledger is not billed again.
   auto wall_us = [&](int64_t sched_ns) { return arrival_unix_us + (sched_ns - arrival_ns) / 1000; };
   LedgerEntry entry;
@@ -412,45 +418,59 @@ grpc::Status InferenceServiceImpl::Complete(Call& c, Result<std::vector<NamedTen
   entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, 1.0, entry.bytes_loaded()) +
                         DeviceCostMicros(ctx_->prices, run.device_ns, entry.bytes_transferred()));
   // An id this server made up is in no ledger entry yet: no lookup for it.
-  Result<bool> billed = ctx_->catalog->AppendLedger(
-      &entry, LedgerAppendOptions{.new_request_id = c.request->id().empty()});
-  if (!billed.ok()) {
-    return ToGrpcStatus(billed.status().WithPrefix("request " + request_id + " ran but its ledger entry was not written"));
-  }
-  if (!outputs.ok()) return ToGrpcStatus(outputs.status());
+  const LedgerAppendOptions append{.new_request_id = c.request->id().empty()};
 
-  if (!c.wanted.empty()) {
-    std::erase_if(*outputs, [&](const NamedTensor& t) { return !c.wanted.count(t.name); });
+  // The response is encoded here (off the writer's thread, which answers
+  // every request in turn); it is sent only once the entry is written.
+  if (outputs.ok()) {
+    if (!c.wanted.empty()) {
+      std::erase_if(*outputs, [&](const NamedTensor& t) { return !c.wanted.count(t.name); });
+    }
+    response->set_model_name(record->name());
+    response->set_model_version(std::to_string(record->version()));
+    response->set_id(request_id);
+    EncodeInferOutputs(*outputs, response);
+    // What the scheduler measured, so that a client (bench/loadgen) can split
+    // its end-to-end latency into queueing, execution and serving overhead.
+    (*response->mutable_parameters())["orrery_lane_ns"].set_int64_param(run.lane_ns);
+    (*response->mutable_parameters())["orrery_predicted_lane_ns"].set_int64_param(run.predicted_lane_ns);
+    (*response->mutable_parameters())["orrery_queue_ns"].set_int64_param(
+        (run.started_ns != 0 ? run.started_ns : run.ended_ns) - run.admitted_ns);
+    // The arrival itself on the scheduler's clock (steady_clock in orreryd): a
+    // client on the same host splits gRPC and the network into the request's
+    // way in (its send to here) and the answer's way out.
+    (*response->mutable_parameters())["orrery_arrival_steady_ns"].set_int64_param(arrival_ns);
+    if (ctx_->device != nullptr) {
+      (*response->mutable_parameters())["orrery_placement"].set_string_param(run.on_device ? "device" : "cpu");
+      (*response->mutable_parameters())["orrery_device_ns"].set_int64_param(run.device_ns);
+    }
+    // The host cache: how long this request waited for the model's weights
+    // (a load, or joining one) and what was predicted (0 when resident).
+    (*response->mutable_parameters())["orrery_load_wait_ns"].set_int64_param(c.load_wait_ns);
+    (*response->mutable_parameters())["orrery_load_predicted_ns"].set_int64_param(c.load_predicted_ns);
   }
-  response->set_model_name(record->name());
-  response->set_model_version(std::to_string(record->version()));
-  response->set_id(request_id);
-  EncodeInferOutputs(*outputs, response);
-  // What the scheduler measured, so that a client (bench/loadgen) can split
-  // its end-to-end latency into queueing, execution and serving overhead.
-  (*response->mutable_parameters())["orrery_lane_ns"].set_int64_param(run.lane_ns);
-  (*response->mutable_parameters())["orrery_predicted_lane_ns"].set_int64_param(run.predicted_lane_ns);
-  (*response->mutable_parameters())["orrery_queue_ns"].set_int64_param(
-      (run.started_ns != 0 ? run.started_ns : run.ended_ns) - run.admitted_ns);
+  if (ctx_->ledger == nullptr) {  // no writer (tests of the API alone): appended here
+    Result<bool> billed = ctx_->catalog->AppendLedger(&entry, append);
+    Answer(c, Billed(c, billed));
+    return;
+  }
+  ctx_->ledger->Append(std::move(entry), append,
+                       [this, call](Result<bool> billed) { Answer(*call, Billed(*call, billed)); });
+}
+
+grpc::Status InferenceServiceImpl::Billed(Call& c, const Result<bool>& billed) {
+  if (!billed.ok()) {
+    return ToGrpcStatus(
+        billed.status().WithPrefix("request " + c.request_id + " ran but its ledger entry was not written"));
+  }
+  if (!c.outputs.ok()) return ToGrpcStatus(c.outputs.status());
   // Handler arrival to here (the ledger write included): the client's
   // latency minus this is gRPC and the network.
   const int64_t now_ns = ctx_->scheduler->NowNs();
-  (*response->mutable_parameters())["orrery_server_ns"].set_int64_param(now_ns - arrival_ns);
-  // The arrival itself on the scheduler's clock (steady_clock in orreryd): a
-  // client on the same host splits gRPC and the network into the request's
-  // way in (its send to here) and the answer's way out.
-  (*response->mutable_parameters())["orrery_arrival_steady_ns"].set_int64_param(arrival_ns);
-  // What this request needed after its lane (wake-up, metering, encoding):
-  // admission plans for it.
-  ctx_->scheduler->ObserveResponseNs(now_ns - answered_ns);
-  if (ctx_->device != nullptr) {
-    (*response->mutable_parameters())["orrery_placement"].set_string_param(run.on_device ? "device" : "cpu");
-    (*response->mutable_parameters())["orrery_device_ns"].set_int64_param(run.device_ns);
-  }
-  // The host cache: how long this request waited for the model's weights
-  // (a load, or joining one) and what was predicted (0 when resident).
-  (*response->mutable_parameters())["orrery_load_wait_ns"].set_int64_param(c.load_wait_ns);
-  (*response->mutable_parameters())["orrery_load_predicted_ns"].set_int64_param(c.load_predicted_ns);
+  (*c.response->mutable_parameters())["orrery_server_ns"].set_int64_param(now_ns - c.arrival_ns);
+  // What this request needed after its lane (wake-up, encoding, the wait
+  // for the ledger writer and its write): admission plans for it.
+  ctx_->scheduler->ObserveResponseNs(now_ns - c.answered_ns);
   return grpc::Status::OK;
 }
 

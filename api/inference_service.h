@@ -45,8 +45,13 @@ class InferenceServiceImpl final
   // Start's second half, from waiting for the model's weights (on a serving
   // thread when they must load) to Submit.
   grpc::Status Queue(const std::shared_ptr<Call>& call);
-  // After the lane: miss counting, the ledger entry, the response.
-  grpc::Status Complete(Call& call, Result<std::vector<NamedTensor>> outputs);
+  // After the lane (on the lane or a serving thread): miss counting, the
+  // response, then the ledger entry handed to the ledger writer, whose
+  // thread answers once the entry is written (Billed). Never waits on disk.
+  void Complete(const std::shared_ptr<Call>& call);
+  // The answer once the ledger append ended: its error, the run's error,
+  // or the encoded response.
+  grpc::Status Billed(Call& call, const Result<bool>& billed);
   // Releases what the call held, sends the answer, then logs the request
   // and counts its metrics (the Call outlives Finish: callers hold it).
   void Answer(Call& call, const grpc::Status& status);

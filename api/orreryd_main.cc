@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   std::string lane_cpus;
   std::string serving_cpus;
+  std::string ledger_writer_cpus;
   app.add_option("--lane-cpus", lane_cpus,
                  "Pin the lanes to these CPUs (e.g. 1 or 2-7; lane i on the i-th, cyclically); default: not pinned");
   app.add_option("--serving-cpus", serving_cpus,
@@ -118,6 +119,18 @@ int main(int argc, char** argv) {
                  "the running and the parked requests at their slowdown bounds (false: the running request's "
                  "predicted remainder alone)")
       ->capture_default_str();
+  app.add_option("--admission-probe-ms", options.admission_probe_ms,
+                 "With the lanes idle, admit a request refused for its deadline if its model had nothing admitted "
+                 "for this long and its predicted cost alone fits (so an over-grown estimate is corrected by a run "
+                 "instead of refusing everything; 0 = off)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{60'000}));
+  app.add_option("--ledger-writer", options.ledger_writer,
+                 "Append inference ledger entries on a writer thread of their own, which answers each request once "
+                 "its entry is written (false: the lane or serving thread that completes the request appends it)")
+      ->capture_default_str();
+  app.add_option("--ledger-writer-cpus", ledger_writer_cpus,
+                 "Run the ledger writer's thread on these CPUs (e.g. 0-1: any; default: the serving CPUs)");
   app.add_option("--calibrate-uploads", options.calibrate_uploads,
                  "Calibrate each uploaded model on a lane (billed to its tenant)")
       ->capture_default_str();
@@ -154,7 +167,8 @@ int main(int argc, char** argv) {
   options.keepalive = keepalive == "on";
   spdlog::set_level(spdlog::level::from_str(log_level));
   for (auto [text, cpus, flag] : {std::tuple{&lane_cpus, &options.lane_cpus, "--lane-cpus"},
-                                  std::tuple{&serving_cpus, &options.serving_cpus, "--serving-cpus"}}) {
+                                  std::tuple{&serving_cpus, &options.serving_cpus, "--serving-cpus"},
+                                  std::tuple{&ledger_writer_cpus, &options.ledger_writer_cpus, "--ledger-writer-cpus"}}) {
     if (text->empty()) continue;
     orrery::Result<std::vector<int>> parsed = orrery::ParseCpuList(*text);
     if (!parsed.ok()) {

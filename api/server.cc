@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -99,6 +100,9 @@ struct Server::Impl {
   std::unique_ptr<DeviceTier> device;  // before the scheduler: its workers call into it
   std::unique_ptr<Admission> admission;
   std::unique_ptr<FairScheduler> scheduler;
+  // Before the serving pool and the services, which append to it; Shutdown
+  // drains it after them.
+  std::unique_ptr<LedgerWriter> ledger_writer;
   // Before the services: the inference service posts to it; Shutdown drains
   // it once the scheduler has answered everything.
   std::unique_ptr<ServingPool> serving;
@@ -177,6 +181,7 @@ const std::string& Server::admin_token_path() const { return impl_->admin_token_
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.lane_cpus, "lane CPUs"));
   ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.serving_cpus, "serving CPUs"));
+  ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.ledger_writer_cpus, "ledger writer CPUs"));
   // Before any thread exists, so that all of them inherit the mask.
   if (!options.serving_cpus.empty()) ORRERY_RETURN_IF_ERROR(PinThisThread(options.serving_cpus));
   auto impl = std::make_unique<Impl>();
@@ -234,6 +239,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (options.recent_speed_window_ms < 0 || options.recent_speed_window_ms > 10'000) {
     return Status::InvalidArgument("recent speed window must be within [0, 10000] ms");
   }
+  if (options.admission_probe_ms < 0) return Status::InvalidArgument("admission probe interval must not be negative");
   if (options.lane_answer_queue < 0) return Status::InvalidArgument("lane answer queue must be 0 (auto) or more");
   const bool own_lane_cpus = CpuListsDisjoint(options.lane_cpus, options.serving_cpus);
   impl->scheduler = std::make_unique<FairScheduler>(
@@ -248,6 +254,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                            .deadline_margin_max_ns = margin ? 5'000'000 : 0,
                            .recent_speed_window_ns = options.recent_speed_window_ms * 1'000'000,
                            .at_risk_plans_stack = options.at_risk_plans_stack,
+                           .probe_interval_ns = options.admission_probe_ms * 1'000'000,
                            .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr,
                            .device_executor = options.device_executor});
   const int lanes = impl->scheduler->lanes();
@@ -265,6 +272,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->serving = std::make_unique<ServingPool>(options.max_rpc_threads, options.serving_cpus);
   impl->ctx.serving = impl->serving.get();
   impl->ctx.ledger_fsync_each = options.ledger_sync_ms == 0;
+  if (options.ledger_writer) {
+    impl->ledger_writer = std::make_unique<LedgerWriter>(impl->catalog.get(), options.ledger_writer_cpus);
+    impl->ctx.ledger = impl->ledger_writer.get();
+  }
   impl->ctx.lane_answer_queue = static_cast<size_t>(
       options.lane_answer_queue > 0 ? options.lane_answer_queue : own_lane_cpus ? 2 * lanes : 1);
   impl->ctx.max_model_bytes = options.max_model_bytes;
@@ -314,9 +325,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                             MetricsHttpServer::Start(options.metrics_listen, [raw] {
                               const ModelLoaderStats loader = raw->cache->loader().stats();
                               const TierStats host = raw->host->stats();
-                              if (raw->device == nullptr) return raw->metrics.Render(*raw->scheduler, &loader, &host);
+                              std::optional<LedgerWriter::Stats> ledger;
+                              if (raw->ledger_writer != nullptr) ledger = raw->ledger_writer->stats();
+                              const LedgerWriter::Stats* l = ledger ? &*ledger : nullptr;
+                              if (raw->device == nullptr) return raw->metrics.Render(*raw->scheduler, &loader, &host, nullptr, l);
                               const TierStats device = raw->device->cache->Stats();
-                              return raw->metrics.Render(*raw->scheduler, &loader, &host, &device);
+                              return raw->metrics.Render(*raw->scheduler, &loader, &host, &device, l);
                             }));
     impl->metrics_address = impl->metrics_http->address();
   }
@@ -364,6 +378,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   impl_->keepalive.reset();
   impl_->scheduler->Shutdown();
   impl_->serving.reset();  // the answers lanes handed off, before the catalog closes
+  impl_->ledger_writer.reset();  // their ledger entries and answers
   impl_->catalog.reset();  // closes RocksDB cleanly
   spdlog::info("shutdown complete");
 }

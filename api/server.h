@@ -37,6 +37,9 @@ struct ServerOptions {
   // ledger, metrics): Start pins the calling thread to them before creating
   // any, and threads inherit the mask. Empty: not restricted.
   std::vector<int> serving_cpus;
+  // CPUs of the ledger writer's thread (api/ledger_writer.h); empty: the
+  // serving CPUs, as every other thread.
+  std::vector<int> ledger_writer_cpus;
   // A lane answers the request it ran itself (metering, encoding, the
   // write) unless this many requests are queued: then a serving thread
   // answers it and the lane runs the next. 0 = auto: 1 when lanes share
@@ -71,6 +74,16 @@ struct ServerOptions {
   // (FairSchedulerOptions::at_risk_plans_stack); false = the running
   // request's predicted remainder alone.
   bool at_risk_plans_stack = true;
+  // Admission's way back from an over-estimate
+  // (FairSchedulerOptions::probe_interval_ns): with the lanes idle, a
+  // request refused for its deadline whose model had nothing admitted for
+  // this long is admitted anyway if its predicted cost alone fits; 0 = off.
+  int64_t admission_probe_ms = 50;
+  // Inference ledger entries are appended by a writer thread of their own,
+  // which answers each request once its entry is written (api/ledger_writer.h);
+  // false = the thread that completes the request appends it (a lane, unless
+  // it hands the answer off), the behaviour before the writer.
+  bool ledger_writer = true;
   bool calibrate_uploads = true;          // calibrate each upload on a lane
   // Prometheus text metrics over HTTP (GET /metrics); "" = none. Port 0
   // picks a free port (see metrics_address()).

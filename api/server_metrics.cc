@@ -90,8 +90,44 @@ void ServerMetrics::RenderAdmittedMisses() {
 }
 
 std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoaderStats* loader,
-                                  const TierStats* host, const TierStats* device) {
+                                  const TierStats* host, const TierStats* device, const LedgerWriter::Stats* ledger) {
   const SchedulerStats s = scheduler.Stats();
+  registry.Family("orrery_lane_callback_seconds_total",
+                  "Lane time spent in completion callbacks (answers, drops) instead of running requests.",
+                  MetricType::kCounter)
+      .CounterWith({})
+      .Mirror(static_cast<double>(s.lane_callback_ns) / 1e9);
+  registry.Family("orrery_lane_callback_cpu_seconds_total",
+                  "Of orrery_lane_callback_seconds_total, the lanes' own CPU time (the rest: waiting or descheduled).",
+                  MetricType::kCounter)
+      .CounterWith({})
+      .Mirror(static_cast<double>(s.lane_callback_cpu_ns) / 1e9);
+  registry.Family("orrery_lane_callbacks_total", "Completion callback groups lanes ran (one per run or drop batch).",
+                  MetricType::kCounter)
+      .CounterWith({})
+      .Mirror(static_cast<double>(s.lane_callbacks));
+  registry.Family("orrery_lane_callback_max_seconds", "The longest single completion callback on a lane since start.",
+                  MetricType::kGauge)
+      .GaugeWith({})
+      .Set(static_cast<double>(s.lane_callback_max_ns) / 1e9);
+  if (ledger != nullptr) {
+    registry.Family("orrery_ledger_appends_total", "Inference ledger entries the ledger writer appended.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(ledger->appends));
+    registry.Family("orrery_ledger_groups_total", "Group writes of the ledger writer (appends / this = group size).",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(ledger->groups));
+    registry.Family("orrery_ledger_write_seconds_total", "Time the ledger writer spent in its group writes.",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(ledger->write_ns) / 1e9);
+    registry.Family("orrery_ledger_write_max_seconds", "The longest single group write since start.",
+                    MetricType::kGauge)
+        .GaugeWith({})
+        .Set(static_cast<double>(ledger->max_write_ns) / 1e9);
+  }
   if (host != nullptr) {
     RenderTier("host", "loads (segment reads)", *host);
     RenderAdmittedMisses();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/ledger_writer.h"
 #include "api/miss_causes.h"
 #include "base/metrics.h"
 #include "cache/model_loader.h"
@@ -26,8 +27,10 @@ struct ServerMetrics {
   // With `host`, the host cache's (orrery_host_cache_*); with `device`, the
   // device cache's (orrery_device_cache_*). A scheduler with a device adds
   // orrery_device_* (placements, link bytes and seconds, utilisation).
+  // With `ledger`, the ledger writer's (orrery_ledger_*).
   std::string Render(const FairScheduler& scheduler, const ModelLoaderStats* loader = nullptr,
-                     const TierStats* host = nullptr, const TierStats* device = nullptr);
+                     const TierStats* host = nullptr, const TierStats* device = nullptr,
+                     const LedgerWriter::Stats* ledger = nullptr);
 
   // Process-wide ModelInfer totals, for the periodic summary log line.
   struct Totals {

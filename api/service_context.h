@@ -9,6 +9,7 @@
 #include "api/catalog_cache.h"
 #include "api/proto/orrery.pb.h"
 #include "api/device_tier.h"
+#include "api/ledger_writer.h"
 #include "api/server_metrics.h"
 #include "api/serving_pool.h"
 #include "cache/host_tier.h"
@@ -30,11 +31,14 @@ struct ServiceContext {
   Admission* admission = nullptr;  // per-tenant in-flight slots and request rate
   FairScheduler* scheduler = nullptr;
   ServerMetrics* metrics = nullptr;  // may be null (no metrics)
-  // Inference work that may block (waiting for a model's load; a ledger
-  // append that fsyncs) or that a busy lane hands off (its answers).
+  // Inference work that may block (waiting for a model's load) or that a
+  // busy lane hands off (its answers).
   ServingPool* serving = nullptr;
-  // The catalog fsyncs every ledger append before it returns
-  // (--ledger-sync-ms 0): a lane then never writes the ledger itself.
+  // Appends inference ledger entries and then sends their answers, on its
+  // own thread (api/ledger_writer.h); null: the completing thread appends.
+  LedgerWriter* ledger = nullptr;
+  // Without the writer: the catalog fsyncs every ledger append before it
+  // returns (--ledger-sync-ms 0), so a lane hands every answer off.
   bool ledger_fsync_each = false;
   // A lane hands its answer to `serving` when at least this many requests
   // are queued (ServerOptions::lane_answer_queue); else it answers itself.

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>
@@ -71,6 +72,14 @@ struct FairScheduler::Job {
 };
 
 namespace {
+
+// This thread's CPU time: a lane's callback time minus this is time it
+// waited (a lock, the disk) or was descheduled.
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 // Lane and device utilisation are reported over the last minute.
 constexpr int64_t kUtilisationWindowNs = 60 * kNsPerSec;
@@ -161,6 +170,7 @@ bool FairScheduler::KnowsModel(const std::string& model_id) const {
 void FairScheduler::ForgetModel(const std::string& model_id) {
   std::lock_guard<std::mutex> lock(mu_);
   costs_.Erase(model_id);
+  last_admitted_ns_.erase(model_id);
 }
 
 AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int64_t now, int64_t* lane_free_ns) {
@@ -245,6 +255,7 @@ Status FairScheduler::CheckAdmission(const InferenceRequest& request) {
     DropInfeasibleLocked(now, &dropped);
     TenantState& tenant = TenantLocked(request.tenant_id);
     status = AdmitLocked(job, tenant, now).status;
+    if (status.code() == StatusCode::kDeadlineExceeded && ProbeLocked(job, now)) status = Status::Ok();
     CountRejectionLocked(tenant, status);
   }
   FinishDropped(std::move(dropped));
@@ -295,9 +306,14 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
         --tenant.admitted;
         --tenant.in_flight;
       }
-    } else if (!status.ok()) {
+    } else if (!status.ok() && !(status.code() == StatusCode::kDeadlineExceeded && ProbeLocked(*job, now))) {
       CountRejectionLocked(tenant, status);
     } else {
+      if (!status.ok()) {
+        ++tenant.probes;  // refused by admission alone; the lanes are idle
+        status = Status::Ok();
+      }
+      last_admitted_ns_[job->model_id] = now;
       if (!job->request.calibration) ++tenant.admitted;
       ++tenant.in_flight;
       job->admitted_ns = now;
@@ -341,6 +357,7 @@ void FairScheduler::ObserveWaitLocked(const Job& job, int64_t now) {
 }
 
 void FairScheduler::PublishUrgentLocked() {
+  queued_count_.store(queue_.size(), std::memory_order_relaxed);
   urgent_latest_start_.store(by_latest_start_.empty() ? kNoDeadline : by_latest_start_.begin()->first,
                              std::memory_order_release);
   queue_generation_.fetch_add(1, std::memory_order_release);
@@ -371,12 +388,38 @@ void FairScheduler::DropInfeasibleLocked(int64_t now, Dropped* dropped) {
   if (any) PublishUrgentLocked();
 }
 
-void FairScheduler::FinishDropped(Dropped dropped) {
+void FairScheduler::FinishDropped(Dropped dropped, bool on_lane) {
+  if (dropped.empty()) return;
   const int64_t now = clock_->NowNs();
+  const int64_t cpu = on_lane ? ThreadCpuNs() : 0;
   for (std::unique_ptr<Job>& job : dropped) {
     if (RunReport* r = job->request.report) *r = RunReport{.admitted_ns = job->admitted_ns, .ended_ns = now};
     job->done(job->drop_status);
   }
+  if (on_lane) NoteLaneCallback(clock_->NowNs() - now, ThreadCpuNs() - cpu);
+}
+
+void FairScheduler::NoteLaneCallback(int64_t ns, int64_t cpu_ns) {
+  lane_callback_ns_.fetch_add(ns, std::memory_order_relaxed);
+  lane_callback_cpu_ns_.fetch_add(cpu_ns, std::memory_order_relaxed);
+  lane_callbacks_.fetch_add(1, std::memory_order_relaxed);
+  int64_t max = lane_callback_max_ns_.load(std::memory_order_relaxed);
+  while (ns > max && !lane_callback_max_ns_.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
+  }
+}
+
+bool FairScheduler::ProbeLocked(Job& job, int64_t now) const {
+  if (options_.probe_interval_ns <= 0 || !queue_.empty() || !running_.empty()) return false;
+  if (job.request.ready_ns > now || job.predicted_ns <= 0) return false;
+  if (job.deadline_ns != kNoDeadline && now + job.predicted_ns > job.deadline_ns) return false;
+  if (auto it = last_admitted_ns_.find(job.model_id);
+      it != last_admitted_ns_.end() && now - it->second < options_.probe_interval_ns) {
+    return false;
+  }
+  // Planned at its plain prediction, so that its latest start is not
+  // already past (it would be dropped at once).
+  job.planned_ns = job.predicted_ns;
+  return true;
 }
 
 std::unique_ptr<FairScheduler::Job> FairScheduler::DispatchLocked(const FairQueue::Dispatch& d, int64_t now) {
@@ -561,7 +604,7 @@ void FairScheduler::LaneLoop(int lane) {
       job = PickLocked(now, cache);
       if (job) FormBatchLocked(*job, now);
     }
-    FinishDropped(std::move(dropped));
+    FinishDropped(std::move(dropped), /*on_lane=*/true);
     if (job) RunOnLane(std::move(job), &group, &cache);
   }
 }
@@ -601,7 +644,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
       checked_generation = queue_generation_.load(std::memory_order_acquire);
       checked_at_risk = at_risk && !next;
     }
-    FinishDropped(std::move(dropped));
+    FinishDropped(std::move(dropped), /*on_lane=*/true);
     return next;
   };
   bool resuming = false;  // the top was parked and resumes now
@@ -850,6 +893,7 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
   jobs[0]->exec.reset();
   jobs[0]->batch_inputs.clear();
   const int64_t ended = clock_->NowNs();
+  const int64_t cpu = ThreadCpuNs();
   for (size_t i = 0; i < jobs.size(); ++i) {
     Job& j = *jobs[i];
     if (RunReport* r = j.request.report) {
@@ -866,6 +910,7 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
     }
     j.done(std::move(results[i]));
   }
+  NoteLaneCallback(clock_->NowNs() - ended, ThreadCpuNs() - cpu);  // Finish runs on a lane
 }
 
 Status FairScheduler::StartOnDeviceLocked(std::unique_ptr<Job> job, uint64_t ticket) {
@@ -946,8 +991,9 @@ void FairScheduler::Shutdown() {
 }
 
 size_t FairScheduler::queue_depth() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size();
+  // Lock-free: lanes ask in their completion callbacks, and the scheduler's
+  // lock may be held by a request handler preempted on a busy serving CPU.
+  return queued_count_.load(std::memory_order_relaxed);
 }
 
 uint64_t FairScheduler::completed() const {
@@ -991,6 +1037,10 @@ SchedulerStats FairScheduler::Stats() const {
   s.admission_wait_slack = WaitSlackNowLocked();
   s.response_margin_ns = std::llround(response_.last());
   s.recent_speed = recent_speed_.last();
+  s.lane_callback_ns = lane_callback_ns_.load(std::memory_order_relaxed);
+  s.lane_callbacks = lane_callbacks_.load(std::memory_order_relaxed);
+  s.lane_callback_cpu_ns = lane_callback_cpu_ns_.load(std::memory_order_relaxed);
+  s.lane_callback_max_ns = lane_callback_max_ns_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -184,6 +184,21 @@ struct FairSchedulerOptions {
   // between layers of a parked long run, then the parked run's next layer
   // (2.5 ms), or a layer that ran longer than predicted.
   bool at_risk_plans_stack = true;
+  // Admission's way back from an over-estimate. A request admission would
+  // refuse for its deadline is admitted anyway (a probe, counted in
+  // TenantCounters::probes) when the lanes are idle (nothing queued,
+  // running or parked), nothing of its model was admitted for this long,
+  // its weights are ready and its predicted cost alone (no slowdown, no
+  // response margin, no wait) still meets its deadline. Why: estimates only
+  // move when requests run. After a slow spell (a build on the same disk
+  // and cores) the `mlp` estimate x its slowdown bound (3) + the response
+  // margin exceeded every deadline, so nothing was admitted, nothing ran
+  // and nothing corrected the estimate: the service refused everything
+  // for seconds with its lane idle. A probe runs on an idle lane, so it
+  // delays no admitted request; an overloaded service (lanes busy) never
+  // probes, so rejections there stay at admission. 0 = off (the library
+  // default, so tests see admission alone; orreryd --admission-probe-ms).
+  int64_t probe_interval_ns = 0;
   // Capacities of the resources besides lanes, for dominant-share charges
   // (fair_queue.h); 0 = not modelled. The lane capacity is the lane count.
   double devices = 0;
@@ -216,6 +231,9 @@ struct TenantCounters {
   // Of completed: placed on the device, and the device time they held.
   uint64_t device_runs = 0;
   int64_t device_ns = 0;
+  // Of admitted: probes (FairSchedulerOptions::probe_interval_ns),
+  // admitted although admission alone would have refused them.
+  uint64_t probes = 0;
 };
 
 struct TenantSchedulerStats : TenantCounters {
@@ -245,6 +263,19 @@ struct SchedulerStats {
   // Measured / predicted lane time over the recent-speed window (1 when
   // off or the lanes were idle), as of the last step or admission.
   double recent_speed = 1;
+  // Lane time outside execution: the completion callbacks lanes ran (the
+  // API's answer: encoding, metering hand-off; drops the lane noticed),
+  // since start, on the scheduler's clock. A lane in a callback runs
+  // nothing, while the requests queued for it still count as work ahead
+  // in admission, so a callback that blocks (on a disk, a lock) stalls
+  // the lane and inflates every admission's wait.
+  int64_t lane_callback_ns = 0;
+  uint64_t lane_callbacks = 0;      // callback groups (one per run or drop batch)
+  // Of lane_callback_ns, the lanes' own CPU time (thread CPU clock, not the
+  // scheduler's): the rest they waited (a lock, the disk) or were
+  // descheduled.
+  int64_t lane_callback_cpu_ns = 0;
+  int64_t lane_callback_max_ns = 0; // the longest single group
 };
 
 class FairScheduler {
@@ -295,6 +326,8 @@ class FairScheduler {
 
   int64_t NowNs() const { return clock_->NowNs(); }
   int lanes() const { return num_lanes_; }
+  // Requests queued (not yet dispatched), as of the last queue change.
+  // Lock-free: an atomic load.
   size_t queue_depth() const;
   uint64_t completed() const;
   SchedulerStats Stats() const;
@@ -370,7 +403,15 @@ class FairScheduler {
   std::optional<FairQueue::Dispatch> LightPickLocked(const std::string& heavy, int64_t now) const;
   std::unique_ptr<Job> DispatchLocked(const FairQueue::Dispatch& d, int64_t now);
   void PublishUrgentLocked();
-  void FinishDropped(Dropped dropped);
+  // Runs the dropped jobs' callbacks; `on_lane`: the caller is a lane (its
+  // callback time is counted, NoteLaneCallback).
+  void FinishDropped(Dropped dropped, bool on_lane = false);
+  // A lane spent `ns` in completion callbacks, `cpu_ns` of it on the CPU
+  // (SchedulerStats). Lock-free.
+  void NoteLaneCallback(int64_t ns, int64_t cpu_ns);
+  // Whether a request admission refused for its deadline goes in as a probe
+  // (probe_interval_ns); sets its planned cost to its predicted cost.
+  bool ProbeLocked(Job& job, int64_t now) const;
   // Predicted lane time of running requests in the way of a new request
   // with this deadline.
   int64_t RunningRemainingLocked(int64_t deadline_ns) const;
@@ -435,11 +476,18 @@ class FairScheduler {
   RecentSpeed recent_speed_;     // lane steps of the last few ms (own lock)
   // (end, lane ns) of the runs of the last minute (utilisation).
   std::deque<std::pair<int64_t, int64_t>> lane_busy_;
+  // When a request of each model was last admitted (probes).
+  std::unordered_map<std::string, int64_t> last_admitted_ns_;
+  std::atomic<int64_t> lane_callback_ns_{0};
+  std::atomic<uint64_t> lane_callbacks_{0};
+  std::atomic<int64_t> lane_callback_cpu_ns_{0};
+  std::atomic<int64_t> lane_callback_max_ns_{0};
 
   // Smallest latest start among queued jobs (kNoDeadline if none) and a
   // counter bumped on every queue change: lanes read them between steps
   // without the lock.
   std::atomic<int64_t> urgent_latest_start_{kNoDeadline};
+  std::atomic<size_t> queued_count_{0};  // queue_.size() as of the last change (queue_depth)
   std::atomic<uint64_t> queue_generation_{0};
 
   std::vector<std::thread> workers_;

@@ -175,6 +175,12 @@ class Catalog {
   // Appends are serialized among themselves, not with model or tenant
   // writes; concurrent appends share fsyncs (group commit).
   Result<bool> AppendLedger(LedgerEntry* entry, LedgerAppendOptions options = {});
+  // AppendLedger for each of `entries` (with options[i]; results in order),
+  // then one WAL fsync through all of them where AppendLedger would fsync:
+  // for a single writer that queues appends and commits them in groups
+  // (api/ledger_writer.h). A failed fsync fails every entry of the group.
+  std::vector<Result<bool>> AppendLedgerGroup(const std::vector<LedgerEntry*>& entries,
+                                              const std::vector<LedgerAppendOptions>& options);
   // Fsyncs the WAL through every write made so far (what the background
   // syncer does each interval); returns at once when nothing is unsynced.
   Status SyncLedger();

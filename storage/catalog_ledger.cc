@@ -74,6 +74,28 @@ Result<bool> Catalog::AppendLedger(LedgerEntry* entry, LedgerAppendOptions optio
   return written;
 }
 
+std::vector<Result<bool>> Catalog::AppendLedgerGroup(const std::vector<LedgerEntry*>& entries,
+                                                      const std::vector<LedgerAppendOptions>& options) {
+  std::vector<Result<bool>> out;
+  out.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    LedgerEntry* entry = entries[i];
+    const LedgerAppendOptions o = i < options.size() ? options[i] : LedgerAppendOptions{};
+    Status valid = CheckIdPart("tenant id", entry->tenant_id());
+    if (valid.ok() && entry->kind() == LedgerEntry::INFERENCE) valid = CheckIdPart("request id", entry->request_id());
+    out.push_back(valid.ok() ? AppendLedgerUnsynced(entry, o) : Result<bool>(valid));
+  }
+  if (impl_->options.sync_writes && impl_->options.ledger_sync_interval_ms <= 0) {
+    const Status synced = impl_->SyncWalThrough(impl_->db->GetLatestSequenceNumber());
+    if (!synced.ok()) {
+      for (Result<bool>& r : out) {
+        if (r.ok()) r = synced;
+      }
+    }
+  }
+  return out;
+}
+
 Status Catalog::SyncLedger() { return impl_->SyncWalThrough(impl_->db->GetLatestSequenceNumber()); }
 
 void Catalog::Impl::StartLedgerSyncer() {

@@ -189,6 +189,9 @@ int AdminSchedulerStats(const GlobalOptions& g) {
             << ", affinity runs " << r.affinity_dispatches() << "\n";
   std::cout << "admission plans waits +" << r.admission_wait_slack() * 100 << "% and "
             << static_cast<double>(r.response_margin_ns()) / 1e6 << " ms after the lane\n";
+  std::cout << "lanes spent " << static_cast<double>(r.lane_callback_ns()) / 1e6
+            << " ms in completion callbacks (longest " << static_cast<double>(r.lane_callback_max_ns()) / 1e6
+            << " ms)\n";
   if (r.has_device()) {
     const v1::DeviceSchedulerInfo& d = r.device();
     std::cout << "device " << d.description() << (d.placing() ? "" : " (requests not placed on it)") << ": "

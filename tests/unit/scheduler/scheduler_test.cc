@@ -1030,5 +1030,73 @@ TEST(FairSchedulerTest, CacheAffinityDoesNotPassOverALightTenant) {
   }
 }
 
+
+// Admission's way back from an over-estimate: answers seen to need 30 ms
+// after the lane (a disk stall), a 10 ms estimate, 20 ms deadlines: admission
+// alone refuses every request, and since nothing runs nothing corrects it.
+// With probes, a request that fits on its predicted cost alone goes in while
+// the lanes are idle, at most once per probe interval per model; never
+// while anything is queued or running, nor when even its cost does not fit.
+TEST(FairSchedulerTest, AnIdleServiceAdmitsAProbePastAnOverEstimate) {
+  for (int64_t interval : {50 * kMs, int64_t{0}}) {
+    FakeClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                                 .admission_wait_slack = 0, .probe_interval_ns = interval});
+    scheduler.Calibrate("relu", 1, 10 * kMs);
+    for (int i = 0; i < 10; ++i) scheduler.ObserveResponseNs(30 * kMs);
+    auto model = ReluModel();
+    std::atomic<int> ok{0};
+    auto count = [&](Outputs r) { ok += r.ok(); };
+    const InferenceRequest probe = Request("t", model, 1, clock.NowNs() + 20 * kMs);
+    if (interval == 0) {
+      EXPECT_EQ(scheduler.CheckAdmission(probe).code(), StatusCode::kDeadlineExceeded);
+      EXPECT_EQ(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 20 * kMs), count).code(),
+                StatusCode::kDeadlineExceeded);
+      EXPECT_EQ(scheduler.Stats().tenants[0].probes, 0u);
+      continue;
+    }
+    EXPECT_TRUE(scheduler.CheckAdmission(probe).ok()) << "the API's early check lets a probe through";
+    ASSERT_TRUE(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 20 * kMs), count).ok());
+    // One queued: the lanes are not idle; nor is a probe due for this model.
+    EXPECT_EQ(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 20 * kMs), count).code(),
+              StatusCode::kDeadlineExceeded);
+    scheduler.Resume();
+    WaitCompleted(scheduler, 1);
+    // Idle again, but the model was admitted less than an interval ago.
+    EXPECT_EQ(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 20 * kMs), count).code(),
+              StatusCode::kDeadlineExceeded);
+    clock.AdvanceNs(interval);
+    // Its predicted cost alone (10 ms) does not fit 5 ms: no probe.
+    EXPECT_EQ(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 5 * kMs), count).code(),
+              StatusCode::kDeadlineExceeded);
+    ASSERT_TRUE(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 20 * kMs), count).ok());
+    scheduler.Shutdown();
+    EXPECT_EQ(ok.load(), 2);
+    const SchedulerStats st = scheduler.Stats();
+    EXPECT_EQ(st.tenants[0].probes, 2u);
+    EXPECT_EQ(st.tenants[0].admitted, 2u);
+    EXPECT_EQ(st.tenants[0].rejected_deadline, 3u);
+    EXPECT_EQ(st.tenants[0].dropped, 0u) << "a probe is planned at its predicted cost, not dropped at once";
+  }
+}
+
+// The lanes' time in completion callbacks is counted (a lane in one runs
+// nothing): here each callback takes 7 ms on the fake clock.
+TEST(FairSchedulerTest, LaneTimeInCallbacksIsCounted) {
+  FakeClock clock;
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true, .max_batch = 1});
+  scheduler.Calibrate("relu", 1, 1 * kMs);
+  auto model = ReluModel();
+  for (int64_t ms : {7, 3}) {
+    ASSERT_TRUE(scheduler.Submit(Request("t", model, 1), [&clock, ms](Outputs) { clock.AdvanceNs(ms * kMs); }).ok());
+  }
+  scheduler.Resume();
+  scheduler.Shutdown();
+  const SchedulerStats st = scheduler.Stats();
+  EXPECT_EQ(st.lane_callback_ns, 10 * kMs);
+  EXPECT_EQ(st.lane_callback_max_ns, 7 * kMs);
+  EXPECT_EQ(st.lane_callbacks, 2u);
+}
+
 }  // namespace
 }  // namespace orrery
