@@ -30,6 +30,12 @@ using gemm_internal::PanelWidth;
 // the im2col panels got cheap (256 overflowed L1; 128 doubles the passes
 // over C; 384 was no better than 256).
 constexpr int64_t kMaxKc = 192;
+// AVX2 hosts measured here (AMD Zen 3, 32 KiB L1D): the 192 x 48 right
+// panel (36 KiB) does not fit L1 with the left panel; 96 (18 KiB) does.
+// 96 vs 192 on the packed-A shapes of ResNet's 3x3 layers (sgemm_bench,
+// best of 10, 4 alternated rounds): 64x3136x576 ~66 -> ~75, 128x784x1152
+// ~76 -> ~85, 256x196x2304 ~72 -> ~80 GFLOP/s; 128 was between, 64 worse.
+constexpr int64_t kMaxKcAvx2 = 96;
 constexpr int64_t kMaxNc = 21 * kPanelCols;  // 1008 columns
 constexpr int64_t kMcPanels = 32;            // 256 rows
 constexpr double kMinParallelFlops = 5e5;
@@ -63,11 +69,15 @@ struct Blocking {
   int64_t nc = kPanelCols;   // the widest chunk's columns, rounded up to a panel
 };
 
-// Even K blocks of at most kMaxKc; N chunks of at most kMaxNc, more of them
+// The K block limit of the active kernels (the same for every thread count,
+// so that results do not depend on it).
+int64_t MaxKc(GemmIsa isa) { return isa == GemmIsa::kAvx2 ? kMaxKcAvx2 : kMaxKc; }
+
+// Even K blocks of at most max_kc; N chunks of at most kMaxNc, more of them
 // (down to 4 panels) when several threads need tasks.
-Blocking ChooseBlocking(GemmShape s, int threads) {
+Blocking ChooseBlocking(GemmShape s, int threads, int64_t max_kc) {
   Blocking b;
-  const int64_t kblocks = std::max<int64_t>(1, CeilDiv(s.k, kMaxKc));
+  const int64_t kblocks = std::max<int64_t>(1, CeilDiv(s.k, max_kc));
   b.kc = std::max<int64_t>(1, CeilDiv(s.k, kblocks));
   // The C chunk (m x nc) and the right block (kc x nc) together stay within
   // ~1 MiB of L2, so that later K blocks find C still cached.
@@ -132,7 +142,7 @@ struct Split {
 // second phase read half the packed operand from the other core's cache);
 // only strided 1x1 downsamples, whose gathered panels cost more to pack
 // twice, lost (ResNet-50: +0.03-0.05 ms on 0.7-0.8 ms).
-Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed) {
+Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed, int64_t max_kc) {
   Split sp;
   const int64_t m_panels = CeilDiv(s.m, kPanelRows);
   const int64_t want = 4 * static_cast<int64_t>(nthreads);
@@ -142,7 +152,8 @@ Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed) {
   const bool split_weights = several && a_packed && !b_packed &&
                              RoundUp(s.m, kPanelRows) > RoundUp(s.n, 16) &&
                              m_panels >= nthreads;
-  sp.bl = ChooseBlocking(s, several && !rows_first && !split_weights && !few_rows ? nthreads : 1);
+  sp.bl = ChooseBlocking(s, several && !rows_first && !split_weights && !few_rows ? nthreads : 1,
+                         max_kc);
   // Few rows: one thread's N chunks, rounded up to a multiple of the threads.
   sp.n_chunks = few_rows ? std::min(RoundUp(sp.bl.nchunks, nthreads), std::max<int64_t>(1, s.n / kPanelCols))
                          : sp.bl.nchunks;
@@ -163,13 +174,17 @@ struct ScratchLayout {
   int64_t bytes() const { return (b_floats + a_floats) * 4 + 2 * 64; }
 };
 
+// Enough for either K block limit: the ISA may be capped (tests) between
+// sizing the scratch and running.
 ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
-  const Blocking bl = ChooseBlocking(s, 1);  // the widest nc of any thread count
   ScratchLayout l;
-  if (!b_packed) {
-    l.b_floats = RoundUp(bl.kc * bl.nc, 16);
+  for (const int64_t max_kc : {kMaxKc, kMaxKcAvx2}) {
+    const Blocking bl = ChooseBlocking(s, 1, max_kc);  // the widest nc of any thread count
+    if (!b_packed) l.b_floats = std::max(l.b_floats, RoundUp(bl.kc * bl.nc, 16));
+    if (!a_packed) {
+      l.a_floats = std::max(l.a_floats, RoundUp(bl.kc * kPanelRows * kMcPanels, 16));
+    }
   }
-  if (!a_packed) l.a_floats = RoundUp(bl.kc * kPanelRows * kMcPanels, 16);
   return l;
 }
 
@@ -333,7 +348,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     threads = nullptr;
   }
   const int nthreads = NumThreads(threads);
-  const Split split = ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr);
+  const Split split =
+      ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr, MaxKc(ActiveGemmIsa()));
   const Blocking& bl = split.bl;
   const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
