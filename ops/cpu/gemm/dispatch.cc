@@ -115,13 +115,15 @@ struct Split {
 // streams too and the operand packed on the fly is packed no more often
 // than the weights' split needs:
 // - left operand packed on the fly, right one prepacked (a MatMul / Gemm on
-//   weights) and rows enough for four chunks per thread: M chunks; each
-//   thread packs distinct rows and the N blocking stays that of one thread
-//   (a transformer's 128 x 1024 x 256 linear layers: the column split packed
-//   A on both threads);
-// - the same with fewer rows (the transposed GEMM of 7x7 convolutions, a
-//   classifier's GEMV): N chunks of the weights, rounded up to a multiple
-//   of the threads, each packing the few rows of A for itself;
+//   weights), rows enough for four chunks per thread and weights narrow
+//   (under 8 panels per thread) or rows many (want full left blocks): M
+//   chunks; each thread packs distinct rows and the N blocking stays that
+//   of one thread (a transformer's 128 x 256 x 1024 linear2 and 128 x 256 x
+//   256 output projection: a column split leaves 3 + 2.3 panels);
+// - the same with fewer rows or wider weights (the transposed GEMM of 7x7
+//   convolutions, a classifier's GEMV, a transformer's 128 x 1024 x 256
+//   linear1): N chunks of the weights, rounded up to a multiple of the
+//   threads, each packing the rows of A for itself;
 // - prepacked left weights bigger than the packed right operand (3x3
 //   convolutions on 14x14 and 7x7 planes): one M chunk per thread, N
 //   blocked as for one thread, each thread packing the whole right operand
@@ -137,7 +139,15 @@ Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed) {
   const int64_t m_panels = CeilDiv(s.m, kPanelRows);
   const int64_t want = 4 * static_cast<int64_t>(nthreads);
   const bool several = nthreads > 1;
-  const bool rows_first = several && !a_packed && b_packed && m_panels >= want;
+  // Wide prepacked weights and rows fewer than want full left blocks: each
+  // row chunk would stream all of B for a few panels of rows (the
+  // transformer's 128 x 768 x 256 and 128 x 1024 x 256 layers read B eight
+  // times per call at two threads, once at one), so the N chunks below
+  // stream each column of B once (AVX2 host, two threads, minimum ms:
+  // 0.39 -> 0.31 and 0.47-0.51 -> 0.41, now ~2.0x the one-thread time).
+  const bool wide_weights = CeilDiv(s.n, kPanelCols) >= 8 * static_cast<int64_t>(nthreads) &&
+                            m_panels < want * kMcPanels;
+  const bool rows_first = several && !a_packed && b_packed && m_panels >= want && !wide_weights;
   const bool few_rows = several && !a_packed && b_packed && !rows_first;
   const bool split_weights = several && a_packed && !b_packed &&
                              RoundUp(s.m, kPanelRows) > RoundUp(s.n, 16) &&

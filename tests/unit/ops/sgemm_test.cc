@@ -2,6 +2,7 @@
 // machine has, odd shapes, transposes, packed operands and every epilogue.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -272,7 +273,9 @@ TEST_P(SgemmIsaTest, EverySplitMatchesOneThreadExactly) {
                         // Few rows on prepacked weights: chunks start inside
                         // packed panels (80 of 150 at two threads) and end in
                         // a partial tail panel.
-                        {{9, 150, 70}, false, true}, {{30, 40, 33}, false, true}};
+                        {{9, 150, 70}, false, true}, {{30, 40, 33}, false, true},
+                        // Rows on the fly, wide prepacked weights: N chunks.
+                        {{72, 800, 64}, false, true}};
   for (const Form& f : forms) {
     std::vector<float> one;
     Check(f.cs, f.pack_a, f.pack_b, false, Epilogue{}, nullptr, &one);
@@ -284,6 +287,52 @@ TEST_P(SgemmIsaTest, EverySplitMatchesOneThreadExactly) {
                           << n << " threads";
     }
   }
+}
+
+// A ThreadGroup that records how each ParallelFor was split.
+class RecordingThreads : public ThreadGroup {
+ public:
+  explicit RecordingThreads(int n) : inner_(n) {}
+  int size() const override { return inner_.size(); }
+  void ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> fn) override {
+    tasks.push_back(num_tasks);
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(num_tasks));
+    inner_.ParallelFor(num_tasks, [&](int64_t t, int thread) {
+      runs[static_cast<size_t>(t)].fetch_add(1);
+      fn(t, thread);
+    });
+    for (const std::atomic<int>& r : runs) once = once && r.load() == 1;
+  }
+  std::vector<int64_t> tasks;  // num_tasks of every call
+  bool once = true;            // every task ran exactly once
+
+ private:
+  testing::SpawnThreads inner_;
+};
+
+// Rows packed on the fly against wide prepacked weights (a transformer's
+// 128 x 1024 x 256 linear layer, here 72 x 800): one N chunk per thread, so
+// each thread streams its own half of the weights (a row split streamed
+// all of them once per row chunk), with the single-thread bits.
+TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
+  const Case cs{72, 800, 64};
+  std::vector<float> one;
+  Check(cs, false, true, false, Epilogue{}, nullptr, &one);
+  if (HasFatalFailure()) return;
+  RecordingThreads lanes(2);
+  std::vector<float> got;
+  Check(cs, false, true, false, Epilogue{}, &lanes, &got);
+  EXPECT_EQ(got, one);
+  ASSERT_EQ(lanes.tasks.size(), 1u);
+  EXPECT_EQ(lanes.tasks[0], 2);  // the row split made 5 (9 panels in chunks of 2)
+  EXPECT_TRUE(lanes.once);
+  // Narrow weights (5.3 panels: a column split would leave 3 + 2.3) keep
+  // the row chunks.
+  RecordingThreads narrow(2);
+  Check({72, 256, 64}, false, true, false, Epilogue{}, &narrow);
+  ASSERT_EQ(narrow.tasks.size(), 1u);
+  EXPECT_EQ(narrow.tasks[0], 5);
+  EXPECT_TRUE(narrow.once);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, SgemmIsaTest,
