@@ -273,9 +273,7 @@ TEST_P(SgemmIsaTest, EverySplitMatchesOneThreadExactly) {
                         // Few rows on prepacked weights: chunks start inside
                         // packed panels (80 of 150 at two threads) and end in
                         // a partial tail panel.
-                        {{9, 150, 70}, false, true}, {{30, 40, 33}, false, true},
-                        // Rows on the fly, wide prepacked weights: N chunks.
-                        {{72, 800, 64}, false, true}};
+                        {{9, 150, 70}, false, true}, {{30, 40, 33}, false, true}};
   for (const Form& f : forms) {
     std::vector<float> one;
     Check(f.cs, f.pack_a, f.pack_b, false, Epilogue{}, nullptr, &one);
@@ -310,12 +308,13 @@ class RecordingThreads : public ThreadGroup {
   testing::SpawnThreads inner_;
 };
 
-// Rows packed on the fly against wide prepacked weights (a transformer's
-// 128 x 1024 x 256 linear layer, here 72 x 800): one N chunk per thread, so
-// each thread streams its own half of the weights (a row split streamed
-// all of them once per row chunk), with the single-thread bits.
+// Rows packed on the fly against wide prepacked weights bigger than L2 (a
+// transformer's 128 x 1024 x 256 linear layer on a 512 KiB L2, here 72 x
+// 800 x 1100, 3.5 MB): one N chunk per thread, so each thread streams its
+// own half of the weights (a row split streamed all of them once per row
+// chunk), with the single-thread bits.
 TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
-  const Case cs{72, 800, 64};
+  const Case cs{72, 800, 1100};
   std::vector<float> one;
   Check(cs, false, true, false, Epilogue{}, nullptr, &one);
   if (HasFatalFailure()) return;
@@ -329,7 +328,7 @@ TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
   // Narrow weights (5.3 panels: a column split would leave 3 + 2.3) keep
   // the row chunks.
   RecordingThreads narrow(2);
-  Check({72, 256, 64}, false, true, false, Epilogue{}, &narrow);
+  Check({72, 256, 1100}, false, true, false, Epilogue{}, &narrow);
   ASSERT_EQ(narrow.tasks.size(), 1u);
   EXPECT_EQ(narrow.tasks[0], 5);
   EXPECT_TRUE(narrow.once);
