@@ -131,7 +131,7 @@ int64_t L2Bytes() {
 //   chunks; each thread packs distinct rows and the N blocking stays that
 //   of one thread (a transformer's 128 x 256 x 1024 linear2 and 128 x 256 x
 //   256 output projection: a column split leaves 3 + 2.3 panels);
-// - the same with fewer rows or wider weights (the transposed GEMM of 7x7
+// - the same with fewer rows or wider weights over L2 (the transposed GEMM of 7x7
 //   convolutions, a classifier's GEMV, a transformer's 128 x 1024 x 256
 //   linear1): N chunks of the weights, rounded up to a multiple of the
 //   threads, each packing the rows of A for itself;
