@@ -35,8 +35,11 @@
 //       the same thread, its time in --runs-csv (`probe_us`): a run that is
 //       slow because the core was slow has a slow probe next to it.
 //   --profile (either mode) then prints one line per executed step: op,
-//       node name, mean time, share, GFLOP/s and GB/s (of the mean), and the
-//       step's fastest time over the runs (robust to preemption).
+//       node name, mean time, share, GFLOP/s and GB/s (of the mean), the
+//       step's fastest time over the runs (robust to preemption) and, at
+//       T > 1, the step's lane hand-offs per run (LaneGroupStats): the
+//       caller's barrier waits (`wait_ms`) and jobs that found a worker
+//       asleep (`asleep`), to tell an uneven split from slow work.
 //
 // Exit codes: 0 ok, 1 runtime error (the Status message on stderr), 2 bad usage.
 #include <sys/resource.h>
@@ -284,21 +287,37 @@ Result<Tensor> RandomTensor(const TensorSpec& spec, const Shape& shape, std::mt1
   return t;
 }
 
+runtime::LaneGroupStats Delta(const runtime::LaneGroupStats& a, const runtime::LaneGroupStats& b) {
+  return runtime::LaneGroupStats{.jobs = a.jobs - b.jobs,
+                                 .asleep_jobs = a.asleep_jobs - b.asleep_jobs,
+                                 .waits = a.waits - b.waits,
+                                 .wait_ns = a.wait_ns - b.wait_ns};
+}
+
 // Per-step times summed over runs (all runs of one shape set have the same steps).
 struct ProfileSum {
   std::vector<StepProfile> steps;
   std::vector<int64_t> min_ns;  // per step: the fastest run (robust to preemption)
+  // Per step, summed over runs: the caller's barrier waits and the jobs
+  // that found a lane worker asleep (LaneGroupStats deltas; 0 at T = 1).
+  std::vector<int64_t> wait_ns, asleep_jobs;
   int64_t runs = 0;
 
-  void Add(const std::vector<StepProfile>& run) {
+  void Add(const std::vector<StepProfile>& run, std::span<const runtime::LaneGroupStats> lanes) {
     if (steps.empty()) {
       steps = run;
       for (const StepProfile& s : run) min_ns.push_back(s.ns);
+      wait_ns.assign(run.size(), 0);
+      asleep_jobs.assign(run.size(), 0);
     } else {
       for (size_t i = 0; i < steps.size() && i < run.size(); ++i) {
         steps[i].ns += run[i].ns;
         min_ns[i] = std::min(min_ns[i], run[i].ns);
       }
+    }
+    for (size_t i = 0; i < steps.size() && i < lanes.size(); ++i) {
+      wait_ns[i] += lanes[i].wait_ns;
+      asleep_jobs[i] += lanes[i].asleep_jobs;
     }
     ++runs;
   }
@@ -311,6 +330,8 @@ struct ProfileSum {
     for (size_t i = 0; i < steps.size() && i < other.steps.size(); ++i) {
       steps[i].ns += other.steps[i].ns;
       min_ns[i] = std::min(min_ns[i], other.min_ns[i]);
+      wait_ns[i] += other.wait_ns[i];
+      asleep_jobs[i] += other.asleep_jobs[i];
     }
     runs += other.runs;
   }
@@ -322,13 +343,19 @@ struct ProfileSum {
 Result<std::vector<NamedTensor>> RunSteps(const CompiledModel& model,
                                           const std::vector<NamedTensor>& inputs,
                                           ProfileSum* profile, PlanStats* stats,
-                                          ops::ThreadGroup* threads,
+                                          runtime::LaneGroup* threads,
                                           std::span<int64_t> step_ns = {}) {
   ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(model, inputs));
-  while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step(threads));
+  // Per step lane hand-offs, only when profiling (allocates).
+  std::vector<runtime::LaneGroupStats> lanes;
+  while (!ex.done()) {
+    const runtime::LaneGroupStats before = threads->stats();
+    ORRERY_RETURN_IF_ERROR(ex.Step(threads));
+    if (profile != nullptr) lanes.push_back(Delta(threads->stats(), before));
+  }
   ORRERY_ASSIGN_OR_RETURN(std::vector<NamedTensor> outs, ex.TakeOutputs());
   for (size_t i = 0; i < step_ns.size() && i < ex.num_steps(); ++i) step_ns[i] = ex.step_ns(i);
-  if (profile != nullptr) profile->Add(ex.Profile());
+  if (profile != nullptr) profile->Add(ex.Profile(), lanes);
   if (stats != nullptr) *stats = ex.plan_stats();
   return outs;
 }
@@ -337,17 +364,20 @@ void PrintProfile(const ProfileSum& p) {
   if (p.runs == 0) return;
   double total = 0;
   for (const StepProfile& s : p.steps) total += static_cast<double>(s.ns);
-  std::printf("%-5s %-20s %-32s %10s %7s %9s %8s %10s\n", "step", "op", "name", "mean_ms", "share",
-              "GFLOP/s", "GB/s", "min_ms");
+  std::printf("%-5s %-20s %-32s %10s %7s %9s %8s %10s %8s %7s\n", "step", "op", "name", "mean_ms",
+              "share", "GFLOP/s", "GB/s", "min_ms", "wait_ms", "asleep");
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const StepProfile& s = p.steps[i];
     const double mean_ns = static_cast<double>(s.ns) / static_cast<double>(p.runs);
     const double gflops = mean_ns > 0 ? static_cast<double>(s.flops) / mean_ns : 0.0;
     const double gbs = mean_ns > 0 ? static_cast<double>(s.bytes) / mean_ns : 0.0;
-    std::printf("%-5zu %-20s %-32s %10.4f %6.1f%% %9.2f %8.2f %10.4f\n", i, s.op_type.c_str(),
-                s.name.empty() ? "-" : s.name.c_str(), mean_ns / 1e6,
+    const double runs = static_cast<double>(p.runs);
+    std::printf("%-5zu %-20s %-32s %10.4f %6.1f%% %9.2f %8.2f %10.4f %8.4f %7.2f\n", i,
+                s.op_type.c_str(), s.name.empty() ? "-" : s.name.c_str(), mean_ns / 1e6,
                 total > 0 ? 100.0 * static_cast<double>(s.ns) / total : 0.0, gflops, gbs,
-                static_cast<double>(p.min_ns[i]) / 1e6);
+                static_cast<double>(p.min_ns[i]) / 1e6,
+                static_cast<double>(p.wait_ns[i]) / 1e6 / runs,
+                static_cast<double>(p.asleep_jobs[i]) / runs);
   }
 }
 
@@ -465,13 +495,6 @@ struct RunRecord {
   Disturbances d;
   runtime::LaneGroupStats lanes;  // this run's hand-offs (deltas)
 };
-
-runtime::LaneGroupStats Delta(const runtime::LaneGroupStats& a, const runtime::LaneGroupStats& b) {
-  return runtime::LaneGroupStats{.jobs = a.jobs - b.jobs,
-                                 .asleep_jobs = a.asleep_jobs - b.asleep_jobs,
-                                 .waits = a.waits - b.waits,
-                                 .wait_ns = a.wait_ns - b.wait_ns};
-}
 
 Status WriteRunsCsv(const std::string& path, const CompiledModel& model,
                     const std::vector<NamedTensor>& inputs,

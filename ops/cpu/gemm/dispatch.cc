@@ -7,6 +7,8 @@
 // left panel meets every right panel instead). The epilogue runs on each tile right
 // after its last K block, while it is still in L1. Prepacked weights are
 // prefetched one panel (right) or one left block (left) ahead (NextPanel).
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -119,19 +121,30 @@ struct Split {
   int64_t n_chunks = 1, m_chunks = 1, panels_per_chunk = 1;
 };
 
+// The L2 cache of one core (sysconf), 1 MiB when the OS does not say.
+int64_t L2Bytes() {
+  static const int64_t bytes = [] {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? static_cast<int64_t>(v) : int64_t{1} << 20;
+  }();
+  return bytes;
+}
+
 // Usually N chunks first (each thread packs distinct right columns), then M
 // chunks when the N chunks are too few to give every thread one. Three
 // shapes split otherwise, so that no thread streams weights another one
 // streams too and the operand packed on the fly is packed no more often
 // than the weights' split needs:
 // - left operand packed on the fly, right one prepacked (a MatMul / Gemm on
-//   weights) and rows enough for four chunks per thread: M chunks; each
-//   thread packs distinct rows and the N blocking stays that of one thread
-//   (a transformer's 128 x 1024 x 256 linear layers: the column split packed
-//   A on both threads);
-// - the same with fewer rows (the transposed GEMM of 7x7 convolutions, a
-//   classifier's GEMV): N chunks of the weights, rounded up to a multiple
-//   of the threads, each packing the few rows of A for itself;
+//   weights), rows enough for four chunks per thread, and weights narrow
+//   (under 8 panels per thread) or within L2, or rows many (want full left blocks): M
+//   chunks; each thread packs distinct rows and the N blocking stays that
+//   of one thread (a transformer's 128 x 256 x 1024 linear2 and 128 x 256 x
+//   256 output projection: a column split leaves 3 + 2.3 panels);
+// - the same with fewer rows or wider weights over L2 (the transposed GEMM of 7x7
+//   convolutions, a classifier's GEMV, a transformer's 128 x 1024 x 256
+//   linear1): N chunks of the weights, rounded up to a multiple of the
+//   threads, each packing the rows of A for itself;
 // - prepacked left weights bigger than the packed right operand (3x3
 //   convolutions on 14x14 and 7x7 planes): one M chunk per thread, N
 //   blocked as for one thread, each thread packing the whole right operand
@@ -147,7 +160,18 @@ Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed, int64
   const int64_t m_panels = CeilDiv(s.m, kPanelRows);
   const int64_t want = 4 * static_cast<int64_t>(nthreads);
   const bool several = nthreads > 1;
-  const bool rows_first = several && !a_packed && b_packed && m_panels >= want;
+  // Wide prepacked weights bigger than L2 and rows fewer than want full
+  // left blocks: each row chunk would stream all of B from L3 for a few
+  // panels of rows (the transformer's 128 x 768 x 256 and 128 x 1024 x 256
+  // layers read B eight times per call at two threads, once at one), so the
+  // N chunks below stream each column of B once (AMD Zen 3, 512 KiB L2, two
+  // threads, minimum ms: 0.39 -> 0.31 and 0.47-0.51 -> 0.41, now ~2.0x the
+  // one-thread time). Where B fits in L2 the row chunks re-read it from
+  // there and measured faster (Intel Xeon, AVX-512).
+  const bool wide_weights = CeilDiv(s.n, kPanelCols) >= 8 * static_cast<int64_t>(nthreads) &&
+                            m_panels < want * kMcPanels &&
+                            s.k * s.n * static_cast<int64_t>(sizeof(float)) > L2Bytes();
+  const bool rows_first = several && !a_packed && b_packed && m_panels >= want && !wide_weights;
   const bool few_rows = several && !a_packed && b_packed && !rows_first;
   const bool split_weights = several && a_packed && !b_packed &&
                              RoundUp(s.m, kPanelRows) > RoundUp(s.n, 16) &&

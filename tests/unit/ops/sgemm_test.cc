@@ -2,6 +2,7 @@
 // machine has, odd shapes, transposes, packed operands and every epilogue.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -284,6 +285,53 @@ TEST_P(SgemmIsaTest, EverySplitMatchesOneThreadExactly) {
                           << n << " threads";
     }
   }
+}
+
+// A ThreadGroup that records how each ParallelFor was split.
+class RecordingThreads : public ThreadGroup {
+ public:
+  explicit RecordingThreads(int n) : inner_(n) {}
+  int size() const override { return inner_.size(); }
+  void ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> fn) override {
+    tasks.push_back(num_tasks);
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(num_tasks));
+    inner_.ParallelFor(num_tasks, [&](int64_t t, int thread) {
+      runs[static_cast<size_t>(t)].fetch_add(1);
+      fn(t, thread);
+    });
+    for (const std::atomic<int>& r : runs) once = once && r.load() == 1;
+  }
+  std::vector<int64_t> tasks;  // num_tasks of every call
+  bool once = true;            // every task ran exactly once
+
+ private:
+  testing::SpawnThreads inner_;
+};
+
+// Rows packed on the fly against wide prepacked weights bigger than L2 (a
+// transformer's 128 x 1024 x 256 linear layer on a 512 KiB L2, here 72 x
+// 800 x 1100, 3.5 MB): one N chunk per thread, so each thread streams its
+// own half of the weights (a row split streamed all of them once per row
+// chunk), with the single-thread bits.
+TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
+  const Case cs{72, 800, 1100};
+  std::vector<float> one;
+  Check(cs, false, true, false, Epilogue{}, nullptr, &one);
+  if (HasFatalFailure()) return;
+  RecordingThreads lanes(2);
+  std::vector<float> got;
+  Check(cs, false, true, false, Epilogue{}, &lanes, &got);
+  EXPECT_EQ(got, one);
+  ASSERT_EQ(lanes.tasks.size(), 1u);
+  EXPECT_EQ(lanes.tasks[0], 2);  // the row split made 5 (9 panels in chunks of 2)
+  EXPECT_TRUE(lanes.once);
+  // Narrow weights (5.3 panels: a column split would leave 3 + 2.3) keep
+  // the row chunks.
+  RecordingThreads narrow(2);
+  Check({72, 256, 1100}, false, true, false, Epilogue{}, &narrow);
+  ASSERT_EQ(narrow.tasks.size(), 1u);
+  EXPECT_EQ(narrow.tasks[0], 5);
+  EXPECT_TRUE(narrow.once);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, SgemmIsaTest,
