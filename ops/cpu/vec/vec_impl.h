@@ -563,7 +563,19 @@ void VerticalFold(const Pool2d& p, const float* x, const float* x_end, int64_t r
 template <bool kMax, int kKw, int kSw>
 inline VF HorizontalFold(const Pool2d& p, const float* row, int64_t ow) {
   if constexpr (kKw > 0) {
-    if constexpr (kSw == 2) {
+    if constexpr (kSw == 2 && kW == 8 && kKw <= 3) {
+      // Taps 0, 1, 2 of stride 2 in vshufps order (pairs of lanes out of
+      // place, which lane-wise folds do not mind), put in order once:
+      // 4 loads and 4 shuffles where EvenLanesOf takes 6 and 9 on AVX2.
+      const float* r = row + 2 * ow;
+      const auto idx = std::make_index_sequence<kW>();
+      const VF r0 = Load(r), r1 = Load(r + kW);
+      VF acc = Fold<kMax>(EvenLanesInBlocksOf<kW>(r0, r1, idx), OddLanesInBlocksOf<kW>(r0, r1, idx));
+      if constexpr (kKw == 3) {
+        acc = Fold<kMax>(acc, EvenLanesInBlocksOf<kW>(Load(r + 2), Load(r + 2 + kW), idx));
+      }
+      return BlocksInOrder<kW>(acc, idx);
+    } else if constexpr (kSw == 2) {
       // Taps 0, 1, 2 of stride 2: even lanes of row[2 ow + kx ...].
       const float* r = row + 2 * ow;
       const auto idx = std::make_index_sequence<kW>();
