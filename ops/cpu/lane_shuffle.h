@@ -26,4 +26,28 @@ static inline V StrideTwoOf(V a, V b, std::index_sequence<I...>) {
   return __builtin_shufflevector(a, b, static_cast<int>(I < W / 2 ? 2 * I : 2 * I + 1)...);
 }
 
+// The even lanes of a:b within each 128-bit block: block k holds a[4k],
+// a[4k + 2], b[4k], b[4k + 2] (one vshufps, where EvenLanesOf needs
+// cross-block permutes). With W = 4 this is EvenLanesOf; wider, apply
+// BlocksInOrder once to the result of lane-wise ops on such vectors.
+template <size_t W, typename V, size_t... I>
+static inline V EvenLanesInBlocksOf(V a, V b, std::index_sequence<I...>) {
+  return __builtin_shufflevector(
+      a, b, static_cast<int>((I % 4 < 2 ? 0 : W) + I / 4 * 4 + I % 2 * 2)...);
+}
+// Likewise the odd lanes: a[4k + 1], a[4k + 3], b[4k + 1], b[4k + 3].
+template <size_t W, typename V, size_t... I>
+static inline V OddLanesInBlocksOf(V a, V b, std::index_sequence<I...>) {
+  return __builtin_shufflevector(
+      a, b, static_cast<int>((I % 4 < 2 ? 0 : W) + I / 4 * 4 + I % 2 * 2 + 1)...);
+}
+// Reorders the 64-bit pairs of an *InBlocksOf result into the order of
+// EvenLanesOf / its odd counterpart (one vpermpd for W = 8).
+template <size_t W, typename V, size_t... I>
+static inline V BlocksInOrder(V v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(
+      v, v,
+      static_cast<int>(2 * (I / 2 < W / 4 ? 2 * (I / 2) : 2 * (I / 2 - W / 4) + 1) + I % 2)...);
+}
+
 }  // namespace orrery::ops::cpu

@@ -22,17 +22,15 @@ typedef int32_t VI __attribute__((vector_size(kW * 4), aligned(4), may_alias));
 
 inline VF Splat(float v) { return VF{} + v; }
 inline VI SplatI(int32_t v) { return VI{} + v; }
-inline VF Load(const float* p) {
-  VF v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void Store(float* p, VF v) { __builtin_memcpy(p, &v, sizeof v); }
-inline VI LoadI(const int32_t* p) {
-  VI v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
+// Unaligned loads and stores through the 4-aligned, may_alias vector types,
+// as GCC's own _mm256_loadu_ps does: one vmovups. Not __builtin_memcpy:
+// GCC folds a memcpy into one move only up to MOVE_MAX bytes, which is 16
+// under -mavx2 with -mtune=generic, so a 32-byte memcpy became two 16-byte
+// copies through a stack slot and a 32-byte reload that cannot be
+// store-forwarded (AVX2 MaxPool 12x, Softmax 5x slower on Zen 3).
+inline VF Load(const float* p) { return *reinterpret_cast<const VF*>(p); }
+inline void Store(float* p, VF v) { *reinterpret_cast<VF*>(p) = v; }
+inline VI LoadI(const int32_t* p) { return *reinterpret_cast<const VI*>(p); }
 inline VF Sel(VI m, VF a, VF b) { return m ? a : b; }
 inline VF Max(VF a, VF b) { return a > b ? a : b; }
 inline VF Min(VF a, VF b) { return a < b ? a : b; }
@@ -565,7 +563,20 @@ void VerticalFold(const Pool2d& p, const float* x, const float* x_end, int64_t r
 template <bool kMax, int kKw, int kSw>
 inline VF HorizontalFold(const Pool2d& p, const float* row, int64_t ow) {
   if constexpr (kKw > 0) {
-    if constexpr (kSw == 2) {
+    if constexpr (kSw == 2 && kW == 8 && kKw <= 3) {
+      // Taps 0, 1, 2 of stride 2 in vshufps order (pairs of lanes out of
+      // place, which lane-wise folds do not mind), put in order once:
+      // 4 loads and 4 shuffles where EvenLanesOf takes 6 and 9 on AVX2.
+      const float* r = row + 2 * ow;
+      const auto idx = std::make_index_sequence<kW>();
+      const VF r0 = Load(r), r1 = Load(r + kW);
+      VF acc = Fold<kMax>(EvenLanesInBlocksOf<kW>(r0, r1, idx),
+                          OddLanesInBlocksOf<kW>(r0, r1, idx));
+      if constexpr (kKw == 3) {
+        acc = Fold<kMax>(acc, EvenLanesInBlocksOf<kW>(Load(r + 2), Load(r + 2 + kW), idx));
+      }
+      return BlocksInOrder<kW>(acc, idx);
+    } else if constexpr (kSw == 2) {
       // Taps 0, 1, 2 of stride 2: even lanes of row[2 ow + kx ...].
       const float* r = row + 2 * ow;
       const auto idx = std::make_index_sequence<kW>();
