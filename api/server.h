@@ -82,8 +82,12 @@ struct ServerOptions {
   // Inference ledger entries are appended by a writer thread of their own,
   // which answers each request once its entry is written (api/ledger_writer.h);
   // false = the thread that completes the request appends it (a lane, unless
-  // it hands the answer off), the behaviour before the writer.
-  bool ledger_writer = true;
+  // it hands the answer off). Off by default: on, every answer leaves from
+  // the writer's thread (a cross-CPU hand-off), and scenario 7's overhead
+  // went from 1.51x to 2.2x the echo; on is for data dirs on disks shared
+  // with heavy writers, where a lane could block in its append
+  // (api/README.md has both measurements).
+  bool ledger_writer = false;
   bool calibrate_uploads = true;          // calibrate each upload on a lane
   // Prometheus text metrics over HTTP (GET /metrics); "" = none. Port 0
   // picks a free port (see metrics_address()).

@@ -286,8 +286,11 @@ TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
   EXPECT_EQ(AdminReport(&stubs, admin, a.id).total_cost_micros(), ra.total_cost_micros());
 }
 
-TEST(BillingTest, AfterKillNineTheLedgerMatchesWhatClientsReceived) {
-  OrrerydProcess server({"--storage-sample-seconds", "0", "--lanes", "2", "--calibrate-uploads", "false"});
+// Kills the server 4 times under load and checks the ledger against what the
+// clients were told; `ledger_writer`: --ledger-writer (api/ledger_writer.h).
+void KillNineCycles(bool ledger_writer) {
+  OrrerydProcess server({"--storage-sample-seconds", "0", "--lanes", "2", "--calibrate-uploads", "false",
+                         "--ledger-writer", ledger_writer ? "true" : "false"});
   ASSERT_TRUE(server.Start()) << "orreryd did not start";
   std::string admin = server.admin_token();
   std::vector<Tenant> tenants;
@@ -397,6 +400,11 @@ TEST(BillingTest, AfterKillNineTheLedgerMatchesWhatClientsReceived) {
   EXPECT_EQ(after.total_entries(), before.total_entries());
   EXPECT_EQ(after.total_cost_micros(), before.total_cost_micros());
 }
+
+TEST(BillingTest, AfterKillNineTheLedgerMatchesWhatClientsReceived) { KillNineCycles(false); }
+
+// The same with the ledger writer thread appending and answering.
+TEST(BillingTest, AfterKillNineTheLedgerMatchesWhatClientsReceivedWithTheLedgerWriter) { KillNineCycles(true); }
 
 TEST(BillingTest, StoredBytesAreSampledAndBilled) {
   // A price high enough that a few KB for a second cost whole micros.
