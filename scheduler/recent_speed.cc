@@ -13,6 +13,9 @@ void RecentSpeed::Add(int64_t end_ns, int64_t measured_ns, int64_t predicted_ns)
   predicted_sum_ += predicted_ns;
   ExpireLocked(end_ns);
   last_.store(FactorLocked(), std::memory_order_relaxed);
+  if (end_ns > newest_end_ns_.load(std::memory_order_relaxed)) {
+    newest_end_ns_.store(end_ns, std::memory_order_relaxed);
+  }
 }
 
 double RecentSpeed::Factor(int64_t now_ns) {

@@ -41,9 +41,14 @@ class RecentSpeed {
   // Sum measured / sum predicted of the steps that ended in (now - window,
   // now], within [1, max_factor]; 1 when off or too little was predicted.
   double Factor(int64_t now_ns);
-  // Factor as of the last Add (no expiry, no lock): for the lanes' check
-  // between steps.
-  double last() const { return last_.load(std::memory_order_relaxed); }
+  // Factor as of the last Add or Factor call (no lock), or 1 once every
+  // step seen has left the window by `now_ns`: for the lanes' check between
+  // steps. Why the expiry: a spell's factor must not outlive the spell on
+  // lanes that went idle (nothing calls Add then).
+  double last(int64_t now_ns) const {
+    if (newest_end_ns_.load(std::memory_order_relaxed) <= now_ns - window_ns_) return 1.0;
+    return last_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Step {
@@ -62,6 +67,7 @@ class RecentSpeed {
   int64_t measured_sum_ = 0;
   int64_t predicted_sum_ = 0;
   std::atomic<double> last_{1.0};
+  std::atomic<int64_t> newest_end_ns_{INT64_MIN};  // end of the newest step added
 };
 
 }  // namespace orrery

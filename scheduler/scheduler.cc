@@ -738,7 +738,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
 
 int64_t FairScheduler::StackBusyNs(const std::vector<std::unique_ptr<Job>>& stack) const {
   // In a stall spell every run takes longer than predicted (recent speed).
-  const double speed = recent_speed_.last();
+  const double speed = recent_speed_.last(clock_->NowNs());
   if (!options_.at_risk_plans_stack) {
     return std::llround(static_cast<double>(stack.back()->remaining_ns.load(std::memory_order_relaxed)) * speed);
   }
@@ -1036,7 +1036,7 @@ SchedulerStats FairScheduler::Stats() const {
   }
   s.admission_wait_slack = WaitSlackNowLocked();
   s.response_margin_ns = std::llround(response_.last());
-  s.recent_speed = recent_speed_.last();
+  s.recent_speed = recent_speed_.last(clock_->NowNs());
   s.lane_callback_ns = lane_callback_ns_.load(std::memory_order_relaxed);
   s.lane_callbacks = lane_callbacks_.load(std::memory_order_relaxed);
   s.lane_callback_cpu_ns = lane_callback_cpu_ns_.load(std::memory_order_relaxed);

@@ -12,7 +12,7 @@ TEST(RecentSpeedTest, OffIsAlwaysOne) {
   speed.Add(10 * kMs, 5 * kMs, 1 * kMs);
   EXPECT_FALSE(speed.enabled());
   EXPECT_DOUBLE_EQ(speed.Factor(10 * kMs), 1.0);
-  EXPECT_DOUBLE_EQ(speed.last(), 1.0);
+  EXPECT_DOUBLE_EQ(speed.last(10 * kMs), 1.0);
 }
 
 TEST(RecentSpeedTest, SumsMeasuredOverPredictedWithinTheWindow) {
@@ -22,13 +22,23 @@ TEST(RecentSpeedTest, SumsMeasuredOverPredictedWithinTheWindow) {
   EXPECT_DOUBLE_EQ(speed.Factor(100 * kMs), 1.0);
   speed.Add(105 * kMs, 2 * kMs, 1 * kMs);
   EXPECT_DOUBLE_EQ(speed.Factor(105 * kMs), 1.5);  // 3 ms measured / 2 predicted
-  EXPECT_DOUBLE_EQ(speed.last(), 1.5);
+  EXPECT_DOUBLE_EQ(speed.last(105 * kMs), 1.5);
   // The step of 100 ms leaves the window at 120 ms: one 1 ms step is left.
   EXPECT_DOUBLE_EQ(speed.Factor(120 * kMs), 1.0);
   speed.Add(121 * kMs, 4 * kMs, 2 * kMs);
   EXPECT_DOUBLE_EQ(speed.Factor(121 * kMs), 2.0);  // (2 + 4) / (1 + 2)
   // Everything expires: back to 1.
   EXPECT_DOUBLE_EQ(speed.Factor(200 * kMs), 1.0);
+}
+
+TEST(RecentSpeedTest, LastForgetsASpellOnceItsStepsLeftTheWindow) {
+  RecentSpeed speed(20 * kMs, 0, 3.0);
+  speed.Add(100 * kMs, 4 * kMs, 2 * kMs);
+  EXPECT_DOUBLE_EQ(speed.last(100 * kMs), 2.0);
+  EXPECT_DOUBLE_EQ(speed.last(119 * kMs), 2.0);  // still in the window
+  // The lanes went idle: no Add or Factor call, yet the spell is over.
+  EXPECT_DOUBLE_EQ(speed.last(120 * kMs), 1.0);
+  EXPECT_DOUBLE_EQ(speed.last(500 * kMs), 1.0);
 }
 
 TEST(RecentSpeedTest, StaysWithinOneAndTheMaximum) {
