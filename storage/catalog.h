@@ -220,8 +220,11 @@ class Catalog {
  private:
   struct Impl;
   explicit Catalog(std::unique_ptr<Impl> impl);
-  // AppendLedger without the WAL sync.
+  // AppendLedger without the WAL sync (the ids checked, then written).
   Result<bool> AppendLedgerUnsynced(LedgerEntry* entry, LedgerAppendOptions options);
+  // Whether every ledger append is fsynced before it returns
+  // (ledger_sync_interval_ms <= 0 with sync_writes).
+  bool SyncsEachLedgerAppend() const;
 
   std::unique_ptr<Impl> impl_;
 };

@@ -61,16 +61,11 @@ uint64_t DecodeU64Be(std::string_view s) {
 }  // namespace
 
 Result<bool> Catalog::AppendLedger(LedgerEntry* entry, LedgerAppendOptions options) {
-  ORRERY_RETURN_IF_ERROR(CheckIdPart("tenant id", entry->tenant_id()));
-  const bool inference = entry->kind() == LedgerEntry::INFERENCE;
-  if (inference) ORRERY_RETURN_IF_ERROR(CheckIdPart("request id", entry->request_id()));
   ORRERY_ASSIGN_OR_RETURN(bool written, AppendLedgerUnsynced(entry, options));
   // The stored entry a replay returns may itself still be unsynced (written
   // by a concurrent append), so both paths sync through everything written
   // so far before answering.
-  if (impl_->options.sync_writes && impl_->options.ledger_sync_interval_ms <= 0) {
-    ORRERY_RETURN_IF_ERROR(impl_->SyncWalThrough(impl_->db->GetLatestSequenceNumber()));
-  }
+  if (SyncsEachLedgerAppend()) ORRERY_RETURN_IF_ERROR(SyncLedger());
   return written;
 }
 
@@ -79,14 +74,10 @@ std::vector<Result<bool>> Catalog::AppendLedgerGroup(const std::vector<LedgerEnt
   std::vector<Result<bool>> out;
   out.reserve(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
-    LedgerEntry* entry = entries[i];
-    const LedgerAppendOptions o = i < options.size() ? options[i] : LedgerAppendOptions{};
-    Status valid = CheckIdPart("tenant id", entry->tenant_id());
-    if (valid.ok() && entry->kind() == LedgerEntry::INFERENCE) valid = CheckIdPart("request id", entry->request_id());
-    out.push_back(valid.ok() ? AppendLedgerUnsynced(entry, o) : Result<bool>(valid));
+    out.push_back(AppendLedgerUnsynced(entries[i], i < options.size() ? options[i] : LedgerAppendOptions{}));
   }
-  if (impl_->options.sync_writes && impl_->options.ledger_sync_interval_ms <= 0) {
-    const Status synced = impl_->SyncWalThrough(impl_->db->GetLatestSequenceNumber());
+  if (SyncsEachLedgerAppend()) {
+    const Status synced = SyncLedger();
     if (!synced.ok()) {
       for (Result<bool>& r : out) {
         if (r.ok()) r = synced;
@@ -94,6 +85,10 @@ std::vector<Result<bool>> Catalog::AppendLedgerGroup(const std::vector<LedgerEnt
     }
   }
   return out;
+}
+
+bool Catalog::SyncsEachLedgerAppend() const {
+  return impl_->options.sync_writes && impl_->options.ledger_sync_interval_ms <= 0;
 }
 
 Status Catalog::SyncLedger() { return impl_->SyncWalThrough(impl_->db->GetLatestSequenceNumber()); }
@@ -142,7 +137,9 @@ Status Catalog::Impl::SyncWalThrough(rocksdb::SequenceNumber seq) {
 }
 
 Result<bool> Catalog::AppendLedgerUnsynced(LedgerEntry* entry, LedgerAppendOptions options) {
+  ORRERY_RETURN_IF_ERROR(CheckIdPart("tenant id", entry->tenant_id()));
   const bool inference = entry->kind() == LedgerEntry::INFERENCE;
+  if (inference) ORRERY_RETURN_IF_ERROR(CheckIdPart("request id", entry->request_id()));
   std::lock_guard<std::mutex> lock(impl_->ledger_mu);
   if (inference && !options.new_request_id) {
     ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> existing,
