@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/ledger_entries.h"
 #include "tests/common/temp_dir.h"
 
 namespace orrery {
@@ -29,16 +30,7 @@ std::string Id(const char* prefix, int a, int b = -1) {
 }
 
 LedgerEntry Inference(const std::string& tenant, const std::string& rid, int64_t cost) {
-  LedgerEntry e;
-  e.set_kind(LedgerEntry::INFERENCE);
-  e.set_tenant_id(tenant);
-  e.set_model_name("mlp");
-  e.set_model_version(1);
-  e.set_request_id(rid);
-  e.set_end_unix_us(5'000'000);
-  e.set_status("OK");
-  e.set_cost_micros(cost);
-  return e;
+  return orrery::testing::InferenceEntry(tenant, rid, 5'000'000, cost);
 }
 
 std::unique_ptr<Catalog> MustOpen(const std::string& dir, int64_t sync_ms) {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "storage/catalog.h"
+#include "tests/common/ledger_entries.h"
 #include "tests/common/temp_dir.h"
 
 namespace orrery {
@@ -31,25 +32,13 @@ std::string Rid(int i) {
   return s;
 }
 
-LedgerEntry Inference(const std::string& tenant, const std::string& rid, int64_t end_us, int64_t cost) {
-  LedgerEntry e;
-  e.set_kind(LedgerEntry::INFERENCE);
-  e.set_tenant_id(tenant);
-  e.set_model_name("mlp");
-  e.set_model_version(1);
-  e.set_request_id(rid);
-  e.set_end_unix_us(end_us);
-  e.set_status("OK");
-  e.set_lane_ns(cost * 10);
-  e.set_cost_micros(cost);
-  return e;
-}
+using orrery::testing::InferenceEntry;
 
 TEST(CatalogLedgerTest, AppendsOncePerRequestIdAndKeepsTotals) {
   LedgerDir dir;
   auto c = MustOpen(dir.db());
   ASSERT_NE(c, nullptr);
-  LedgerEntry a = Inference("t_a", "r1", 5'000'000, 7);
+  LedgerEntry a = InferenceEntry("t_a", "r1", 5'000'000, 7);
   Result<bool> first = c->AppendLedger(&a);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_TRUE(*first);
@@ -57,7 +46,7 @@ TEST(CatalogLedgerTest, AppendsOncePerRequestIdAndKeepsTotals) {
   EXPECT_GT(a.seq(), 0u);
 
   // Same (tenant, request id): not written again; the stored entry comes back.
-  LedgerEntry retry = Inference("t_a", "r1", 9'000'000, 100);
+  LedgerEntry retry = InferenceEntry("t_a", "r1", 9'000'000, 100);
   Result<bool> second = c->AppendLedger(&retry);
   ASSERT_TRUE(second.ok());
   EXPECT_FALSE(*second);
@@ -65,9 +54,9 @@ TEST(CatalogLedgerTest, AppendsOncePerRequestIdAndKeepsTotals) {
   EXPECT_EQ(retry.seq(), a.seq());
 
   // The same request id in another tenant is another request.
-  LedgerEntry b = Inference("t_b", "r1", 6'000'000, 11);
+  LedgerEntry b = InferenceEntry("t_b", "r1", 6'000'000, 11);
   ASSERT_TRUE(c->AppendLedger(&b).ok());
-  LedgerEntry a2 = Inference("t_a", "r2", 8'000'000, 5);
+  LedgerEntry a2 = InferenceEntry("t_a", "r2", 8'000'000, 5);
   ASSERT_TRUE(c->AppendLedger(&a2).ok());
 
   Result<LedgerTotals> ta = c->GetLedgerTotals("t_a");
@@ -102,15 +91,15 @@ TEST(CatalogLedgerTest, AppendsOncePerRequestIdAndKeepsTotals) {
   ta = c->GetLedgerTotals("t_a");
   ASSERT_TRUE(ta.ok());
   EXPECT_EQ(ta->entries(), 2u);
-  LedgerEntry a3 = Inference("t_a", "r3", 9'000'000, 1);
+  LedgerEntry a3 = InferenceEntry("t_a", "r3", 9'000'000, 1);
   ASSERT_TRUE(c->AppendLedger(&a3).ok());
   EXPECT_GT(a3.seq(), a2.seq());
   // Appends keep the seq and totals in memory: after the reopen they start
   // from the stored ones, and each append adds to what the last wrote.
-  LedgerEntry b2 = Inference("t_b", "r2", 9'500'000, 4);
+  LedgerEntry b2 = InferenceEntry("t_b", "r2", 9'500'000, 4);
   ASSERT_TRUE(c->AppendLedger(&b2).ok());
   EXPECT_EQ(b2.seq(), a3.seq() + 1);
-  LedgerEntry a4 = Inference("t_a", "r4", 9'600'000, 2);
+  LedgerEntry a4 = InferenceEntry("t_a", "r4", 9'600'000, 2);
   ASSERT_TRUE(c->AppendLedger(&a4).ok());
   EXPECT_EQ(a4.seq(), b2.seq() + 1);
   ta = c->GetLedgerTotals("t_a");
@@ -133,14 +122,14 @@ TEST(CatalogLedgerTest, NewRequestIdIsIndexedWithoutALookup) {
   LedgerDir dir;
   auto c = MustOpen(dir.db());
   ASSERT_NE(c, nullptr);
-  LedgerEntry a = Inference("t_a", "made-up-1", 5'000'000, 7);
+  LedgerEntry a = InferenceEntry("t_a", "made-up-1", 5'000'000, 7);
   Result<bool> first = c->AppendLedger(&a, LedgerAppendOptions{.new_request_id = true});
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_TRUE(*first);
   Result<LedgerEntry> got = c->GetLedgerEntry("t_a", "made-up-1");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->seq(), a.seq());
-  LedgerEntry retry = Inference("t_a", "made-up-1", 6'000'000, 100);
+  LedgerEntry retry = InferenceEntry("t_a", "made-up-1", 6'000'000, 100);
   Result<bool> second = c->AppendLedger(&retry);
   ASSERT_TRUE(second.ok());
   EXPECT_FALSE(*second);
@@ -154,9 +143,9 @@ TEST(CatalogLedgerTest, RejectsMissingIdsAndAllowsStorageWithoutRequestId) {
   LedgerDir dir;
   auto c = MustOpen(dir.db());
   ASSERT_NE(c, nullptr);
-  LedgerEntry no_tenant = Inference("", "r1", 1000, 1);
+  LedgerEntry no_tenant = InferenceEntry("", "r1", 1000, 1);
   EXPECT_EQ(c->AppendLedger(&no_tenant).status().code(), StatusCode::kInvalidArgument);
-  LedgerEntry no_id = Inference("t_a", "", 1000, 1);
+  LedgerEntry no_id = InferenceEntry("t_a", "", 1000, 1);
   EXPECT_EQ(c->AppendLedger(&no_id).status().code(), StatusCode::kInvalidArgument);
   LedgerEntry storage;
   storage.set_kind(LedgerEntry::STORAGE);
@@ -183,7 +172,7 @@ TEST(CatalogLedgerTest, ConcurrentRetriesBillOnce) {
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&] {
       for (int r = 0; r < 20; ++r) {
-        LedgerEntry e = Inference("t_a", Rid(r), 1'000'000 + r, 1);
+        LedgerEntry e = InferenceEntry("t_a", Rid(r), 1'000'000 + r, 1);
         Result<bool> w = c->AppendLedger(&e);
         if (w.ok() && *w) written.fetch_add(1);
       }
@@ -216,7 +205,7 @@ TEST(CatalogLedgerTest, ConcurrentAppendsShareFsyncs) {
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
       for (int i = 0; i < kEach; ++i) {
-        LedgerEntry e = Inference("t_a", Rid(w * kEach + i), 1'000'000 + i, 1);
+        LedgerEntry e = InferenceEntry("t_a", Rid(w * kEach + i), 1'000'000 + i, 1);
         EXPECT_TRUE(c->AppendLedger(&e).ok());
       }
     });
@@ -242,7 +231,7 @@ TEST(CatalogLedgerTest, DeferredSyncFsyncsInTheBackground) {
   const uint64_t idle = c->ledger_wal_syncs();
   EXPECT_LE(idle, 1u) << "an idle catalog kept fsyncing";  // at most the writes of Open
   for (int i = 0; i < 50; ++i) {
-    LedgerEntry e = Inference("t_a", Rid(i), 1'000'000 + i, 1);
+    LedgerEntry e = InferenceEntry("t_a", Rid(i), 1'000'000 + i, 1);
     ASSERT_TRUE(c->AppendLedger(&e).ok());
   }
   // The background fsync comes within a few intervals.
@@ -272,7 +261,7 @@ TEST(CatalogLedgerTest, DISABLED_MeasureAppendLatency) {
   constexpr int kN = 400;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < kN; ++i) {
-    LedgerEntry e = Inference("t_a", Rid(i), 1'000'000 + i, 1);
+    LedgerEntry e = InferenceEntry("t_a", Rid(i), 1'000'000 + i, 1);
     ASSERT_TRUE(c->AppendLedger(&e).ok());
   }
   const double one = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kN;
@@ -281,7 +270,7 @@ TEST(CatalogLedgerTest, DISABLED_MeasureAppendLatency) {
   for (int w = 0; w < 4; ++w) {
     threads.emplace_back([&, w] {
       for (int i = 0; i < kN / 4; ++i) {
-        LedgerEntry e = Inference("t_b", Rid(w * kN + i), 1'000'000 + i, 1);
+        LedgerEntry e = InferenceEntry("t_b", Rid(w * kN + i), 1'000'000 + i, 1);
         EXPECT_TRUE(c->AppendLedger(&e).ok());
       }
     });
@@ -292,7 +281,7 @@ TEST(CatalogLedgerTest, DISABLED_MeasureAppendLatency) {
   ASSERT_TRUE(deferred.ok());
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < kN; ++i) {
-    LedgerEntry e = Inference("t_a", Rid(i), 1'000'000 + i, 1);
+    LedgerEntry e = InferenceEntry("t_a", Rid(i), 1'000'000 + i, 1);
     ASSERT_TRUE((*deferred)->AppendLedger(&e).ok());
   }
   const double unsynced =
