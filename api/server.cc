@@ -325,12 +325,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                             MetricsHttpServer::Start(options.metrics_listen, [raw] {
                               const ModelLoaderStats loader = raw->cache->loader().stats();
                               const TierStats host = raw->host->stats();
+                              std::optional<TierStats> device;
+                              if (raw->device != nullptr) device = raw->device->cache->Stats();
                               std::optional<LedgerWriter::Stats> ledger;
                               if (raw->ledger_writer != nullptr) ledger = raw->ledger_writer->stats();
-                              const LedgerWriter::Stats* l = ledger ? &*ledger : nullptr;
-                              if (raw->device == nullptr) return raw->metrics.Render(*raw->scheduler, &loader, &host, nullptr, l);
-                              const TierStats device = raw->device->cache->Stats();
-                              return raw->metrics.Render(*raw->scheduler, &loader, &host, &device, l);
+                              return raw->metrics.Render(*raw->scheduler, &loader, &host, device ? &*device : nullptr,
+                                                         ledger ? &*ledger : nullptr);
                             }));
     impl->metrics_address = impl->metrics_http->address();
   }
