@@ -17,9 +17,10 @@
 //     input at per-tap offsets (gemm/conv_direct.h);
 //   - other 1-D / 2-D convolutions: GEMM of the packed W with im2col panels
 //     made block by block inside the GEMM's packing (no col buffer); on
-//     AVX-512 the panels are masked loads at per-tap offsets for stride 1
-//     with the output plane the input's size, masked gathers otherwise
-//     (gemm/conv_direct.h), also in the transposed GEMM for few positions;
+//     AVX-512 and AVX2 the panels are masked loads at per-tap offsets for
+//     stride 1 with the output plane the input's size, masked gathers
+//     otherwise (AVX2: row loads where 8 positions share an output row;
+//     gemm/conv_direct.h), also in the transposed GEMM for few positions;
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
 // Bias, residual and activation are the GEMM's epilogue.
 #include <algorithm>

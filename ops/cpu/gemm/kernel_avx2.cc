@@ -1,7 +1,10 @@
 // AVX2/FMA micro-kernel: 4 rows x 24 columns at a time (12 ymm accumulators);
-// an 8 x 48 tile is covered in up to four passes. Depthwise 3x3 planes with
-// each output row's chunk held in registers over the taps. Compiled with -mavx2 -mfma;
-// only called after dispatch.cc has checked the CPU.
+// an 8 x 48 tile is covered in up to four passes. Convolution panels without
+// im2col (conv_direct.h): masked loads at per-tap offsets, and for strided
+// geometries loads of whole output rows (stride 1 or 2) or masked gathers.
+// Depthwise 3x3 planes with each output row's chunk held in registers over
+// the taps. Compiled with -mavx2 -mfma; only called after dispatch.cc has
+// checked the CPU.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -92,6 +95,172 @@ void TileAny(const TileArgs& t) {
       }
     }
   }
+}
+
+// The lanes of an 8-bit lane mask as a vector mask (all ones where set).
+ORRERY_GEMM_INLINE __m256i LaneMask(unsigned bits) {
+  const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  return _mm256_cmpeq_epi32(
+      _mm256_and_si256(_mm256_set1_epi32(static_cast<int32_t>(bits)), bit), bit);
+}
+
+// Bits [8 h, 8 h + 8) of a 48-column panel's three 16-lane masks.
+ORRERY_GEMM_INLINE unsigned PanelByte(const uint16_t* m, int h) {
+  return (static_cast<unsigned>(m[h / 2]) >> (8 * (h % 2))) & 0xffu;
+}
+
+// The 8 floats at b, zero in the lanes whose bit is clear (never read):
+// a plain load when every lane is inside (interior taps), no load when none.
+ORRERY_GEMM_INLINE __m256 MaskedLanes(const float* b, unsigned bits) {
+  if (bits == 0xffu) return _mm256_loadu_ps(b);
+  if (bits == 0) return _mm256_setzero_ps();
+  return _mm256_maskload_ps(b, LaneMask(bits));
+}
+
+// x[idx[l]] for the lanes whose bit is set, zero elsewhere.
+ORRERY_GEMM_INLINE __m256 GatherLanes(const float* x, __m256i idx, unsigned bits) {
+  if (bits == 0xffu) return _mm256_i32gather_ps(x, idx, 4);
+  if (bits == 0) return _mm256_setzero_ps();
+  return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), x, idx,
+                                  _mm256_castsi256_ps(LaneMask(bits)), 4);
+}
+
+// Lanes 0, 2, .., 14 of the 15 floats at b (one output row read at stride
+// 2), zero in the lanes whose bit is clear: two loads, the second masked so
+// that nothing past b[14] is read, and the even lanes shuffled together.
+ORRERY_GEMM_INLINE __m256 Stride2Lanes(const float* b, unsigned bits) {
+  if (bits == 0) return _mm256_setzero_ps();
+  // Bit l of `bits` selects input 2 l: lanes 2 l of the first load (l < 4)
+  // and 2 (l - 4) of the second; bit 8 is never set, so odd lanes are off.
+  const __m256i lo_bit = _mm256_setr_epi32(1, 256, 2, 256, 4, 256, 8, 256);
+  const __m256i hi_bit = _mm256_setr_epi32(16, 256, 32, 256, 64, 256, 128, 256);
+  const __m256i v = _mm256_set1_epi32(static_cast<int32_t>(bits));
+  const __m256 a =
+      bits == 0xffu ? _mm256_loadu_ps(b)
+                    : _mm256_maskload_ps(b, _mm256_cmpeq_epi32(_mm256_and_si256(v, lo_bit), lo_bit));
+  const __m256 c =
+      _mm256_maskload_ps(b + 8, _mm256_cmpeq_epi32(_mm256_and_si256(v, hi_bit), hi_bit));
+  // [a0 a2 c0 c2 | a4 a6 c4 c6] -> [a0 a2 a4 a6 c0 c2 c4 c6]
+  const __m256 ev = _mm256_shuffle_ps(a, c, 0x88);
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xd8));
+}
+
+// How the 8 gather offsets at `base` step: 1 or 2 when base[i] = base[0] +
+// step * i (positions of one output row at stride 1 or 2: plain loads
+// instead of a gather, which costs ~4x as much on Zen 3), else 0.
+ORRERY_GEMM_INLINE int GatherStep(const int32_t* base) {
+  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base));
+  const __m256i d = _mm256_sub_epi32(b, _mm256_set1_epi32(base[0]));
+  const __m256i one = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(d, one)) == -1) return 1;
+  if (_mm256_movemask_epi8(_mm256_cmpeq_epi32(d, _mm256_add_epi32(one, one))) == -1) return 2;
+  return 0;
+}
+
+// ConvPanelFn for a panel of H 8-lane vectors (w = 8 H): masked loads, or
+// with Gather the lanes base[j] + off[tap], by loads where GatherStep finds
+// a row at stride 1 or 2, masked gathers elsewhere. Every lane is stored
+// (masked-off ones as zero): AMD's masked stores are microcoded.
+template <int H, bool Gather>
+void ConvPanelRows(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                   const uint16_t* masks, const int32_t* base, int64_t k0, int64_t kc,
+                   float* dst) {
+  __m256i bv[H];
+  int step[H];
+#pragma GCC unroll 6
+  for (int h = 0; h < H; ++h) {
+    bv[h] = Gather ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + h * 8))
+                   : _mm256_setzero_si256();
+    step[h] = Gather ? GatherStep(base + h * 8) : 1;
+  }
+  int64_t tap = k0 % k_vol;
+  const float* xc = x + (k0 / k_vol) * in_vol;
+  for (int64_t k = 0; k < kc; ++k) {
+    const uint16_t* m = masks + tap * 3;
+    if (Gather) {
+      const int32_t o = static_cast<int32_t>(off[tap]);
+#pragma GCC unroll 6
+      for (int h = 0; h < H; ++h) {
+        const unsigned bits = PanelByte(m, h);
+        __m256 r;
+        if (step[h] == 1) {
+          r = MaskedLanes(xc + base[h * 8] + o, bits);
+        } else if (step[h] == 2) {
+          r = Stride2Lanes(xc + base[h * 8] + o, bits);
+        } else {
+          r = GatherLanes(xc, _mm256_add_epi32(bv[h], _mm256_set1_epi32(o)), bits);
+        }
+        _mm256_storeu_ps(dst + h * 8, r);
+      }
+    } else {
+      const float* b = xc + off[tap];
+#pragma GCC unroll 6
+      for (int h = 0; h < H; ++h) {
+        _mm256_storeu_ps(dst + h * 8, MaskedLanes(b + h * 8, PanelByte(m, h)));
+      }
+    }
+    dst += H * 8;
+    if (++tap == k_vol) {
+      tap = 0;
+      xc += in_vol;
+    }
+  }
+}
+
+template <bool Gather>
+void ConvPanelAny(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                  const uint16_t* masks, const int32_t* base, int64_t k0, int64_t kc, int64_t w,
+                  float* dst) {
+  switch (w / 16) {
+    case 1: return ConvPanelRows<2, Gather>(x, in_vol, k_vol, off, masks, base, k0, kc, dst);
+    case 2: return ConvPanelRows<4, Gather>(x, in_vol, k_vol, off, masks, base, k0, kc, dst);
+    default: return ConvPanelRows<6, Gather>(x, in_vol, k_vol, off, masks, base, k0, kc, dst);
+  }
+}
+
+void ConvPanel(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+               const uint16_t* masks, const int32_t* base, int64_t k0, int64_t kc, int64_t w,
+               float* dst) {
+  if (base != nullptr) {
+    return ConvPanelAny<true>(x, in_vol, k_vol, off, masks, base, k0, kc, w, dst);
+  }
+  ConvPanelAny<false>(x, in_vol, k_vol, off, masks, base, k0, kc, w, dst);
+}
+
+// ConvRowsFn: one 8-lane masked load or gather per row.
+template <bool Gather>
+void ConvRowsAny(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+                 const uint16_t* masks, const int32_t* base, int lane, int64_t k0, int64_t kc,
+                 float* dst) {
+  const int v = lane / 16, shift = lane % 16;
+  const __m256i b8 = Gather ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base))
+                            : _mm256_setzero_si256();
+  int64_t tap = k0 % k_vol;
+  const float* xc = x + (k0 / k_vol) * in_vol;
+  for (int64_t k = 0; k < kc; ++k) {
+    const unsigned bits = (static_cast<unsigned>(masks[tap * 3 + v]) >> shift) & 0xffu;
+    __m256 r;
+    if (Gather) {
+      r = GatherLanes(xc, _mm256_add_epi32(b8, _mm256_set1_epi32(static_cast<int32_t>(off[tap]))),
+                      bits);
+    } else {
+      r = MaskedLanes(xc + off[tap], bits);
+    }
+    _mm256_storeu_ps(dst + k * kPanelRows, r);
+    if (++tap == k_vol) {
+      tap = 0;
+      xc += in_vol;
+    }
+  }
+}
+
+void ConvRows(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
+              const uint16_t* masks, const int32_t* base, int lane, int64_t k0, int64_t kc,
+              float* dst) {
+  if (base != nullptr) {
+    return ConvRowsAny<true>(x, in_vol, k_vol, off, masks, base, lane, k0, kc, dst);
+  }
+  ConvRowsAny<false>(x, in_vol, k_vol, off, masks, base, lane, k0, kc, dst);
 }
 
 // Lanes [idx, idx + 8) of an input row of w_in floats, zero where outside
@@ -242,10 +411,14 @@ void DepthwisePlanes(const gemm_internal::DepthwiseGeometry& g, const float* x, 
 namespace orrery::ops::cpu::gemm_internal {
 
 const GemmKernels& Avx2Kernels() {
+  // No conv_tile: a tile reading B from the input reloads each row once per
+  // 4 x 24 pass (four per 8 x 48 tile, where the AVX-512 tile is one), and
+  // lost to Sgemm over the masked-load panels (GoogLeNet's 28x28 16 -> 32
+  // 3x3: 0.152 vs 0.099 ms) and over packed X (MobileNet-v2's 112x112 32 ->
+  // 16 1x1: 0.43 vs 0.27 ms), one thread, best of 5.
   static const GemmKernels k{avx2::TileAny, avx2::ApplyEpilogueImpl, avx2::DepthwisePlanes,
-                             avx2::Im2ColPanelImpl, /*conv_tile=*/nullptr,
-                             /*conv_panel=*/nullptr, /*conv_rows=*/nullptr,
-                             avx2::PackRightRowsImpl,
+                             avx2::Im2ColPanelImpl, /*conv_tile=*/nullptr, avx2::ConvPanel,
+                             avx2::ConvRows, avx2::PackRightRowsImpl,
                              /*tile_post=*/false};
   return k;
 }

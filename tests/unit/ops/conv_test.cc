@@ -588,6 +588,13 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 4, 23, 22}, .w = {33, 4, 3, 3}, .strides = {2, 3}, .dilations = {2, 2},
          .pads = {2, 0, 1, 3}},
         {.x = {1, 4, 101}, .w = {36, 4, 5}, .strides = {2}, .pads = {2, 2}},
+        // Output rows of 32 and 24 (AVX2: whole 8-lane row segments read by
+        // two loads at stride 2, by one at stride 1, masked at the edges;
+        // the last column reads the input row's last element).
+        {.x = {1, 3, 12, 64}, .w = {34, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+         .bias = true},
+        {.x = {2, 5, 9, 49}, .w = {33, 5, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 4, 6, 26}, .w = {35, 4, 3, 3}},
     };
     for (const ConvCase& c : gathers) CheckConv(c, seed++);
     CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
