@@ -135,9 +135,8 @@ ORRERY_GEMM_INLINE __m256 Stride2Lanes(const float* b, unsigned bits) {
   const __m256i lo_bit = _mm256_setr_epi32(1, 256, 2, 256, 4, 256, 8, 256);
   const __m256i hi_bit = _mm256_setr_epi32(16, 256, 32, 256, 64, 256, 128, 256);
   const __m256i v = _mm256_set1_epi32(static_cast<int32_t>(bits));
-  const __m256 a =
-      bits == 0xffu ? _mm256_loadu_ps(b)
-                    : _mm256_maskload_ps(b, _mm256_cmpeq_epi32(_mm256_and_si256(v, lo_bit), lo_bit));
+  const __m256i lo_mask = _mm256_cmpeq_epi32(_mm256_and_si256(v, lo_bit), lo_bit);
+  const __m256 a = bits == 0xffu ? _mm256_loadu_ps(b) : _mm256_maskload_ps(b, lo_mask);
   const __m256 c =
       _mm256_maskload_ps(b + 8, _mm256_cmpeq_epi32(_mm256_and_si256(v, hi_bit), hi_bit));
   // [a0 a2 c0 c2 | a4 a6 c4 c6] -> [a0 a2 a4 a6 c0 c2 c4 c6]
@@ -147,7 +146,8 @@ ORRERY_GEMM_INLINE __m256 Stride2Lanes(const float* b, unsigned bits) {
 
 // How the 8 gather offsets at `base` step: 1 or 2 when base[i] = base[0] +
 // step * i (positions of one output row at stride 1 or 2: plain loads
-// instead of a gather, which costs ~4x as much on Zen 3), else 0.
+// instead of a gather; with gathers only, ResNet-18's 7x7 stride-2 stem was
+// 5-15% slower than im2col panels, with row loads 7% faster), else 0.
 ORRERY_GEMM_INLINE int GatherStep(const int32_t* base) {
   const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base));
   const __m256i d = _mm256_sub_epi32(b, _mm256_set1_epi32(base[0]));
@@ -160,7 +160,8 @@ ORRERY_GEMM_INLINE int GatherStep(const int32_t* base) {
 // ConvPanelFn for a panel of H 8-lane vectors (w = 8 H): masked loads, or
 // with Gather the lanes base[j] + off[tap], by loads where GatherStep finds
 // a row at stride 1 or 2, masked gathers elsewhere. Every lane is stored
-// (masked-off ones as zero): AMD's masked stores are microcoded.
+// (masked-off ones as zero): the panel is full-width, and masked stores
+// are slow on AMD.
 template <int H, bool Gather>
 void ConvPanelRows(const float* x, int64_t in_vol, int64_t k_vol, const int64_t* off,
                    const uint16_t* masks, const int32_t* base, int64_t k0, int64_t kc,
