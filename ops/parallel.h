@@ -23,6 +23,16 @@ class ThreadGroup {
   // (for per-thread scratch); each thread runs its tasks one at a time. The
   // caller takes part. Not reentrant: fn must not call ParallelFor.
   virtual void ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t task, int thread)> fn) = 0;
+  // ParallelFor calls so far that handed tasks to other threads (not run
+  // inline), so that a caller can learn which of its steps use the group.
+  // One load; 0 for groups that do not count.
+  virtual int64_t jobs() const { return 0; }
+  // A hint from the caller: its next ParallelFor comes in about `in_ns`.
+  // A group whose idle threads sleep may wake them now when they would
+  // still be spinning by then, so that the wake-up overlaps the caller's
+  // work instead of delaying the job. Costs a store when they are awake,
+  // a wake-up system call when they sleep; the default ignores it.
+  virtual void ExpectJob(int64_t in_ns) { (void)in_ns; }
 };
 
 inline int NumThreads(const ThreadGroup* group) { return group == nullptr ? 1 : group->size(); }

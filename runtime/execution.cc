@@ -1,5 +1,6 @@
 #include "runtime/execution.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <span>
@@ -62,6 +63,21 @@ void Execution::Finish() {
   plan_->ReleaseState(std::move(state_));
 }
 
+// How far ExpectParallelStep looks for the next parallel step (a bound on
+// its cost per step; the groups' spin time is the real limit).
+constexpr size_t kExpectLookaheadSteps = 16;
+
+void Execution::ExpectParallelStep(ops::ThreadGroup& threads) const {
+  // A parallel step wakes the workers itself and leaves them spinning.
+  if (state_->step_parallel[next_] != 0) return;
+  int64_t in_ns = 0;
+  const size_t end = std::min(num_steps_, next_ + kExpectLookaheadSteps);
+  for (size_t s = next_; s < end; ++s) {
+    if (state_->step_parallel[s] != 0) return threads.ExpectJob(in_ns);
+    in_ns += state_->step_ns[s];  // the previous run's time
+  }
+}
+
 Status Execution::Step(ops::ThreadGroup* threads) {
   if (!error_.ok()) return error_;
   if (state_ == nullptr || next_ >= num_steps_) {
@@ -69,7 +85,11 @@ Status Execution::Step(ops::ThreadGroup* threads) {
                                       " steps)");
   }
   const auto t0 = std::chrono::steady_clock::now();
+  const bool group = threads != nullptr && threads->size() > 1;
+  const int64_t jobs = group ? threads->jobs() : 0;
+  if (group) ExpectParallelStep(*threads);
   Status st = runtime::RunPlannedStep(*plan_, next_, *state_, threads);
+  if (group) state_->step_parallel[next_] = threads->jobs() != jobs ? 1 : 0;
   const auto t1 = std::chrono::steady_clock::now();
   state_->step_ns[next_] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
   if (!st.ok()) {

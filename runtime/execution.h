@@ -73,7 +73,11 @@ class Execution {
   // Runs the next step, lending `threads` (may be null: this thread only)
   // to its kernel; each step may get a different group. An error ends the
   // execution (done() turns true and TakeOutputs returns it);
-  // FAILED_PRECONDITION when already done.
+  // FAILED_PRECONDITION when already done. With a group of several
+  // threads, a step that runs on the caller alone first tells the group
+  // (ThreadGroup::ExpectJob) when the next step that used the group in the
+  // previous run of this arena is due by that run's step times, so that
+  // sleeping workers wake while this step runs, not when that one starts.
   Status Step(ops::ThreadGroup* threads = nullptr);
   bool done() const { return !error_.ok() || next_ >= num_steps_; }
   size_t step_index() const { return next_; }  // steps completed
@@ -93,6 +97,8 @@ class Execution {
   Execution(std::shared_ptr<const runtime::SpecializedPlan> plan,
             std::unique_ptr<runtime::RunState> state);
   void Finish();  // drops per-run references and returns the run state
+  // ExpectJob for the next parallel step (see Step), when one is near.
+  void ExpectParallelStep(ops::ThreadGroup& threads) const;
 
   std::shared_ptr<const runtime::SpecializedPlan> plan_;
   std::unique_ptr<runtime::RunState> state_;

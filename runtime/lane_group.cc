@@ -44,14 +44,17 @@ LaneGroup::~LaneGroup() {
   workers_.clear();  // joins
 }
 
-void LaneGroup::RunTasks(uint32_t generation, int thread) {
-  // The task count must be the one of `generation`: checked against the
-  // next job's count, a claim word still naming this finished job (the
-  // caller has published the next job's count but not yet its claim word)
-  // would pass, and a task of the next job would run twice and be counted
-  // in its done_ once too often (the caller then waited forever).
+void LaneGroup::RunTasks(int thread) {
+  // Claims are checked against the generation and task count read here,
+  // together: checked against the next job's count, a claim word still
+  // naming this finished job (the caller has published the next job's
+  // count but not yet its claim word) would pass, and a task of the next
+  // job would run twice and be counted in its done_ once too often (the
+  // caller then waited forever). A job read here that is not yet (or no
+  // longer) claimable returns at once; the caller bumps wake_ after
+  // publishing the claim word, so the worker comes back for it.
   const uint64_t job = job_.load(std::memory_order_acquire);
-  if (static_cast<uint32_t>(job >> 32) != generation) return;
+  const auto generation = static_cast<uint32_t>(job >> 32);
   const int64_t num_tasks = static_cast<int64_t>(job & 0xffffffffu);
   for (;;) {
     uint64_t s = claim_.load(std::memory_order_acquire);
@@ -76,11 +79,10 @@ void LaneGroup::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> f
   job_.store((static_cast<uint64_t>(generation_) << 32) | static_cast<uint64_t>(num_tasks), std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   claim_.store(static_cast<uint64_t>(generation_) << 32, std::memory_order_release);
-  wake_.store(generation_, std::memory_order_release);
   ++stats_.jobs;
   if (sleeping_.load(std::memory_order_relaxed) > 0) ++stats_.asleep_jobs;
-  wake_.notify_all();
-  RunTasks(generation_, 0);
+  Wake();
+  RunTasks(0);
   // Only tasks claimed by workers can still be running.
   if (done_.load(std::memory_order_acquire) == num_tasks) return;
   const Clock* clock = SteadyClock::Get();
@@ -88,6 +90,17 @@ void LaneGroup::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> f
   while (done_.load(std::memory_order_acquire) != num_tasks) CpuRelax();
   ++stats_.waits;
   stats_.wait_ns += clock->NowNs() - wait_start;
+}
+
+void LaneGroup::Wake() {
+  wake_.store(++epoch_, std::memory_order_release);
+  wake_.notify_all();  // no system call when no worker waits
+}
+
+void LaneGroup::ExpectJob(int64_t in_ns) {
+  if (size_ == 1 || in_ns > spin_ns_) return;
+  if (sleeping_.load(std::memory_order_relaxed) > 0) ++stats_.prewakes;
+  Wake();
 }
 
 void LaneGroup::WorkerLoop(int thread) {
@@ -108,7 +121,7 @@ void LaneGroup::WorkerLoop(int thread) {
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
-    RunTasks(gen, thread);
+    RunTasks(thread);
   }
 }
 

@@ -43,6 +43,7 @@ Result<std::unique_ptr<RunState>> NewRunState(const SpecializedPlan& plan) {
     state->step_inputs.push_back(e < 0 ? nullptr : &state->entries[static_cast<size_t>(e)]);
   }
   state->step_ns.assign(plan.steps.size(), 0);
+  state->step_parallel.assign(plan.steps.size(), 0);
   state->step_cost.resize(plan.steps.size());
   for (size_t s = 0; s < plan.steps.size(); ++s) state->step_cost[s] = plan.steps[s].cost;
   return state;

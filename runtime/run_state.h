@@ -21,6 +21,9 @@ struct RunState {
   std::vector<Tensor> entries;  // one per plan entry (SpecializedPlan::entries)
   std::vector<const Tensor*> step_inputs;  // parallel to SpecializedPlan::step_inputs
   std::vector<int64_t> step_ns;            // per step, last run
+  // Per step: 1 when its kernel handed tasks to other threads the last
+  // time it ran on a group of more than one (Execution wakes them ahead).
+  std::vector<uint8_t> step_parallel;
   std::vector<ops::OpCost> step_cost;      // per step (dynamic steps: last run)
   // Set when a kernel broke the arena binding (replaced a preallocated
   // output): the state is then discarded instead of pooled.

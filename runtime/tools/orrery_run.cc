@@ -21,7 +21,8 @@
 //       steal accounting, time the host or the OS ran something else);
 //       `steal_share` is the host's steal time over the timed window
 //       (/proc/stat, all CPUs). At T > 1, `lane_*` count the lane group's
-//       hand-offs (runtime/lane_group.h, LaneGroupStats) per run.
+//       hand-offs (runtime/lane_group.h, LaneGroupStats) per run,
+//       `lane_prewakes_per_run` the workers woken ahead of a parallel step.
 //   --runs-csv FILE (with --bench): one line per timed run with the above
 //       (wall, CPU and off-CPU ms, faults, context switches, lane hand-offs)
 //       and every step's ms, to tell a uniformly slow run (the host) from
@@ -291,7 +292,8 @@ runtime::LaneGroupStats Delta(const runtime::LaneGroupStats& a, const runtime::L
   return runtime::LaneGroupStats{.jobs = a.jobs - b.jobs,
                                  .asleep_jobs = a.asleep_jobs - b.asleep_jobs,
                                  .waits = a.waits - b.waits,
-                                 .wait_ns = a.wait_ns - b.wait_ns};
+                                 .wait_ns = a.wait_ns - b.wait_ns,
+                                 .prewakes = a.prewakes - b.prewakes};
 }
 
 // Per-step times summed over runs (all runs of one shape set have the same steps).
@@ -649,6 +651,7 @@ int Bench(const Args& args, const CompiledModel& model) {
       lane_sum.asleep_jobs += r.lanes.asleep_jobs;
       lane_sum.waits += r.lanes.waits;
       lane_sum.wait_ns += r.lanes.wait_ns;
+      lane_sum.prewakes += r.lanes.prewakes;
       if (r.d.nivcsw > 0) {
         ++preempted;
       } else {
@@ -693,7 +696,7 @@ int Bench(const Args& args, const CompiledModel& model) {
       "\"nvcsw_per_run\":%.2f,\"p50_cpu_ms\":%.4f,\"p99_cpu_ms\":%.4f,"
       "\"off_cpu_ms_per_run\":%.4f,\"steal_share\":%.4f,\"lane_jobs_per_run\":%.2f,"
       "\"lane_asleep_jobs_per_run\":%.2f,\"lane_waits_per_run\":%.2f,"
-      "\"lane_wait_ms_per_run\":%.4f}\n",
+      "\"lane_wait_ms_per_run\":%.4f,\"lane_prewakes_per_run\":%.2f}\n",
       JsonQuote(args.model).c_str(), static_cast<long long>(args.bench),
       static_cast<long long>(args.threads), static_cast<long long>(workers), pct(50), pct(99),
       sorted.front(),
@@ -705,7 +708,8 @@ int Bench(const Args& args, const CompiledModel& model) {
       static_cast<double>(nvcsw) / runs, pct_of(cpu, 50), pct_of(cpu, 99), off_cpu_ms / runs,
       steal_share, static_cast<double>(lane_sum.jobs) / runs,
       static_cast<double>(lane_sum.asleep_jobs) / runs, static_cast<double>(lane_sum.waits) / runs,
-      static_cast<double>(lane_sum.wait_ns) / 1e6 / runs);
+      static_cast<double>(lane_sum.wait_ns) / 1e6 / runs,
+      static_cast<double>(lane_sum.prewakes) / runs);
   if (args.profile) PrintProfile(profile);
   return 0;
 }

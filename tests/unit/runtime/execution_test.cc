@@ -277,5 +277,93 @@ TEST(ExecutionTest, ModelWithoutStepsReturnsViewsAndConstants) {
   EXPECT_EQ(Floats((*out)[1].tensor), (std::vector<float>{7, 8}));
 }
 
+// A group of two that runs every task inline and records the hints the
+// execution gives it (which step was running, and in how many ns the next
+// job was expected).
+class HintRecordingGroup final : public ops::ThreadGroup {
+ public:
+  struct Hint {
+    size_t step = 0;
+    int64_t in_ns = 0;
+  };
+  explicit HintRecordingGroup(const Execution* const* ex) : ex_(ex) {}
+  int size() const override { return 2; }
+  void ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> fn) override {
+    ++jobs_;
+    for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
+  }
+  int64_t jobs() const override { return jobs_; }
+  void ExpectJob(int64_t in_ns) override { hints.push_back({(*ex_)->step_index(), in_ns}); }
+  std::vector<Hint> hints;
+
+ private:
+  const Execution* const* ex_;
+  int64_t jobs_ = 0;
+};
+
+// Abs, Neg (one thread each: too small to split), a 64 x 128 x 64 MatMul
+// (1 MFLOP: split), Abs.
+ModelBuilder SerialSerialParallelSerial() {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {64, 128});
+  b.FloatInit("W", {128, 64}, Ramp(128 * 64, 3));
+  b.Node("Abs", {"X"}, {"a"});
+  b.Node("Neg", {"a"}, {"n"});
+  b.Node("MatMul", {"n", "W"}, {"m"});
+  b.Node("Abs", {"m"}, {"Y"});
+  b.Output("Y", kFloat, {64, 64});
+  return b;
+}
+
+TEST(ExecutionTest, StepsBeforeAParallelStepWakeTheGroupAheadOfIt) {
+  const ModelBuilder b = SerialSerialParallelSerial();
+  auto model = MustCompile(b);
+  ASSERT_NE(model, nullptr);
+  const Tensor x = F32({64, 128}, Ramp(64 * 128, 7));
+  const Execution* current = nullptr;
+  HintRecordingGroup group(&current);
+  std::vector<int64_t> first_ns;
+  for (int run = 0; run < 2; ++run) {
+    auto ex = Execution::Start(*model, {{"X", x}});
+    ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+    ASSERT_EQ(ex->num_steps(), 4u);
+    current = &*ex;
+    while (!ex->done()) ASSERT_TRUE(ex->Step(&group).ok());
+    EXPECT_EQ(group.jobs(), run + 1) << "the MatMul alone uses the group";
+    auto out = ex->TakeOutputs();
+    ASSERT_TRUE(out.ok());
+    ExpectAllNear(Floats((*out)[0].tensor), Floats(Reference(b, {x})[0]));
+    if (run == 0) {
+      // Nothing learned yet: no hints.
+      EXPECT_TRUE(group.hints.empty());
+      for (size_t s = 0; s < 4; ++s) first_ns.push_back(ex->step_ns(s));
+    }
+  }
+  // The second run (the same arena, back from the pool): Abs and Neg each
+  // announce the MatMul, due after their own and the later steps' times of
+  // the first run; the MatMul and the last Abs do not.
+  ASSERT_EQ(group.hints.size(), 2u);
+  EXPECT_EQ(group.hints[0].step, 0u);
+  EXPECT_EQ(group.hints[0].in_ns, first_ns[0] + first_ns[1]);
+  EXPECT_EQ(group.hints[1].step, 1u);
+  EXPECT_EQ(group.hints[1].in_ns, first_ns[1]);
+}
+
+TEST(ExecutionTest, NoHintsWithoutAGroupOfSeveralThreads) {
+  auto model = MustCompile(SerialSerialParallelSerial());
+  ASSERT_NE(model, nullptr);
+  const Tensor x = F32({64, 128}, Ramp(64 * 128, 7));
+  const Execution* current = nullptr;
+  HintRecordingGroup group(&current);
+  for (int run = 0; run < 2; ++run) {
+    auto ex = Execution::Start(*model, {{"X", x}});
+    ASSERT_TRUE(ex.ok());
+    current = &*ex;
+    // The first run learns which step is parallel; the second runs alone.
+    while (!ex->done()) ASSERT_TRUE(ex->Step(run == 0 ? &group : nullptr).ok());
+  }
+  EXPECT_TRUE(group.hints.empty());
+}
+
 }  // namespace
 }  // namespace orrery

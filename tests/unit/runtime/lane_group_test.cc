@@ -111,6 +111,54 @@ TEST(LaneGroupTest, ASpinningWorkerIsNotCountedAsAsleep) {
   EXPECT_EQ(group.sleeping_workers(), 0);
 }
 
+TEST(LaneGroupTest, ExpectJobWakesASleepingWorkerOnlyWhenTheJobIsWithinItsSpin) {
+  constexpr int64_t kSpinNs = 20'000'000;  // 20 ms
+  LaneGroup group(LaneGroupOptions{.threads = 2, .spin_ns = kSpinNs});
+  while (group.sleeping_workers() == 0) std::this_thread::yield();
+  // Too far ahead: woken now, the worker would be asleep again by then.
+  group.ExpectJob(kSpinNs + 1);
+  EXPECT_EQ(group.stats().prewakes, 0);
+  EXPECT_EQ(group.sleeping_workers(), 1);
+  group.ExpectJob(kSpinNs / 2);
+  EXPECT_EQ(group.stats().prewakes, 1);
+  // The worker leaves the futex and spins (then sleeps again after 20 ms;
+  // either way it has been awake in between, which this loop sees unless
+  // it is descheduled for those whole 20 ms, every time, until the test's
+  // timeout).
+  while (group.sleeping_workers() != 0) std::this_thread::yield();
+  // A hint is no job: nothing ran, and the next job still runs every task
+  // once on both threads.
+  EXPECT_EQ(group.stats().jobs, 0);
+  std::atomic<int> arrived{0};
+  std::vector<int> ran_on(2, -1);
+  group.ParallelFor(2, [&](int64_t task, int thread) {
+    ran_on[static_cast<size_t>(task)] = thread;
+    arrived.fetch_add(1);
+    while (arrived.load() < 2) std::this_thread::yield();
+  });
+  EXPECT_NE(ran_on[0], ran_on[1]);
+  EXPECT_EQ(group.stats().jobs, 1);
+  EXPECT_EQ(group.jobs(), 1);
+}
+
+TEST(LaneGroupTest, HintsBetweenJobsNeverLoseOrRepeatATask) {
+  // Hints interleaved with jobs of varying size, the worker asleep or
+  // spinning at each: every task of every job runs exactly once.
+  LaneGroup group(LaneGroupOptions{.threads = 2, .spin_ns = 0});
+  std::vector<std::atomic<int>> runs(16);
+  for (int job = 0; job < 50'000; ++job) {
+    const int64_t n = job % 3 == 0 ? 2 : 16;
+    for (int64_t t = 0; t < n; ++t) runs[static_cast<size_t>(t)].store(0, std::memory_order_relaxed);
+    group.ExpectJob(0);
+    if (job % 2 == 0) group.ExpectJob(0);
+    group.ParallelFor(n, [&](int64_t task, int) { runs[static_cast<size_t>(task)].fetch_add(1); });
+    for (int64_t t = 0; t < n; ++t) {
+      ASSERT_EQ(runs[static_cast<size_t>(t)].load(), 1) << "job " << job << " task " << t;
+    }
+  }
+  EXPECT_EQ(group.stats().jobs, 50'000);
+}
+
 TEST(LaneGroupTest, FreeParallelForRunsInlineWithoutAGroup) {
   std::vector<int> order;
   ops::ParallelFor(nullptr, 4, [&](int64_t task, int thread) {
