@@ -103,6 +103,8 @@ class Runner {
     std::thread warmup_hook([this] {
       std::this_thread::sleep_until(window_start_);
       if (options_.on_warmup_end) options_.on_warmup_end();
+      std::this_thread::sleep_until(end_);
+      if (options_.on_window_end) options_.on_window_end();
     });
     std::this_thread::sleep_until(start_);
     for (size_t i = 0; i < targets_.size(); ++i) {
