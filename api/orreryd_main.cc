@@ -105,8 +105,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--deadline-margin", options.deadline_margin_fraction,
-                 "Finish this share of each request's time to its deadline early (within --deadline-margin-min-ms and 5 ms), for gRPC and "
-                 "the network on the way back to the client (0 = plan to the deadline exactly)")
+                 "Finish this share of each request's time to its deadline early (within --deadline-margin-min-ms "
+                 "and 5 ms), for gRPC and the network on the way back to the client (0 = plan to the deadline exactly)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
   app.add_option("--deadline-margin-min-ms", options.deadline_margin_min_ms,

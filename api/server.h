@@ -60,9 +60,9 @@ struct ServerOptions {
   // (default; 0.75 is the measured setting, see scheduler/README.md).
   double light_share_fraction = 0;
   // The scheduler finishes this share of a request's time to its deadline
-  // early, within [deadline_margin_min_ms, 5] ms, for gRPC and the network on the way back
-  // (FairSchedulerOptions::deadline_margin_fraction); 0 = plan to the
-  // client's deadline exactly.
+  // early, within [deadline_margin_min_ms, 5] ms, for gRPC and the network
+  // on the way back (FairSchedulerOptions::deadline_margin_fraction); 0 =
+  // plan to the client's deadline exactly.
   double deadline_margin_fraction = 0.05;
   // The margin's floor (FairSchedulerOptions::deadline_margin_min_ns): the
   // way back does not shrink with the deadline (1.5 ms was tried for

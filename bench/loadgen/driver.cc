@@ -181,9 +181,11 @@ class Runner {
         // completion, a drop its planned one).
         if (!call->status.ok()) {
           std::lock_guard<std::mutex> lock(mu_);
-          if (errors_shown_[{call->stream, r.outcome}]++ < 3) std::fprintf(stderr, "orrery-loadgen: stream %d: %s: %s\n", call->stream,
-                       std::to_string(static_cast<int>(call->status.error_code())).c_str(),
-                       call->status.error_message().c_str());
+          if (errors_shown_[{call->stream, r.outcome}]++ < 3) {
+            std::fprintf(stderr, "orrery-loadgen: stream %d: %s: %s\n", call->stream,
+                         std::to_string(static_cast<int>(call->status.error_code())).c_str(),
+                         call->status.error_message().c_str());
+          }
         }
         if (call->status.ok() && !ParseParameters(&call->response_bytes, &call->response)) {
           r.grpc_code = static_cast<int>(grpc::StatusCode::INTERNAL);

@@ -54,7 +54,8 @@ class Ctx:
         base = os.path.join(self.out, tag)
         # --orreryd: this build's server, not the one the loadgen was built
         # next to (a copied build dir then runs its own orreryd in A/B runs).
-        cmd = [self.loadgen, "--orreryd", self.orreryd, "--duration", str(duration or self.seconds), "--warmup", str(warmup),
+        cmd = [self.loadgen, "--orreryd", self.orreryd, "--duration", str(duration or self.seconds),
+               "--warmup", str(warmup),
                "--csv", base + ".csv", "--summary-csv", base + ".summary.csv", "--json", base + ".json"]
         cmd += ["--plot", base + ".png"] if plot else []
         cmd += self.pin_args + list(args) + list(extra)
