@@ -105,10 +105,14 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--deadline-margin", options.deadline_margin_fraction,
-                 "Finish this share of each request's time to its deadline early (within 0.5-5 ms), for gRPC and "
-                 "the network on the way back to the client (0 = plan to the deadline exactly)")
+                 "Finish this share of each request's time to its deadline early (within --deadline-margin-min-ms "
+                 "and 5 ms), for gRPC and the network on the way back to the client (0 = plan to the deadline exactly)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.99));
+  app.add_option("--deadline-margin-min-ms", options.deadline_margin_min_ms,
+                 "The --deadline-margin's floor: the way back takes as long for a tight deadline as for a loose one")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 5.0));
   app.add_option("--recent-speed-window-ms", options.recent_speed_window_ms,
                  "Admission plans each request with how much slower than predicted the lanes ran over this last "
                  "stretch (host stall spells reject tight deadlines at once instead of missing them; 0 = off)")
@@ -118,6 +122,10 @@ int main(int argc, char** argv) {
                  "Between layers, run a queued request first when it would miss its deadline waiting for the rest of "
                  "the running and the parked requests at their slowdown bounds (false: the running request's "
                  "predicted remainder alone)")
+      ->capture_default_str();
+  app.add_option("--drop-at-predicted-cost", options.drop_at_predicted_cost,
+                 "Drop a queued request once it can no longer finish by its deadline at its predicted cost (false: "
+                 "already once past its latest start at its model's slowdown bound, as admission plans it)")
       ->capture_default_str();
   app.add_option("--admission-probe-ms", options.admission_probe_ms,
                  "With the lanes idle, admit a request refused for its deadline if its model had nothing admitted "

@@ -1,5 +1,6 @@
 #include "api/server.h"
 
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -236,6 +237,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return Status::InvalidArgument("deadline margin must be in [0, 1)");
   }
   const bool margin = options.deadline_margin_fraction > 0;
+  if (!(options.deadline_margin_min_ms >= 0 && options.deadline_margin_min_ms <= 5)) {
+    return Status::InvalidArgument("deadline margin floor must be within [0, 5] ms");
+  }
   if (options.recent_speed_window_ms < 0 || options.recent_speed_window_ms > 10'000) {
     return Status::InvalidArgument("recent speed window must be within [0, 10000] ms");
   }
@@ -250,10 +254,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                            .light_share_fraction = options.light_share_fraction,
                            .affinity_window_ns = options.affinity_window_us * 1000,
                            .deadline_margin_fraction = options.deadline_margin_fraction,
-                           .deadline_margin_min_ns = margin ? 500'000 : 0,
+                           .deadline_margin_min_ns = margin ? std::llround(options.deadline_margin_min_ms * 1e6) : 0,
                            .deadline_margin_max_ns = margin ? 5'000'000 : 0,
                            .recent_speed_window_ns = options.recent_speed_window_ms * 1'000'000,
                            .at_risk_plans_stack = options.at_risk_plans_stack,
+                           .drop_at_predicted_cost = options.drop_at_predicted_cost,
                            .probe_interval_ns = options.admission_probe_ms * 1'000'000,
                            .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr,
                            .device_executor = options.device_executor});

@@ -25,6 +25,10 @@ struct FairScheduler::Job {
   // predicted x the model's slowdown bound + the response margin, at
   // admission: what the latest start keeps free before the deadline.
   int64_t planned_ns = 0;
+  // What it needs from its start if it runs as predicted (predicted +
+  // response margin; at most planned_ns): once past deadline - this it
+  // cannot make it and is dropped (drop_at_predicted_cost; else planned_ns).
+  int64_t drop_cost_ns = 0;
   int64_t predicted_wait_ns = 0;  // admission's wait for the work ahead, before slack
   size_t predicted_steps = 0;  // 0 = unknown
   int64_t deadline_ns = kNoDeadline;
@@ -211,6 +215,9 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
   }
   AdmissionDecision decision = Admit(in, job.What());
   job.planned_ns = decision.planned_ns;
+  job.drop_cost_ns = options_.drop_at_predicted_cost
+                         ? std::min(decision.planned_ns, job.predicted_ns + std::max<int64_t>(in.response_ns, 0))
+                         : decision.planned_ns;
   job.predicted_wait_ns = decision.predicted_wait_ns;
   return decision;
 }
@@ -365,11 +372,18 @@ void FairScheduler::PublishUrgentLocked() {
 
 void FairScheduler::DropInfeasibleLocked(int64_t now, Dropped* dropped) {
   bool any = false;
-  while (!by_latest_start_.empty() && by_latest_start_.begin()->first < now) {
-    const uint64_t id = by_latest_start_.begin()->second;
-    by_latest_start_.erase(by_latest_start_.begin());
-    (void)queue_.Remove(id);
+  for (auto at = by_latest_start_.begin(); at != by_latest_start_.end() && at->first < now;) {
+    const uint64_t id = at->second;
     auto it = queued_.find(id);
+    // Past its latest start as planned (its slowdown bound) but still in
+    // time if it runs as predicted: kept, the most urgent request, which
+    // the lanes run first.
+    if (LatestStartNs(it->second->deadline_ns, it->second->drop_cost_ns) >= now) {
+      ++at;
+      continue;
+    }
+    at = by_latest_start_.erase(at);
+    (void)queue_.Remove(id);
     std::unique_ptr<Job> job = std::move(it->second);
     queued_.erase(it);
     ObserveWaitLocked(*job, now);  // waited at least this long
@@ -378,7 +392,7 @@ void FairScheduler::DropInfeasibleLocked(int64_t now, Dropped* dropped) {
     --tenant.in_flight;
     job->drop_status = Status::DeadlineExceeded(
         job->What() + ": dropped before running, it can no longer meet its deadline (planned completion in " +
-        FormatDurationNs(job->planned_ns) + " if started now, deadline " +
+        FormatDurationNs(job->drop_cost_ns) + " if started now, deadline " +
         (job->deadline_ns >= now ? "in " + FormatDurationNs(job->deadline_ns - now)
                                  : FormatDurationNs(now - job->deadline_ns) + " ago") +
         ")");
@@ -419,6 +433,7 @@ bool FairScheduler::ProbeLocked(Job& job, int64_t now) const {
   // Planned at its plain prediction, so that its latest start is not
   // already past (it would be dropped at once).
   job.planned_ns = job.predicted_ns;
+  job.drop_cost_ns = std::min(job.drop_cost_ns, job.planned_ns);
   return true;
 }
 

@@ -184,6 +184,17 @@ struct FairSchedulerOptions {
   // between layers of a parked long run, then the parked run's next layer
   // (2.5 ms), or a layer that ran longer than predicted.
   bool at_risk_plans_stack = true;
+  // A queued request is dropped before running once it could no longer
+  // finish by its deadline even at its predicted cost (+ the response
+  // margin), not already when it is past its latest start as planned
+  // (predicted x the model's slowdown bound, as admission plans): that one
+  // is at risk and runs first. Admission plans for the tail, but most runs
+  // are near the mean: in scenario 5 (10 ms deadlines, `mlp` 2.5 ms at a
+  // slowdown bound of ~2.8 in noisy minutes) requests admitted with ~0.1 ms
+  // of start slack were dropped "planned completion in 7.7 ms if started
+  // now, deadline in 7.6 ms", 13-75 a run, although they would have
+  // finished in ~3. false: drop at the planned cost.
+  bool drop_at_predicted_cost = true;
   // Admission's way back from an over-estimate. A request admission would
   // refuse for its deadline is admitted anyway (a probe, counted in
   // TenantCounters::probes) when the lanes are idle (nothing queued,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <utility>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -103,6 +104,8 @@ class Runner {
     std::thread warmup_hook([this] {
       std::this_thread::sleep_until(window_start_);
       if (options_.on_warmup_end) options_.on_warmup_end();
+      std::this_thread::sleep_until(end_);
+      if (options_.on_window_end) options_.on_window_end();
     });
     std::this_thread::sleep_until(start_);
     for (size_t i = 0; i < targets_.size(); ++i) {
@@ -173,13 +176,16 @@ class Runner {
         r.grpc_code = static_cast<int>(call->status.error_code());
         r.deadline_us = t.deadline_us;
         r.outcome = Classify(r.grpc_code, call->status.error_message(), r.latency_ns, t.deadline_us);
-        // The first few errors of each stream, whole, for a reader wondering
-        // why (admission's message names the predicted completion).
+        // The first few errors of each stream and outcome, whole, for a
+        // reader wondering why (admission's message names the predicted
+        // completion, a drop its planned one).
         if (!call->status.ok()) {
           std::lock_guard<std::mutex> lock(mu_);
-          if (errors_shown_[call->stream]++ < 3) std::fprintf(stderr, "orrery-loadgen: stream %d: %s: %s\n", call->stream,
-                       std::to_string(static_cast<int>(call->status.error_code())).c_str(),
-                       call->status.error_message().c_str());
+          if (errors_shown_[{call->stream, r.outcome}]++ < 3) {
+            std::fprintf(stderr, "orrery-loadgen: stream %d: %s: %s\n", call->stream,
+                         std::to_string(static_cast<int>(call->status.error_code())).c_str(),
+                         call->status.error_message().c_str());
+          }
         }
         if (call->status.ok() && !ParseParameters(&call->response_bytes, &call->response)) {
           r.grpc_code = static_cast<int>(grpc::StatusCode::INTERNAL);
@@ -214,7 +220,9 @@ class Runner {
   std::condition_variable idle_;
   int64_t outstanding_ = 0;
   std::vector<Record> records_;
-  std::map<int, int> errors_shown_;  // per stream, under mu_
+  // Per stream and outcome (the few late rejections are the interesting
+  // ones, not drowned by early ones), under mu_.
+  std::map<std::pair<int, Outcome>, int> errors_shown_;
 };
 
 }  // namespace

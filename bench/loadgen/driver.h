@@ -39,6 +39,10 @@ struct RunOptions {
   // Called once at the end of the warm-up (e.g. to snapshot server stats);
   // runs on its own thread, so it delays no arrival.
   std::function<void()> on_warmup_end;
+  // Called once at the end of the measured window, when sending stops and
+  // before the outstanding calls drain (same thread as on_warmup_end): the
+  // last moment closed-loop streams are all still backlogged.
+  std::function<void()> on_window_end;
 };
 
 // Runs `arrivals` (times relative to the start; the caller includes the

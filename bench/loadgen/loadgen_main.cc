@@ -306,10 +306,15 @@ int Main(int argc, char** argv) {
     return 0;
   }
 
-  // The run. Server stats are snapshotted at the end of the warm-up and after
-  // the last response, so service counts the measured window only (plus the
-  // warm-up's tail still running at the snapshot).
-  v1::SchedulerStatsResponse before, after;
+  // The run. Server stats are snapshotted at the end of the warm-up, at the
+  // end of the measured window and after the last response. Service (lane
+  // time per tenant) is the difference over the measured window itself: the
+  // drain after it serves every closed-loop stream's last `c` requests
+  // whatever the weights (64 each in scenario 1, ~1/8 of w1's service), so
+  // counting up to the last response overstated the light tenants' shares.
+  // Counters and model statistics are read after the last response.
+  v1::SchedulerStatsResponse before, at_window_end, after;
+  bool have_window_end = false;
   v1::CacheTierInfo cache_before, cache_after;
   // Admitted requests that missed, by cause (orreryd's metrics; only for an
   // orreryd this run started, whose metrics address it knows).
@@ -326,6 +331,7 @@ int Main(int argc, char** argv) {
     (void)HostCacheInfo(admin.get(), admin_token, &cache_before);
     misses_before = AdmittedMisses(metrics_address);
   };
+  ro.on_window_end = [&] { have_window_end = SchedulerStats(admin.get(), admin_token, &at_window_end).ok(); };
   std::cerr << "orrery-loadgen: " << tenants.size() << " tenants, " << streams.size() << " streams, "
             << arrivals.size() << " scheduled arrivals, " << o.warmup_s << " s warm-up + " << o.duration_s << " s\n";
   std::vector<Record> records = RunWorkload(targets, arrivals, ro);
@@ -337,11 +343,14 @@ int Main(int argc, char** argv) {
   for (const auto& t : after.tenants()) {
     auto name = ids.find(t.tenant_id());
     if (name == ids.end()) continue;
-    int64_t base = 0;
+    int64_t base = 0, end = t.service_ns();
     for (const auto& b : before.tenants()) {
       if (b.tenant_id() == t.tenant_id()) base = b.service_ns();
     }
-    service[name->second] = t.service_ns() - base;
+    for (const auto& e : at_window_end.tenants()) {
+      if (have_window_end && e.tenant_id() == t.tenant_id()) end = e.service_ns();
+    }
+    service[name->second] = end - base;
     std::cerr << "orrery-loadgen: scheduler: tenant " << name->second << " weight " << t.weight() << " admitted "
               << t.admitted() << " rejected " << t.rejected_deadline() << "+" << t.rejected_in_flight() << " dropped "
               << t.dropped() << " completed " << t.completed() << " longest wait " << t.max_wait_ns() / 1e6
@@ -414,6 +423,7 @@ int Main(int argc, char** argv) {
     }
     RunOptions eo = ro;
     eo.on_warmup_end = nullptr;
+    eo.on_window_end = nullptr;
     std::vector<Record> echo = RunWorkload(echo_targets, arrivals, eo);
     std::vector<double> lat, request_path, response_path;
     for (const Record& r : echo) {

@@ -52,7 +52,10 @@ class Ctx:
     def run(self, tag, args, duration=None, extra=(), warmup=WARMUP, plot=True):
         """Runs orrery-loadgen; returns its JSON summary."""
         base = os.path.join(self.out, tag)
-        cmd = [self.loadgen, "--duration", str(duration or self.seconds), "--warmup", str(warmup),
+        # --orreryd: this build's server, not the one the loadgen was built
+        # next to (a copied build dir then runs its own orreryd in A/B runs).
+        cmd = [self.loadgen, "--orreryd", self.orreryd, "--duration", str(duration or self.seconds),
+               "--warmup", str(warmup),
                "--csv", base + ".csv", "--summary-csv", base + ".summary.csv", "--json", base + ".json"]
         cmd += ["--plot", base + ".png"] if plot else []
         cmd += self.pin_args + list(args) + list(extra)
@@ -77,6 +80,10 @@ def capacity(ctx, model, concurrency=16, seconds=6, extra=()):
 
 
 def s1_weights(ctx, cap):
+    # Lane time per tenant (the scheduler's measured service) over the
+    # measured window only, from snapshots at its start and end, while all
+    # three closed loops are backlogged: the drain after it runs each
+    # tenant's last 64 requests alike (~145 ms each), not by weight.
     s = ctx.run("s1_weights", ["--model", ctx.model("mlp"), "--tenant", "w1:1", "--tenant", "w2:2",
                                "--tenant", "w4:4", "--stream", "w1:mlp:c64", "--stream", "w2:mlp:c64",
                                "--stream", "w4:mlp:c64"])
@@ -170,6 +177,7 @@ def s5_deadlines(ctx, cap, cap_long):
               f"in time {admitted - t['late'] - t['rejected_late'] - t['errors']}, late {t['late']}, "
               f"dropped {t['rejected_late']}; per tenant attainment " +
               ", ".join(f"{x['name']} {x['attainment']:.4f} (p99 {x['p99_ms']:.1f} ms)" for x in s["tenants"]))
+    detail += "; " + deadline_misses(os.path.join(ctx.out, "s5_deadlines.csv"), s["server"])
     res = [("5 deadlines 10/200 ms at 70%", f">= 99.9% of admitted in time (got {100 * t['attainment']:.2f}%)",
             t["attainment"] >= 0.999, detail)]
     # Scenario 3 reads the same run: every request's predicted and measured
@@ -188,6 +196,34 @@ def s5_deadlines(ctx, cap, cap_long):
                 ", ".join(f"{m} {100 * s['model_error_p50'].get(m, 0):.1f}% / {100 * e:.1f}%"
                           for m, e in errs.items()) + "; " + back_to_back_spread(ctx, ("mlp", "mlp_long"))))
     return res
+
+
+def deadline_misses(csv_path, server):
+    """Where scenario 5's admitted misses went late, from the per-request CSV
+    and orreryd's miss counters: an OK answer is late in the server when
+    the client's send lag + the way in + the server's time (all measured)
+    already pass the deadline, else on the way back (gRPC and the client on
+    CPU 0, which no server-side estimate sees); a DEADLINE_EXCEEDED after
+    admission is a server drop (orreryd's miss_how_dropped) or the client's
+    own gRPC deadline cutting off an answer still on its way."""
+    import csv
+    late_server, late_back, cut = [], [], []
+    for r in csv.DictReader(open(csv_path)):
+        at = f"{r['tenant']}@{float(r['sent_s']):.2f}s"
+        if r["outcome"] == "late":
+            inside = float(r["send_lag_ms"]) + float(r["request_path_ms"] or 0) + float(r["server_ms"] or 0)
+            lane = f"lane {float(r['lane_ms']):.1f}/{float(r['predicted_lane_ms'] or 0):.1f} ms predicted"
+            if inside > float(r["deadline_ms"]):
+                late_server.append(f"{at} ({lane}, queued {float(r['queue_ms']):.1f} ms)")
+            else:
+                late_back.append(f"{at} (answered at {inside:.1f} ms, {lane})")
+        elif r["outcome"] == "rejected_late":
+            cut.append(at)
+    dropped = int(server.get("miss_how_dropped", 0))
+    return (f"misses: {len(late_server)} late in the server [{', '.join(late_server)}], {len(late_back)} late on "
+            f"the way back [{', '.join(late_back)}], {len(cut)} DEADLINE_EXCEEDED after admission "
+            f"[{', '.join(cut)}] of which {dropped} dropped by the server, the rest cut off by the client's "
+            f"deadline (orreryd counted {int(server.get('miss_how_ended_late', 0))} of its own runs ending late)")
 
 
 def back_to_back_spread(ctx, models, runs=1000):

@@ -871,6 +871,50 @@ TEST(FairSchedulerTest, AdmissionPlansWithTheLanesRecentSpeed) {
   }
 }
 
+// Admission plans a request at its slowdown (here the lanes' recent speed,
+// 2x: a 1 ms request is planned at 2 ms), but a queued request past that
+// latest start can still make its deadline at its predicted cost. With
+// drop_at_predicted_cost it is kept and runs first (in time); without, it
+// is dropped, an admitted miss (scenario 5: "planned completion in 7.7 ms
+// if started now, deadline in 7.6 ms" for a 2.5 ms run).
+TEST(FairSchedulerTest, ARequestPastItsPlannedStartRunsIfItsPredictedCostStillFits) {
+  auto chain = ChainModel(4);
+  auto relu = ReluModel();
+  for (bool at_predicted : {true, false}) {
+    TickingClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .max_batch = 1,
+                                                 .affinity_window_ns = 0, .admission_wait_slack = 0,
+                                                 .recent_speed_window_ns = 100 * kMs,
+                                                 .recent_speed_min_predicted_ns = 2 * kMs,
+                                                 .drop_at_predicted_cost = at_predicted});
+    scheduler.Calibrate("chain", 1, 4 * kMs);
+    scheduler.Calibrate("relu", 1, 1 * kMs);
+    InferenceRequest slow = Request("t", chain, 1);
+    slow.model_id = "chain";
+    std::promise<void> ran;
+    clock.SetTick(2 * kMs);  // each layer measures 2 ms: recent speed 2
+    ASSERT_TRUE(scheduler.Submit(std::move(slow), [&](Outputs) { ran.set_value(); }).ok());
+    ran.get_future().get();
+    clock.SetTick(0);
+    scheduler.Pause();
+    std::promise<Status> ended;
+    // Planned 2 ms: latest start +0.5 ms; predicted 1 ms: in time until +1.5 ms.
+    ASSERT_TRUE(scheduler.Submit(Request("u", relu, 1, clock.NowNs() + 2500'000),
+                                 [&](Outputs r) { ended.set_value(r.status()); }).ok());
+    clock.AdvanceNs(1 * kMs);  // the lane comes back 1 ms later
+    scheduler.Resume();
+    const Status s = ended.get_future().get();
+    if (at_predicted) {
+      EXPECT_TRUE(s.ok()) << s.message();
+    } else {
+      EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+      EXPECT_NE(s.message().find("dropped before running"), std::string::npos) << s.message();
+    }
+    scheduler.Shutdown();
+    EXPECT_EQ(scheduler.Stats().tenants.at(1).dropped, at_predicted ? 0u : 1u);
+  }
+}
+
 // A long run (a_slow, 40 ms predicted over 4 layers) is parked for another
 // tenant's request (b_mid) that fair order puts first; that one takes 20 ms
 // (its callback moves the clock). c_fast's request, due 45 ms after the
@@ -938,6 +982,44 @@ TEST(FairSchedulerTest, AdmissionLeavesTheDeadlineMarginForTheWayBack) {
   EXPECT_TRUE(scheduler.Submit(Request("t", model, 1, clock.NowNs() + 10 * kMs), [](Outputs) {}).ok());
   scheduler.Resume();
   scheduler.Shutdown();
+}
+
+// Scenario 5's drops, in small: a 10 ms request planned at 8.8 ms (its
+// model's 2.5 ms at a slowdown bound of 3, plus answering) on an idle lane.
+// With orreryd's old margin floor, 0.5 ms (5% of 10 ms is less), it was
+// admitted with 0.7 ms to spare before its latest start; the lane, busy
+// for 1 ms more (answering the previous request, a wake-up), came back
+// after it and dropped it: an admitted miss. With the 1.5 ms floor
+// (orreryd --deadline-margin-min-ms, default 1.5) it is refused at once.
+TEST(FairSchedulerTest, TheMarginFloorRefusesTightDeadlinesAdmittedWithNoStartSlack) {
+  for (int64_t floor : {kMs / 2, 3 * kMs / 2}) {
+    FakeClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                                 .admission_wait_slack = 0, .deadline_margin_fraction = 0.05,
+                                                 .deadline_margin_min_ns = floor, .deadline_margin_max_ns = 5 * kMs});
+    scheduler.Calibrate("relu", 1, 8800 * kMs / 1000);
+    auto model = ReluModel();
+    std::promise<Status> ended;
+    const Status admitted = scheduler.Submit(Request("fast", model, 1, clock.NowNs() + 10 * kMs),
+                                             [&](Outputs r) { ended.set_value(r.status()); });
+    if (floor == kMs / 2) {
+      ASSERT_TRUE(admitted.ok()) << admitted.message();
+      clock.AdvanceNs(1 * kMs);  // the lane starts it 1 ms late: past its latest start
+      scheduler.Resume();
+      const Status s = ended.get_future().get();
+      EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+      EXPECT_NE(s.message().find("dropped before running"), std::string::npos) << s.message();
+    } else {
+      EXPECT_EQ(admitted.code(), StatusCode::kDeadlineExceeded);
+      EXPECT_NE(admitted.message().find("predicted completion"), std::string::npos) << admitted.message();
+      scheduler.Resume();
+    }
+    scheduler.Shutdown();
+    const SchedulerStats st = scheduler.Stats();
+    ASSERT_EQ(st.tenants.size(), 1u);
+    EXPECT_EQ(st.tenants[0].dropped, floor == kMs / 2 ? 1u : 0u);
+    EXPECT_EQ(st.tenants[0].rejected_deadline, floor == kMs / 2 ? 0u : 1u);
+  }
 }
 
 // With cache affinity a lane keeps running the model it just ran while that
