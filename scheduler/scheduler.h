@@ -202,8 +202,9 @@ struct FairSchedulerOptions {
   // A lane that finds its queue empty polls it for up to this long before
   // it sleeps on the condition variable. Why: a sleeping lane's CPU halts,
   // and in a VM waking it (futex wake, IPI, the host scheduling the vCPU)
-  // took ~0.09 ms per request at half of mlp_short's capacity, as much as
-  // the request ran. Costs that CPU time while idle, so only for lanes on
+  // took 0.05-0.08 ms of queue time (p5-p25) at half of mlp_short's
+  // capacity, against 0.012 ms when a spinning lane took the request, while
+  // the run itself is ~0.085 ms (api/README.md, lane spin). Costs that CPU time while idle, so only for lanes on
   // CPUs of their own (orreryd --lane-spin-us). 0 = off.
   int64_t lane_spin_ns = 0;
   // Capacities of the resources besides lanes, for dominant-share charges
