@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
                  "Threads handling RPCs; past it new RPCs get RESOURCE_EXHAUSTED at once")
       ->capture_default_str()
       ->check(CLI::Range(8, 1 << 16));
+  app.add_option("--lane-spin-us", options.lane_spin_us,
+                 "An idle lane polls its queue this long before sleeping, when --lane-cpus and --serving-cpus "
+                 "are disjoint (0 = off)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
   app.add_option("--host-cache-bytes", options.host_cache_bytes,
                  "RAM budget for loaded models (segment bytes); larger models are refused at upload")
       ->capture_default_str()

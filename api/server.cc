@@ -244,6 +244,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return Status::InvalidArgument("recent speed window must be within [0, 10000] ms");
   }
   if (options.admission_probe_ms < 0) return Status::InvalidArgument("admission probe interval must not be negative");
+  if (options.lane_spin_us < 0) return Status::InvalidArgument("lane spin must not be negative");
   if (options.lane_answer_queue < 0) return Status::InvalidArgument("lane answer queue must be 0 (auto) or more");
   const bool own_lane_cpus = CpuListsDisjoint(options.lane_cpus, options.serving_cpus);
   impl->scheduler = std::make_unique<FairScheduler>(
@@ -260,6 +261,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                            .at_risk_plans_stack = options.at_risk_plans_stack,
                            .drop_at_predicted_cost = options.drop_at_predicted_cost,
                            .probe_interval_ns = options.admission_probe_ms * 1'000'000,
+                           .lane_spin_ns = own_lane_cpus ? options.lane_spin_us * 1000 : 0,
                            .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr,
                            .device_executor = options.device_executor});
   const int lanes = impl->scheduler->lanes();

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -607,6 +608,7 @@ void FairScheduler::LaneLoop(int lane) {
   for (;;) {
     std::unique_ptr<Job> job;
     Dropped dropped;
+    if (options_.lane_spin_ns > 0) SpinForWork();
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || (!paused_ && !queue_.empty()); });
@@ -621,6 +623,23 @@ void FairScheduler::LaneLoop(int lane) {
     }
     FinishDropped(std::move(dropped), /*on_lane=*/true);
     if (job) RunOnLane(std::move(job), &group, &cache);
+  }
+}
+
+void FairScheduler::SpinForWork() {
+  // The wall clock, not clock_: a fake clock in tests would never end it.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.lane_spin_ns);
+  for (;;) {
+    // try_lock: a Submit holding the lock is not slowed by a queue of spinners.
+    if (mu_.try_lock()) {
+      const bool work = stopping_ || (!paused_ && !queue_.empty());
+      mu_.unlock();
+      if (work) return;
+    }
+    if (std::chrono::steady_clock::now() >= until) return;
+#if defined(__x86_64__) || defined(__i386__)
+    for (int i = 0; i < 32; ++i) __builtin_ia32_pause();
+#endif
   }
 }
 

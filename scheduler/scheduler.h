@@ -210,6 +210,14 @@ struct FairSchedulerOptions {
   // probes, so rejections there stay at admission. 0 = off (the library
   // default, so tests see admission alone; orreryd --admission-probe-ms).
   int64_t probe_interval_ns = 0;
+  // A lane that finds its queue empty polls it for up to this long before
+  // it sleeps on the condition variable. Why: a sleeping lane's CPU halts,
+  // and in a VM waking it (futex wake, IPI, the host scheduling the vCPU)
+  // took 0.05-0.08 ms of queue time (p5-p25) at half of mlp_short's
+  // capacity, against 0.012 ms when a spinning lane took the request, while
+  // the run itself is ~0.085 ms (api/README.md, lane spin). Costs that CPU time while idle, so only for lanes on
+  // CPUs of their own (orreryd --lane-spin-us). 0 = off.
+  int64_t lane_spin_ns = 0;
   // Capacities of the resources besides lanes, for dominant-share charges
   // (fair_queue.h); 0 = not modelled. The lane capacity is the lane count.
   double devices = 0;
@@ -459,6 +467,9 @@ class FairScheduler {
   void RecordLaneBusyLocked(int64_t end_ns, int64_t busy_ns);
 
   void LaneLoop(int lane);
+  // Returns once the queue has work (or the scheduler stops), or after
+  // options_.lane_spin_ns; polls without sleeping (lane_spin_ns).
+  void SpinForWork();
   void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group, LaneCache* cache);
   // At a run's first step: its prediction for the lane's cache state.
   void PredictOnLane(Job& job, const LaneCache& cache, int64_t now);

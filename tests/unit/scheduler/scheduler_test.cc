@@ -128,6 +128,24 @@ TEST(FairSchedulerTest, ErrorsReachTheCallback) {
   EXPECT_EQ(scheduler.Stats().tenants[0].failed, 1u);
 }
 
+// lane_spin_ns: a lane polls its queue instead of sleeping. An hour's spin
+// must still pick up the next request and end at Shutdown (each would
+// otherwise hang for the hour).
+TEST(FairSchedulerTest, ASpinningLaneRunsTheNextRequestAndStopsAtShutdown) {
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .lane_spin_ns = int64_t{3600} * 1'000'000'000});
+  for (float v : {1.0f, 2.0f}) {  // the second arrives while the lane spins
+    std::promise<Outputs> p;
+    std::future<Outputs> f = p.get_future();
+    ASSERT_TRUE(scheduler.Submit(Request("t", ReluModel(), v), [&](Outputs r) { p.set_value(std::move(r)); }).ok());
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+    Outputs r = f.get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ((*r)[0].tensor.data<float>()[1], v);
+  }
+  scheduler.Shutdown();
+  EXPECT_EQ(scheduler.completed(), 2u);
+}
+
 TEST(FairSchedulerTest, ShutdownDrainsQueuedWorkThenRefuses) {
   auto model = ReluModel();
   std::atomic<int> done{0};
