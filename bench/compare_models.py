@@ -521,8 +521,12 @@ def write_doc(args, r):
             old = f.read()
     except OSError:
         old = ""
-    if BEGIN in old and END in old:
+    if BEGIN in old and END in old and old.index(BEGIN) < old.index(END):
         new = old[:old.index(BEGIN)] + block + old[old.index(END) + len(END):]
+    elif BEGIN in old or END in old:
+        # One marker only: a second block would leave the old rows in place.
+        sys.exit(f"{args.doc}: the latency block is damaged ({BEGIN} / {END} missing or out of order); "
+                 "mend the markers by hand, then re-run")
     else:
         # No block yet: put it first, keep everything else below.
         rest = old.split("\n", 1)[1] if old.startswith("# ") and "\n" in old else old

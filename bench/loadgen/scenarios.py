@@ -358,12 +358,17 @@ def write_doc(path, ctx, cap, cap_long, results, script_cmd):
 
 def replace_block(path, name, lines):
     """Replaces the doc's block between <!-- NAME:begin --> and <!-- NAME:end -->
-    (`lines` include both markers), or appends it."""
+    (`lines` include both markers), or appends it when the doc has neither.
+    A doc with one marker only, or the end before the begin, is refused:
+    appending there would leave the old block's rows beside the new ones."""
     block = "\n".join(lines) + "\n"
     text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
     b, e = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-    if b in text and e in text:
+    if b in text and e in text and text.index(b) < text.index(e):
         text = text[:text.index(b)] + block + text[text.index(e) + len(e) + 1:]
+    elif b in text or e in text:
+        sys.exit(f"{path}: the {name} block is damaged (one of {b} / {e} is missing or they are out of "
+                 f"order); mend the markers by hand, then re-run")
     else:
         text = text.rstrip("\n") + "\n\n" + block
     with open(path, "w") as f:
