@@ -215,8 +215,9 @@ struct FairSchedulerOptions {
   // and in a VM waking it (futex wake, IPI, the host scheduling the vCPU)
   // took 0.05-0.08 ms of queue time (p5-p25) at half of mlp_short's
   // capacity, against 0.012 ms when a spinning lane took the request, while
-  // the run itself is ~0.085 ms (api/README.md, lane spin). Costs that CPU time while idle, so only for lanes on
-  // CPUs of their own (orreryd --lane-spin-us). 0 = off.
+  // the run itself is ~0.085 ms (api/README.md, lane spin). Costs that CPU
+  // time while idle, so only for lanes on CPUs of their own (orreryd
+  // --lane-spin-us). 0 = off.
   int64_t lane_spin_ns = 0;
   // Capacities of the resources besides lanes, for dominant-share charges
   // (fair_queue.h); 0 = not modelled. The lane capacity is the lane count.

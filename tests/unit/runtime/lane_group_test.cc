@@ -56,10 +56,9 @@ TEST(LaneGroupTest, AShortJobThenALongerOneRunsEveryTaskOnce) {
   }
 }
 
-TEST(LaneGroupTest, BothThreadsTakePartWhenTasksBlockEachOther) {
-  // Two tasks that each wait for the other can only finish if two threads
-  // run them at once.
-  LaneGroup group(LaneGroupOptions{.threads = 2});
+// Two tasks that each wait for the other: they can only finish if two
+// threads run them at once. Returns the thread each ran on.
+std::vector<int> RunTwoTasksThatMeet(LaneGroup& group) {
   std::atomic<int> arrived{0};
   std::vector<int> ran_on(2, -1);
   group.ParallelFor(2, [&](int64_t task, int thread) {
@@ -67,6 +66,12 @@ TEST(LaneGroupTest, BothThreadsTakePartWhenTasksBlockEachOther) {
     arrived.fetch_add(1);
     while (arrived.load() < 2) std::this_thread::yield();
   });
+  return ran_on;
+}
+
+TEST(LaneGroupTest, BothThreadsTakePartWhenTasksBlockEachOther) {
+  LaneGroup group(LaneGroupOptions{.threads = 2});
+  const std::vector<int> ran_on = RunTwoTasksThatMeet(group);
   EXPECT_NE(ran_on[0], ran_on[1]);
 }
 
@@ -129,13 +134,7 @@ TEST(LaneGroupTest, ExpectJobWakesASleepingWorkerOnlyWhenTheJobIsWithinItsSpin) 
   // A hint is no job: nothing ran, and the next job still runs every task
   // once on both threads.
   EXPECT_EQ(group.stats().jobs, 0);
-  std::atomic<int> arrived{0};
-  std::vector<int> ran_on(2, -1);
-  group.ParallelFor(2, [&](int64_t task, int thread) {
-    ran_on[static_cast<size_t>(task)] = thread;
-    arrived.fetch_add(1);
-    while (arrived.load() < 2) std::this_thread::yield();
-  });
+  const std::vector<int> ran_on = RunTwoTasksThatMeet(group);
   EXPECT_NE(ran_on[0], ran_on[1]);
   EXPECT_EQ(group.stats().jobs, 1);
   EXPECT_EQ(group.jobs(), 1);
