@@ -75,14 +75,17 @@ TEST(LaneGroupTest, BothThreadsTakePartWhenTasksBlockEachOther) {
   EXPECT_NE(ran_on[0], ran_on[1]);
 }
 
-// Two tasks that meet, then the worker's runs on: the caller, done with its
-// own, must wait for it at the barrier, and the stats say so.
+// Two tasks that meet, then the worker's runs on for 20 ms: the caller, done
+// with its own, must wait for it at the barrier, and the stats say so. 20
+// ms, not 2: on a loaded machine (CI building beside the tests) the caller
+// was often descheduled for 2 ms after its task, found the job done and
+// never waited (64 of 300 runs failed with two busy loops on two cores).
 void MeetThenWorkerLingers(LaneGroup& group) {
   std::atomic<int> arrived{0};
   group.ParallelFor(2, [&](int64_t, int thread) {
     arrived.fetch_add(1);
     while (arrived.load() < 2) std::this_thread::yield();
-    if (thread != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (thread != 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   });
 }
 
@@ -99,7 +102,7 @@ TEST(LaneGroupTest, StatsCountJobsBarrierWaitsAndSleepingWorkers) {
   const LaneGroupStats s = group.stats();
   EXPECT_EQ(s.jobs, 3);
   EXPECT_EQ(s.asleep_jobs, 3);
-  // The caller returns from its task 2 ms before the worker does: it waits
+  // The caller returns from its task 20 ms before the worker does: it waits
   // at the barrier unless it was itself descheduled that long, which three
   // jobs in a row will not all be.
   EXPECT_GE(s.waits, 1);
