@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include "base/clock.h"
+#include "base/cpu_relax.h"
 
 namespace orrery::runtime {
 namespace {
@@ -15,13 +16,6 @@ void PinTo(pthread_t thread, int cpu) {
   // Best effort: a container may forbid it; the group still works unpinned.
   (void)pthread_setaffinity_np(thread, sizeof(set), &set);
 }
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 
 }  // namespace
 

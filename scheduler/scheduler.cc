@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "base/cpu_relax.h"
 #include "runtime/execution.h"
 #include "runtime/lane_group.h"
 #include "scheduler/batching.h"
@@ -611,7 +612,7 @@ void FairScheduler::LaneLoop(int lane) {
     if (options_.lane_spin_ns > 0) SpinForWork();
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || (!paused_ && !queue_.empty()); });
+      cv_.wait(lock, [this] { return LaneHasWorkLocked(); });
       if (queue_.empty()) {
         if (stopping_) return;  // drained
         continue;
@@ -626,20 +627,20 @@ void FairScheduler::LaneLoop(int lane) {
   }
 }
 
+bool FairScheduler::LaneHasWorkLocked() const { return stopping_ || (!paused_ && !queue_.empty()); }
+
 void FairScheduler::SpinForWork() {
   // The wall clock, not clock_: a fake clock in tests would never end it.
   const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(options_.lane_spin_ns);
   for (;;) {
     // try_lock: a Submit holding the lock is not slowed by a queue of spinners.
     if (mu_.try_lock()) {
-      const bool work = stopping_ || (!paused_ && !queue_.empty());
+      const bool work = LaneHasWorkLocked();
       mu_.unlock();
       if (work) return;
     }
     if (std::chrono::steady_clock::now() >= until) return;
-#if defined(__x86_64__) || defined(__i386__)
-    for (int i = 0; i < 32; ++i) __builtin_ia32_pause();
-#endif
+    for (int i = 0; i < 32; ++i) CpuRelax();
   }
 }
 

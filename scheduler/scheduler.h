@@ -471,6 +471,8 @@ class FairScheduler {
   // Returns once the queue has work (or the scheduler stops), or after
   // options_.lane_spin_ns; polls without sleeping (lane_spin_ns).
   void SpinForWork();
+  // What wakes an idle lane: work queued (and not paused), or a stop.
+  bool LaneHasWorkLocked() const;
   void RunOnLane(std::unique_ptr<Job> job, ops::ThreadGroup* group, LaneCache* cache);
   // At a run's first step: its prediction for the lane's cache state.
   void PredictOnLane(Job& job, const LaneCache& cache, int64_t now);
