@@ -346,6 +346,11 @@ ORRERY_GEMM_INLINE void DepthwiseRowChunk(const gemm_internal::DepthwiseGeometry
 // padding): each output row in chunks of up to 4 vectors held in
 // registers over the 9 taps. Bias, residual and Relu / Clip are applied in
 // registers; other epilogues run on the plane afterwards.
+// Blocks of several rows (8 x 1, 4 x 2, 2 x 4 vectors: ~8 FMA chains
+// instead of 1-4) measured slower or even on MobileNet-v2's planes (one
+// thread, AMD Zen 3): with the 9 weights in registers GCC spilled the
+// accumulators (14x14 0.127 -> 0.217 ms); with broadcast weights 56x56 and
+// 28x28 gained 10-15% but 112x112 and 14x14 lost 20-25%, 7x7 even.
 template <int S>
 void DepthwiseRows3x3(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                       float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
@@ -417,6 +422,12 @@ const GemmKernels& Avx2Kernels() {
   // lost to Sgemm over the masked-load panels (GoogLeNet's 28x28 16 -> 32
   // 3x3: 0.152 vs 0.099 ms) and over packed X (MobileNet-v2's 112x112 32 ->
   // 16 1x1: 0.43 vs 0.27 ms), one thread, best of 5.
+  // No tile_post: the post epilogue (bias, residual, Relu / Clip) applied
+  // in each 4 x 24 block's registers before its store (as the AVX-512 tile
+  // does) made every GEMM step of MobileNet-v2 and SqueezeNet 4-12% slower
+  // than EpilogueRows on the finished 8 x 48 tile in L1 (per-step minima of
+  // 3 alternated rounds, one thread, AMD Zen 3; the K loop compiled the
+  // same, the store path spilled accumulators).
   static const GemmKernels k{avx2::TileAny, avx2::ApplyEpilogueImpl, avx2::DepthwisePlanes,
                              avx2::Im2ColPanelImpl, /*conv_tile=*/nullptr, avx2::ConvPanel,
                              avx2::ConvRows, avx2::PackRightRowsImpl,
