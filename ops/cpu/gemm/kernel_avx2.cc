@@ -3,8 +3,9 @@
 // im2col (conv_direct.h): masked loads at per-tap offsets, and for strided
 // geometries loads of whole output rows (stride 1 or 2) or masked gathers.
 // Depthwise 3x3 planes with each output row's chunk held in registers over
-// the taps; planes of at most 8 columns (7x7) with the flat lane table. Compiled with -mavx2 -mfma; only called after dispatch.cc has
-// checked the CPU.
+// the taps; planes of at most 8 columns (7x7) with the flat lane table.
+// Compiled with -mavx2 -mfma; only called after dispatch.cc has checked the
+// CPU.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -403,8 +404,8 @@ void DepthwiseRows3x3(const gemm_internal::DepthwiseGeometry& g, const float* x,
 }
 
 // Depthwise planes with a flat lane table (depthwise_flat.h) and rows of at
-// most 8 outputs (7x7): the plane as one flattened row, each
-// 16-lane table vector as two ymm halves, up to 8 halves accumulated in
+// most 8 outputs (7x7): the plane as one flattened row, each 16-lane table
+// vector as two ymm halves, up to 8 halves accumulated in
 // registers over all taps (independent FMA chains; the row kernel's 7-wide
 // rows are one chain each). Masks come from the table; the lanes of a tap
 // are one load (masked at the padding) or a gather. MobileNet-v2's 7x7 x

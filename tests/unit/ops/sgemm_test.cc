@@ -197,10 +197,10 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
   }
 }
 
-// The epilogue in the tile's registers (AVX2 and AVX-512) only on the last
-// of several K blocks (250 deep: three blocks of 96 on AVX2, two of 192
-// elsewhere), after alpha and C's earlier blocks (and C's old content when
-// accumulating): row / column bias, residual and Clip on a tile whose rows
+// The epilogue (in the tile's registers on AVX-512, after the tile
+// elsewhere) only on the last of several K blocks (250 deep: three blocks
+// of 96 on AVX2, two of 192 elsewhere), after alpha and C's earlier blocks
+// (and C's old content when accumulating): row / column bias, residual and Clip on a tile whose rows
 // (13: 8 + 5) and columns (61: 48 + 13) both have tails.
 TEST_P(SgemmIsaTest, EpilogueAfterSeveralDepthBlocks) {
   const Case cs{13, 61, 250, false, false, 0.75f};
