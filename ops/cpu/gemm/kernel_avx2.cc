@@ -3,8 +3,9 @@
 // im2col (conv_direct.h): masked loads at per-tap offsets, and for strided
 // geometries loads of whole output rows (stride 1 or 2) or masked gathers.
 // Depthwise 3x3 planes with each output row's chunk held in registers over
-// the taps. Compiled with -mavx2 -mfma; only called after dispatch.cc has
-// checked the CPU.
+// the taps; planes of at most 8 columns (7x7) with the flat lane table.
+// Compiled with -mavx2 -mfma; only called after dispatch.cc has checked the
+// CPU.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -346,6 +347,11 @@ ORRERY_GEMM_INLINE void DepthwiseRowChunk(const gemm_internal::DepthwiseGeometry
 // padding): each output row in chunks of up to 4 vectors held in
 // registers over the 9 taps. Bias, residual and Relu / Clip are applied in
 // registers; other epilogues run on the plane afterwards.
+// Blocks of several rows (8 x 1, 4 x 2, 2 x 4 vectors: ~8 FMA chains
+// instead of 1-4) measured slower or even on MobileNet-v2's planes (one
+// thread, AMD Zen 3): with the 9 weights in registers GCC spilled the
+// accumulators (14x14 0.127 -> 0.217 ms); with broadcast weights 56x56 and
+// 28x28 gained 10-15% but 112x112 and 14x14 lost 20-25%, 7x7 even.
 template <int S>
 void DepthwiseRows3x3(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                       float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
@@ -397,8 +403,91 @@ void DepthwiseRows3x3(const gemm_internal::DepthwiseGeometry& g, const float* x,
   }
 }
 
+// Depthwise planes with a flat lane table (depthwise_flat.h) and rows of at
+// most 8 outputs (7x7): the plane as one flattened row, each 16-lane table
+// vector as two ymm halves, up to 8 halves accumulated in
+// registers over all taps (independent FMA chains; the row kernel's 7-wide
+// rows are one chain each). Masks come from the table; the lanes of a tap
+// are one load (masked at the padding) or a gather. MobileNet-v2's 7x7 x
+// 960 3x3 layers, one thread, AMD Zen 3, best of 3 alternated rounds:
+// 0.137 -> 0.087 ms; its 14x14 layers measured even (0.99), so wider rows
+// keep the row kernel.
+void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
+                   float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out;
+  const int64_t taps = g.kh * g.kw, vectors = g.flat_vectors;
+  const bool in_regs = ep.col_bias == nullptr && gemm_internal::PostInTile(ep);
+  const bool post = in_regs && ep.has_post();
+  const bool clamp = in_regs && ep.act != Activation::kNone;
+  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
+  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t ch = p % c;
+    const float* xp = x + p * in_vol;
+    const float* wp = w + ch * taps;
+    float* yp = y + p * out_vol;
+    const __m256 rb = _mm256_set1_ps(post && ep.row_bias != nullptr ? ep.row_bias[ch] : 0.0f);
+    const float* zp = post && ep.residual != nullptr
+                          ? ep.residual + (p - ch) * out_vol + ch * ep.ld_residual
+                          : nullptr;
+    for (int64_t v0 = 0; v0 < vectors; v0 += 4) {
+      const int halves = static_cast<int>(2 * (vectors - v0 < 4 ? vectors - v0 : 4));
+      __m256 acc[8];
+#pragma GCC unroll 8
+      for (int h = 0; h < 8; ++h) acc[h] = _mm256_setzero_ps();
+      for (int64_t t = 0; t < taps; ++t) {
+        const __m256 wt = _mm256_broadcast_ss(wp + t);
+        const int64_t e0 = t * vectors + v0;
+#pragma GCC unroll 8
+        for (int h = 0; h < 8; ++h) {
+          if (h >= halves) break;
+          const int64_t e = e0 + h / 2;
+          const unsigned bits = (static_cast<unsigned>(g.flat_mask[e]) >> (8 * (h % 2))) & 0xffu;
+          if (bits == 0) continue;
+          __m256 xv;
+          if (g.flat_slot[e] < 0) {
+            xv = MaskedLanes(xp + g.flat_base[e] + 8 * (h % 2), bits);
+          } else {
+            const __m256i idx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                g.flat_gather + g.flat_slot[e] * 16 + 8 * (h % 2)));
+            xv = GatherLanes(xp, idx, bits);
+          }
+          acc[h] = _mm256_fmadd_ps(wt, xv, acc[h]);
+        }
+      }
+#pragma GCC unroll 8
+      for (int h = 0; h < 8; ++h) {
+        if (h >= halves) break;
+        const int64_t q = v0 * 16 + h * 8;
+        const int64_t n = out_vol - q;
+        if (n <= 0) break;
+        const __m256i m = ColumnMask(n >= 8 ? 8 : static_cast<int>(n));
+        __m256 o = acc[h];
+        if (post) {
+          o = _mm256_add_ps(o, rb);
+          if (zp != nullptr) {
+            o = _mm256_add_ps(o, n >= 8 ? _mm256_loadu_ps(zp + q) : _mm256_maskload_ps(zp + q, m));
+          }
+          if (clamp) o = (__m256)Min(Max((VF)o, lo), hi);
+        }
+        if (n >= 8) {
+          _mm256_storeu_ps(yp + q, o);
+        } else {
+          _mm256_maskstore_ps(yp + q, m, o);
+        }
+      }
+    }
+    if (ep.has_post() && !in_regs) {
+      Epilogue e = ep;
+      if (e.residual != nullptr) e.residual += (p - ch) * out_vol;
+      ApplyEpilogueImpl(e, yp, out_vol, ch, 0, 1, out_vol);
+    }
+  }
+}
+
 void DepthwisePlanes(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                      float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  if (g.flat_vectors > 0 && g.w_out <= 8) return DepthwiseFlat(g, x, w, y, c, p0, p1, ep);
   if (g.kh == 3 && g.kw == 3 && g.dw == 1 && g.w_in < (int64_t{1} << 30)) {
     if (g.sw == 1) return DepthwiseRows3x3<1>(g, x, w, y, c, p0, p1, ep);
     if (g.sw == 2) return DepthwiseRows3x3<2>(g, x, w, y, c, p0, p1, ep);
@@ -417,6 +506,12 @@ const GemmKernels& Avx2Kernels() {
   // lost to Sgemm over the masked-load panels (GoogLeNet's 28x28 16 -> 32
   // 3x3: 0.152 vs 0.099 ms) and over packed X (MobileNet-v2's 112x112 32 ->
   // 16 1x1: 0.43 vs 0.27 ms), one thread, best of 5.
+  // No tile_post: the post epilogue (bias, residual, Relu / Clip) applied
+  // in each 4 x 24 block's registers before its store (as the AVX-512 tile
+  // does) made every GEMM step of MobileNet-v2 and SqueezeNet 4-12% slower
+  // than EpilogueRows on the finished 8 x 48 tile in L1 (per-step minima of
+  // 3 alternated rounds, one thread, AMD Zen 3; the K loop compiled the
+  // same, the store path spilled accumulators).
   static const GemmKernels k{avx2::TileAny, avx2::ApplyEpilogueImpl, avx2::DepthwisePlanes,
                              avx2::Im2ColPanelImpl, /*conv_tile=*/nullptr, avx2::ConvPanel,
                              avx2::ConvRows, avx2::PackRightRowsImpl,

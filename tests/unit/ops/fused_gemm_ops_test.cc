@@ -95,6 +95,7 @@ TEST(FusedConvTest, EveryActivationWithAndWithoutResidual) {
       {{1, 4, 7, 7}, {4, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}, 4},    // depthwise 5x5
       {{2, 3, 5, 37}, {3, 1, 3, 3}, {1, 2}, {1, 0, 1, 2}, 3},   // depthwise, 2 images
       {{2, 5, 14, 14}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, 5},  // flat depthwise, 2 images
+      {{2, 5, 7, 7}, {5, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, 5},    // flat depthwise (AVX2: 7x7)
       {{2, 4, 28, 28}, {4, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, 4},  // depthwise stride 2, split rows
       {{1, 4, 8, 8}, {6, 2, 3, 3}, {2, 1}, {0, 1, 1, 0}, 2},    // grouped
       {{1, 8, 6, 6}, {64, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}},      // transposed GEMM

@@ -197,6 +197,33 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
   }
 }
 
+// The epilogue (in the tile's registers on AVX-512, after the tile
+// elsewhere) only on the last of several K blocks (250 deep: three blocks
+// of 96 on AVX2, two of 192 elsewhere), after alpha and C's earlier blocks
+// (and C's old content when accumulating): row / column bias, residual and Clip on a tile whose rows
+// (13: 8 + 5) and columns (61: 48 + 13) both have tails.
+TEST_P(SgemmIsaTest, EpilogueAfterSeveralDepthBlocks) {
+  const Case cs{13, 61, 250, false, false, 0.75f};
+  const std::vector<float> row_bias = Random(cs.m, 10);
+  const std::vector<float> col_bias = Random(cs.n, 11);
+  const std::vector<float> residual = Random(cs.m * (cs.n + 1), 12);
+  for (bool accumulate : {false, true}) {
+    Epilogue ep;
+    ep.accumulate = accumulate;
+    ep.row_bias = row_bias.data();
+    ep.col_bias = col_bias.data();
+    ep.residual = residual.data();
+    ep.ld_residual = cs.n + 1;
+    ep.act = Activation::kClip;
+    ep.act_alpha = -0.6f;
+    ep.act_beta = 0.4f;
+    Check(cs, true, false, false, ep);
+    if (HasFatalFailure()) return;
+    Check(cs, false, true, false, ep);
+    if (HasFatalFailure()) return;
+  }
+}
+
 // One K block with a residual and C over 2^19 floats walks each left panel
 // across its N chunk (rows first): several left blocks (> 256 rows),
 // several N chunks, a tail panel, packed and raw left operands, and the
