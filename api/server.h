@@ -82,6 +82,10 @@ struct ServerOptions {
   // deadline, not already past its latest start at its slowdown bound
   // (FairSchedulerOptions::drop_at_predicted_cost); false = the latter.
   bool drop_at_predicted_cost = true;
+  // A request is admitted only if its wait for queued and running work is
+  // at most this fraction of the time left to its deadline
+  // (FairSchedulerOptions::queue_horizon_fraction); 1 = the deadline alone.
+  double queue_horizon_fraction = 0.5;
   // Admission's way back from an over-estimate
   // (FairSchedulerOptions::probe_interval_ns): with the lanes idle, a
   // request refused for its deadline whose model had nothing admitted for

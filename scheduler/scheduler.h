@@ -195,6 +195,16 @@ struct FairSchedulerOptions {
   // now, deadline in 7.6 ms", 13-75 a run, although they would have
   // finished in ~3. false: drop at the planned cost.
   bool drop_at_predicted_cost = true;
+  // Admission keeps the committed queue short: a request whose planned wait
+  // for queued and running work is more than this fraction of the time left
+  // to its deadline is rejected at once (AdmissionInput::queue_horizon).
+  // A tenant over its share otherwise fills the queue up to its deadlines,
+  // so its queued requests are always nearly at risk: a lane slower than
+  // planned for a moment (this VM's slow spells) then drops them after they
+  // waited (scenario 4's late rejections), and a lighter tenant's requests
+  // wait behind them. 1 = off (the library default; orreryd
+  // --queue-horizon, default 0.5).
+  double queue_horizon_fraction = 1.0;
   // Admission's way back from an over-estimate. A request admission would
   // refuse for its deadline is admitted anyway (a probe, counted in
   // TenantCounters::probes) when the lanes are idle (nothing queued,
