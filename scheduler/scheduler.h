@@ -108,9 +108,8 @@ struct FairSchedulerOptions {
   // the noisy-neighbour scenario waited 3-14 ms behind them. Bounded: a
   // light tenant stops being light above the fraction. Tenants at their
   // shares (backlogged alike, any weights) are neither. 0 = off, the
-  // default: in scenario 2 it halved the light tenant's queueing, but 3 of
-  // ~10 runs with it on had a 2-3 s collapse of the front end not seen off
-  // (scheduler/README.md); 0.75 is the measured setting.
+  // library default (orreryd: 0.75, with queue_horizon_fraction 0.5 so the
+  // heavy tenant's queued requests have slack to wait; scheduler/README.md).
   double light_share_fraction = 0;
   // Cache affinity: when fair order picks another model than the lane just
   // ran, the lane may run a queued request of the model it just ran (its
