@@ -132,6 +132,12 @@ int main(int argc, char** argv) {
                  "Drop a queued request once it can no longer finish by its deadline at its predicted cost (false: "
                  "already once past its latest start at its model's slowdown bound, as admission plans it)")
       ->capture_default_str();
+  app.add_option("--queue-horizon", options.queue_horizon_fraction,
+                 "Admit a request only if its predicted wait for queued and running work is at most this fraction "
+                 "of the time left to its deadline: the queue stays short, so a slow spell of the lanes turns into "
+                 "rejections at admission rather than drops of admitted requests (1 = the deadline alone)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
   app.add_option("--admission-probe-ms", options.admission_probe_ms,
                  "With the lanes idle, admit a request refused for its deadline if its model had nothing admitted "
                  "for this long and its predicted cost alone fits (so an over-grown estimate is corrected by a run "

@@ -243,6 +243,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (options.recent_speed_window_ms < 0 || options.recent_speed_window_ms > 10'000) {
     return Status::InvalidArgument("recent speed window must be within [0, 10000] ms");
   }
+  if (!(options.queue_horizon_fraction > 0 && options.queue_horizon_fraction <= 1)) {
+    return Status::InvalidArgument("queue horizon must be in (0, 1]");
+  }
   if (options.admission_probe_ms < 0) return Status::InvalidArgument("admission probe interval must not be negative");
   if (options.lane_spin_us < 0) return Status::InvalidArgument("lane spin must not be negative");
   if (options.lane_answer_queue < 0) return Status::InvalidArgument("lane answer queue must be 0 (auto) or more");
@@ -260,6 +263,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                            .recent_speed_window_ns = options.recent_speed_window_ms * 1'000'000,
                            .at_risk_plans_stack = options.at_risk_plans_stack,
                            .drop_at_predicted_cost = options.drop_at_predicted_cost,
+                           .queue_horizon_fraction = options.queue_horizon_fraction,
                            .probe_interval_ns = options.admission_probe_ms * 1'000'000,
                            .lane_spin_ns = own_lane_cpus ? options.lane_spin_us * 1000 : 0,
                            .device = impl->device != nullptr ? impl->device->lanes.get() : nullptr,

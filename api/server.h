@@ -56,9 +56,10 @@ struct ServerOptions {
   // much lane time ahead of fair order; 0 = strict fair order.
   int64_t affinity_window_us = 2000;
   // A tenant below this fraction of its fair share goes before one over
-  // its share (FairSchedulerOptions::light_share_fraction); 0 = off
-  // (default; 0.75 is the measured setting, see scheduler/README.md).
-  double light_share_fraction = 0;
+  // its share (FairSchedulerOptions::light_share_fraction); 0 = off.
+  // 0.75 by default since the queue horizon keeps the heavy tenant's queued
+  // requests off their latest starts (scheduler/README.md, light tenants).
+  double light_share_fraction = 0.75;
   // The scheduler finishes this share of a request's time to its deadline
   // early, within [deadline_margin_min_ms, 5] ms, for gRPC and the network
   // on the way back (FairSchedulerOptions::deadline_margin_fraction); 0 =
@@ -82,6 +83,10 @@ struct ServerOptions {
   // deadline, not already past its latest start at its slowdown bound
   // (FairSchedulerOptions::drop_at_predicted_cost); false = the latter.
   bool drop_at_predicted_cost = true;
+  // A request is admitted only if its wait for queued and running work is
+  // at most this fraction of the time left to its deadline
+  // (FairSchedulerOptions::queue_horizon_fraction); 1 = the deadline alone.
+  double queue_horizon_fraction = 0.5;
   // Admission's way back from an over-estimate
   // (FairSchedulerOptions::probe_interval_ns): with the lanes idle, a
   // request refused for its deadline whose model had nothing admitted for

@@ -42,6 +42,19 @@ AdmissionDecision Admit(const AdmissionInput& in, const std::string& what) {
                                          std::to_string(in.max_in_flight));
     return d;
   }
+  if (in.deadline_ns != kNoDeadline && in.queue_horizon < 1.0 && wait_ns > 0) {
+    const double left = static_cast<double>(std::max<int64_t>(in.deadline_ns - in.now_ns, 0));
+    if (static_cast<double>(wait_ns) > std::max(in.queue_horizon, 0.0) * left) {
+      d.status = Status::DeadlineExceeded(
+          what + ": predicted completion in " + FormatDurationNs(d.predicted_completion_ns - in.now_ns) +
+          ", but waiting " + FormatDurationNs(wait_ns) + " for queued and running work over " +
+          std::to_string(lanes) + " lanes is more than " + std::to_string(std::llround(100 * in.queue_horizon)) +
+          "% of the " + FormatDurationNs(in.deadline_ns - in.now_ns) +
+          " left before the deadline (the queue is kept short so that a slow spell does not make admitted "
+          "requests late)");
+      return d;
+    }
+  }
   if (in.deadline_ns != kNoDeadline && d.predicted_completion_ns > in.deadline_ns) {
     d.status = Status::DeadlineExceeded(
         what + ": predicted completion in " + FormatDurationNs(d.predicted_completion_ns - in.now_ns) +

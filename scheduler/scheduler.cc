@@ -210,6 +210,7 @@ AdmissionDecision FairScheduler::AdmitLocked(Job& job, TenantState& tenant, int6
                     .lanes = num_lanes_,
                     .interference = InterferenceLocked(job.request.tenant_id, tenant, now),
                     .wait_slack = std::max(WaitSlackLocked(now), speed - 1.0),
+                    .queue_horizon = options_.queue_horizon_fraction,
                     .in_flight = tenant.in_flight,
                     .max_in_flight = tenant.policy.max_in_flight};
   if (lane_free_ns != nullptr) {

@@ -108,9 +108,8 @@ struct FairSchedulerOptions {
   // the noisy-neighbour scenario waited 3-14 ms behind them. Bounded: a
   // light tenant stops being light above the fraction. Tenants at their
   // shares (backlogged alike, any weights) are neither. 0 = off, the
-  // default: in scenario 2 it halved the light tenant's queueing, but 3 of
-  // ~10 runs with it on had a 2-3 s collapse of the front end not seen off
-  // (scheduler/README.md); 0.75 is the measured setting.
+  // library default (orreryd: 0.75, with queue_horizon_fraction 0.5 so the
+  // heavy tenant's queued requests have slack to wait; scheduler/README.md).
   double light_share_fraction = 0;
   // Cache affinity: when fair order picks another model than the lane just
   // ran, the lane may run a queued request of the model it just ran (its
@@ -195,6 +194,16 @@ struct FairSchedulerOptions {
   // now, deadline in 7.6 ms", 13-75 a run, although they would have
   // finished in ~3. false: drop at the planned cost.
   bool drop_at_predicted_cost = true;
+  // Admission keeps the committed queue short: a request whose planned wait
+  // for queued and running work is more than this fraction of the time left
+  // to its deadline is rejected at once (AdmissionInput::queue_horizon).
+  // A tenant over its share otherwise fills the queue up to its deadlines,
+  // so its queued requests are always nearly at risk: a lane slower than
+  // planned for a moment (this VM's slow spells) then drops them after they
+  // waited (scenario 4's late rejections), and a lighter tenant's requests
+  // wait behind them. 1 = off (the library default; orreryd
+  // --queue-horizon, default 0.5).
+  double queue_horizon_fraction = 1.0;
   // Admission's way back from an over-estimate. A request admission would
   // refuse for its deadline is admitted anyway (a probe, counted in
   // TenantCounters::probes) when the lanes are idle (nothing queued,

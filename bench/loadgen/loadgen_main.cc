@@ -376,6 +376,22 @@ int Main(int argc, char** argv) {
     summary.server["host_resident_bytes_end"] = static_cast<double>(cache_after.resident_bytes());
     summary.server["host_loader_bytes_per_sec"] = cache_after.bytes_per_sec();
   }
+  {
+    // The scheduler's own counters over the measured window and drain:
+    // runs parked between layers, taken out of fair order for warm
+    // weights, batched, dropped before running, lane time in callbacks.
+    const auto delta = [&](const char* name, double a, double b) { summary.server[name] = a - b; };
+    delta("sched_preemptions", static_cast<double>(after.preemptions()), static_cast<double>(before.preemptions()));
+    delta("sched_affinity_dispatches", static_cast<double>(after.affinity_dispatches()),
+          static_cast<double>(before.affinity_dispatches()));
+    delta("sched_batches", static_cast<double>(after.batches()), static_cast<double>(before.batches()));
+    delta("sched_lane_callback_ms", static_cast<double>(after.lane_callback_ns()) / 1e6,
+          static_cast<double>(before.lane_callback_ns()) / 1e6);
+    double dropped_after = 0, dropped_before = 0;
+    for (const auto& t : after.tenants()) dropped_after += static_cast<double>(t.dropped());
+    for (const auto& t : before.tenants()) dropped_before += static_cast<double>(t.dropped());
+    delta("sched_dropped", dropped_after, dropped_before);
+  }
   for (const auto& [name, n] : AdmittedMisses(metrics_address)) {
     summary.server[name] = n - misses_before[name];  // over the measured window
   }

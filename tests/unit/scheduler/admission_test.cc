@@ -105,6 +105,30 @@ TEST(AdmissionTest, TheWaitIsPlannedWithSlack) {
   EXPECT_EQ(Admit(in, "m").predicted_completion_ns, 11 * kMs);
 }
 
+// The queue horizon bounds the committed wait to a share of the time left,
+// however loose the deadline: the wait can then run ~1 / horizon times
+// longer than planned before an admitted request misses.
+TEST(AdmissionTest, TheQueueHorizonRefusesWaitsLongerThanItsShareOfTheTimeLeft) {
+  AdmissionInput in{.now_ns = 0, .deadline_ns = 50 * kMs, .own_cost_ns = 2 * kMs, .queued_ahead_ns = 30 * kMs};
+  EXPECT_TRUE(Admit(in, "m").status.ok());  // completes at 32 ms, before 50
+  in.queue_horizon = 0.5;                   // a wait of at most 25 ms
+  AdmissionDecision d = Admit(in, "m");
+  EXPECT_EQ(d.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(d.status.message().find("waiting 30.000 ms for queued and running work over 1 lanes is more than 50% "
+                                    "of the 50.000 ms left"),
+            std::string::npos)
+      << d.status.message();
+  in.queued_ahead_ns = 25 * kMs;
+  EXPECT_TRUE(Admit(in, "m").status.ok());
+  in.wait_slack = 0.1;  // the planned wait, slack included, is what is bounded
+  EXPECT_EQ(Admit(in, "m").status.code(), StatusCode::kDeadlineExceeded);
+  // Nothing ahead: a tight deadline is decided by the deadline alone.
+  AdmissionInput tight{.now_ns = 0, .deadline_ns = 3 * kMs, .own_cost_ns = 2 * kMs, .queue_horizon = 0.5};
+  EXPECT_TRUE(Admit(tight, "m").status.ok());
+  AdmissionInput none{.now_ns = 0, .own_cost_ns = 2 * kMs, .queued_ahead_ns = 500 * kMs, .queue_horizon = 0.5};
+  EXPECT_TRUE(Admit(none, "m").status.ok());  // no deadline, no horizon
+}
+
 TEST(AdmissionTest, PassedDeadlineReadsAsAgo) {
   AdmissionInput in{.now_ns = 10 * kMs, .deadline_ns = 9 * kMs, .own_cost_ns = 1};
   AdmissionDecision d = Admit(in, "x");

@@ -317,6 +317,49 @@ TEST(FairSchedulerTest, QueuedRequestThatBecomesInfeasibleIsDroppedBeforeItRuns)
   EXPECT_EQ(st.tenants[1].completed, 1u);
 }
 
+// Scenario 4's late rejections: an overloaded tenant's queue is admitted up
+// to its deadlines, so when the lane then runs slower than predicted for a
+// while (this VM's slow spells), the requests at the back miss and are
+// dropped after waiting. With the queue horizon the queue holds at most
+// half of the time to the deadline, the excess is refused at admission and
+// the same slow spell drops nothing.
+TEST(FairSchedulerTest, TheQueueHorizonTurnsASlowSpellsDropsIntoRejectionsAtAdmission) {
+  struct Outcome {
+    uint64_t admitted = 0, rejected = 0, dropped = 0, completed = 0;
+  };
+  auto run = [](double horizon) {
+    FakeClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
+                                                 .max_batch = 1, .admission_wait_slack = 0,
+                                                 .queue_horizon_fraction = horizon});
+    scheduler.Calibrate("relu", 1, 1 * kMs);
+    auto model = ReluModel();
+    // 40 requests at once, each due in 20 ms, on one lane of 1 ms runs.
+    for (int i = 0; i < 40; ++i) {
+      // Every run takes 1.5 ms of the (fake) clock instead of the predicted
+      // 1 ms: the callback runs on the one lane, between two dispatches.
+      (void)scheduler.Submit(Request("t", model, 1, clock.NowNs() + 20 * kMs),
+                             [&clock](Outputs) { clock.AdvanceNs(3 * kMs / 2); });
+    }
+    scheduler.Resume();
+    scheduler.Shutdown();
+    const SchedulerStats st = scheduler.Stats();
+    return Outcome{st.tenants[0].admitted, st.tenants[0].rejected_deadline, st.tenants[0].dropped,
+                   st.tenants[0].completed};
+  };
+  const Outcome deadline_only = run(1.0);
+  EXPECT_EQ(deadline_only.admitted, 20u);  // the 20th completes at 20 ms as predicted
+  EXPECT_EQ(deadline_only.rejected, 20u);
+  // At 1.5 ms a run, request i starts at 1.5 i ms: from i = 13 on it cannot
+  // finish by 20 ms and is dropped after waiting.
+  EXPECT_EQ(deadline_only.dropped, 7u);
+  const Outcome horizon = run(0.5);
+  EXPECT_EQ(horizon.admitted, 11u);  // waits of 0 to 10 ms: half of the 20
+  EXPECT_EQ(horizon.rejected, 29u);
+  EXPECT_EQ(horizon.dropped, 0u);    // the last starts at 15 ms and ends at 16.5
+  EXPECT_EQ(horizon.completed, 11u);
+}
+
 TEST(FairSchedulerTest, InFlightLimitIsResourceExhausted) {
   FakeClock clock;
   FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true});
