@@ -125,8 +125,9 @@ struct FairSchedulerOptions {
   // A run is predicted warm (CacheState) when the lane's previous step was
   // of the same model and ended at most this long before it starts.
   int64_t warm_gap_ns = 1'000'000;
-  // The lane's speed: an EWMA (this weight per run) of measured / predicted
-  // lane time over the lane's recent runs of any model. A lane predicts
+  // The lane's speed: an EWMA (this weight per run; a sample at most 2x off
+  // the speed) of measured lane time / the cost model's estimate for the
+  // run's cache state, over the lane's recent runs of any model. A lane predicts
   // each run as the model's estimate x this speed (the prediction the
   // error statistics and the RunReport show). Why: this VM runs in spells
   // (every layer 1.5-1.8x slower for tens of runs; consecutive runs'
