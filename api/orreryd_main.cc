@@ -103,6 +103,12 @@ int main(int argc, char** argv) {
                  "lane time ahead of fair order (0 = strict fair order)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--lane-speed-alpha", options.lane_speed_alpha,
+                 "A lane predicts each run as the model's estimate x its recent speed (measured / estimate of its "
+                 "last runs of any model), an EWMA with this weight per run (0 = the estimate alone; planning keeps "
+                 "the estimate either way)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--light-share", options.light_share_fraction,
                  "A tenant using less than this fraction of its fair share of the lanes goes before a tenant over its "
                  "share, whose requests that can then no longer start in time are dropped (0 = off: fair and "

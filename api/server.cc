@@ -230,6 +230,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   if (options.max_batch < 1) return Status::InvalidArgument("max batch must be at least 1");
   if (options.lane_threads < 1) return Status::InvalidArgument("lane threads must be at least 1");
   if (options.affinity_window_us < 0) return Status::InvalidArgument("affinity window must be at least 0");
+  if (!(options.lane_speed_alpha >= 0 && options.lane_speed_alpha <= 1)) {
+    return Status::InvalidArgument("lane speed alpha must be within [0, 1]");
+  }
   if (!(options.light_share_fraction >= 0 && options.light_share_fraction <= 1)) {
     return Status::InvalidArgument("light share fraction must be in [0, 1]");
   }
@@ -257,6 +260,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                            .max_batch = options.max_batch,
                            .light_share_fraction = options.light_share_fraction,
                            .affinity_window_ns = options.affinity_window_us * 1000,
+                           .lane_speed_alpha = options.lane_speed_alpha,
                            .deadline_margin_fraction = options.deadline_margin_fraction,
                            .deadline_margin_min_ns = margin ? std::llround(options.deadline_margin_min_ms * 1e6) : 0,
                            .deadline_margin_max_ns = margin ? 5'000'000 : 0,

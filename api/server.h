@@ -55,6 +55,10 @@ struct ServerOptions {
   // keep running the model it just ran while that tenant is at most this
   // much lane time ahead of fair order; 0 = strict fair order.
   int64_t affinity_window_us = 2000;
+  // A lane predicts each run as the model's estimate x the lane's recent
+  // speed, learned with this weight per run
+  // (FairSchedulerOptions::lane_speed_alpha); 0 = the estimate alone.
+  double lane_speed_alpha = 0.3;
   // A tenant below this fraction of its fair share goes before one over
   // its share (FairSchedulerOptions::light_share_fraction); 0 = off.
   // 0.75 by default since the queue horizon keeps the heavy tenant's queued

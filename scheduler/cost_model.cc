@@ -37,10 +37,9 @@ CostPrediction CostModel::Predict(const std::string& model_id, int batch, CacheS
   if (it == models_.end()) return {};
   const ModelEntry& e = it->second;
   if (double ns = ScaledFrom(e.estimate_ns, batch); ns >= 0) {
-    const auto& by_state = state == CacheState::kWarm ? e.warm_ns : e.cold_ns;
-    if (auto s = by_state.find(batch); s != by_state.end()) {
-      ns = state == CacheState::kUnknown ? std::max(ns, s->second) : s->second;
-    }
+    ns *= state == CacheState::kWarm   ? e.warm_factor
+          : state == CacheState::kCold ? e.cold_factor
+                                       : std::max(e.cold_factor, 1.0);
     return {.ns = std::llround(ns), .known = true, .measured = e.estimate_ns.count(batch) > 0, .steps = e.steps};
   }
   if (double ns = ScaledFrom(e.prior_ns, batch); ns >= 0) {
@@ -53,7 +52,6 @@ void CostModel::Calibrate(const std::string& model_id, int batch, int64_t measur
   if (measured_ns <= 0) return;
   ModelEntry& e = models_[model_id];
   e.estimate_ns[batch] = static_cast<double>(measured_ns);
-  e.warm_ns[batch] = static_cast<double>(measured_ns);  // calibration runs back to back
   e.calibrated_ns[batch] = measured_ns;
 }
 
@@ -81,7 +79,7 @@ void Update(std::map<int, double>* by_batch, int batch, int64_t measured_ns, con
 }  // namespace
 
 void CostModel::Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns,
-                       CacheState state) {
+                       CacheState state, int64_t estimate_ns) {
   if (measured_ns <= 0) return;
   ModelEntry& e = models_[model_id];
   ++e.samples;
@@ -90,7 +88,8 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
   if (predicted_ns > 0) {
     e.errors.push_back(std::abs(static_cast<double>(predicted_ns - measured_ns)) / static_cast<double>(measured_ns));
     while (e.errors.size() > options_.error_window) e.errors.pop_front();
-    e.ratios.push_back(static_cast<double>(measured_ns) / static_cast<double>(predicted_ns));
+    const int64_t planned = estimate_ns > 0 ? estimate_ns : predicted_ns;
+    e.ratios.push_back(static_cast<double>(measured_ns) / static_cast<double>(planned));
     while (e.ratios.size() > options_.slowdown_window) e.ratios.pop_front();
     if (e.ratios.size() >= options_.slowdown_min_samples && e.samples % 16 == 0) {
       std::vector<double> sorted(e.ratios.begin(), e.ratios.end());
@@ -101,9 +100,19 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
     e.sum_measured += static_cast<double>(measured_ns);
     ++e.predicted_samples;
   }
+  const double overall = ScaledFrom(e.estimate_ns, batch);
+  if (state != CacheState::kUnknown && overall > 0) {
+    const double speed = predicted_ns > 0 && estimate_ns > 0
+                             ? static_cast<double>(predicted_ns) / static_cast<double>(estimate_ns)
+                             : 1.0;
+    double& factor = state == CacheState::kWarm ? e.warm_factor : e.cold_factor;
+    double sample = static_cast<double>(measured_ns) / (overall * speed);
+    if (options_.max_update_factor >= 1) {
+      sample = std::clamp(sample, factor / options_.max_update_factor, factor * options_.max_update_factor);
+    }
+    factor += options_.state_alpha * (sample - factor);
+  }
   Update(&e.estimate_ns, batch, measured_ns, options_);
-  if (state == CacheState::kWarm) Update(&e.warm_ns, batch, measured_ns, options_);
-  if (state == CacheState::kCold) Update(&e.cold_ns, batch, measured_ns, options_);
 }
 
 double CostModel::SlowdownBound(const std::string& model_id) const {

@@ -39,6 +39,10 @@ struct CostModelOptions {
   size_t slowdown_window = 512;
   size_t slowdown_min_samples = 20;
   double slowdown_max = 3.0;       // a bound is never above this
+  // Weight of a run in its cache state's factor (measured / the overall
+  // estimate, see CacheState): slower than the estimate's, since the
+  // factor is a property of the model and the caches, not of the minute.
+  double state_alpha = 0.1;
   double flops_per_ns = 4.0;       // prior: assumed compute rate (4 GFLOP/s)
   double bytes_per_ns = 4.0;       // prior: assumed memory rate (4 GB/s)
 };
@@ -47,8 +51,15 @@ struct CostModelOptions {
 // warm when the lane's previous run was the same model and ended just
 // before, cold otherwise. An 8 MB MLP ran 0.88 ms back to back but 1.5 ms
 // after other work had evicted it from the shared L3 on the development VM,
-// so one estimate for both is off by ~40% either way. Unknown (admission:
-// the lane is not chosen yet) plans for the slower of the two.
+// so one estimate for both is off by ~40% either way. Each state has a
+// factor per model on the overall estimate (1 until runs in that state
+// say otherwise), not an estimate of its own: an own estimate moved only
+// by that state's runs went stale (a slow calibration left `mlp_long`'s warm
+// estimate at 19.2 ms, its runs taking 10, until the first warm runs
+// half a second into scenario 5), and on the AMD host, with no cache effect
+// for these models, two estimates each learned from half the runs were
+// further off than one. Unknown (admission: the lane is not chosen yet)
+// plans for the slower of the overall and the cold one.
 enum class CacheState { kUnknown, kWarm, kCold };
 
 struct CostPrediction {
@@ -82,9 +93,9 @@ class CostModel {
  public:
   explicit CostModel(CostModelOptions options = {}) : options_(options) {}
 
-  // With a cache state, that state's estimate of this exact batch size when
-  // one was measured, else the overall one; kUnknown: the overall estimate,
-  // or the cold one when it is larger.
+  // The overall estimate for the batch size (measured, interpolated or
+  // scaled) x the cache state's factor; kUnknown: x the cold factor when it
+  // is above 1.
   CostPrediction Predict(const std::string& model_id, int batch, CacheState state = CacheState::kUnknown) const;
 
   // A calibration run: the estimate for (model, batch) becomes `measured_ns`.
@@ -96,9 +107,15 @@ class CostModel {
   // sets the estimate; later ones move it by the EWMA (the sample clamped to
   // max_update_factor of the estimate). measured_ns <= 0 is ignored (a fake
   // clock in tests).
-  // The run's cache state (if known) also moves that state's estimate.
+  // The run's cache state (if known) also moves that state's factor by
+  // measured / (overall estimate x the lane's speed).
+  // `estimate_ns`: what Predict said before the lane's speed adjusted it
+  // into `predicted_ns` (0: the same; their ratio is the lane's speed). The
+  // error statistics compare predicted_ns; SlowdownBound compares
+  // estimate_ns, since admission multiplies the estimate (not knowing the
+  // lane's speed) by it.
   void Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns,
-              CacheState state = CacheState::kUnknown);
+              CacheState state = CacheState::kUnknown, int64_t estimate_ns = 0);
 
   // The number of steps (layers) the model's plan runs, for per-layer
   // estimates (predicted / steps).
@@ -123,8 +140,8 @@ class CostModel {
  private:
   struct ModelEntry {
     std::map<int, double> estimate_ns;  // measured batch sizes
-    std::map<int, double> warm_ns;      // runs in CacheState::kWarm
-    std::map<int, double> cold_ns;      // runs in CacheState::kCold
+    double warm_factor = 1.0;           // CacheState::kWarm runs / overall estimate
+    double cold_factor = 1.0;           // CacheState::kCold runs / overall estimate
     std::map<int, double> prior_ns;     // from FLOPs/bytes
     std::map<int, int64_t> calibrated_ns;
     double sum_predicted = 0, sum_measured = 0;

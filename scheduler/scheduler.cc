@@ -64,11 +64,18 @@ struct FairScheduler::Job {
   // (PredictOnLane); 0 until then. What the cost model's error compares.
   int64_t lane_predicted_ns = 0;
   CacheState cache_state = CacheState::kUnknown;
+  // lane_predicted_ns x the lane's speed then (lane_speed_alpha): the
+  // prediction reported and compared with the measured time. Scheduling
+  // keeps lane_predicted_ns, which its slowdown bounds are measured against.
+  int64_t reported_predicted_ns = 0;
 
   int64_t run_predicted_ns() const {
     if (lane_predicted_ns > 0) return lane_predicted_ns;
     return members.empty() ? predicted_ns : batch_predicted_ns;
   }
+
+  // What was predicted for the run as it started (with the lane's speed).
+  int64_t reported_ns() const { return reported_predicted_ns > 0 ? reported_predicted_ns : run_predicted_ns(); }
 
   int64_t latest_start() const { return LatestStartNs(deadline_ns, planned_ns); }
   std::string What() const {
@@ -654,7 +661,19 @@ void FairScheduler::PredictOnLane(Job& job, const LaneCache& cache, int64_t now)
   for (const std::unique_ptr<Job>& m : job.members) batch += m->rows;
   std::lock_guard<std::mutex> lock(mu_);
   const CostPrediction p = costs_.Predict(job.model_id, static_cast<int>(batch), job.cache_state);
-  if (p.known && p.ns > 0) job.lane_predicted_ns = p.ns;
+  if (p.known && p.ns > 0) {
+    job.lane_predicted_ns = p.ns;
+    job.reported_predicted_ns = std::max<int64_t>(std::llround(static_cast<double>(p.ns) * cache.speed), 1);
+  }
+}
+
+void FairScheduler::LearnLaneSpeed(const Job& job, LaneCache* cache) const {
+  if (options_.lane_speed_alpha <= 0 || job.lane_predicted_ns <= 0 || job.exec_ns <= 0) return;
+  // Bounded like the cost model's updates: one descheduled run must not
+  // double the next prediction.
+  const double ratio = std::clamp(static_cast<double>(job.exec_ns) / static_cast<double>(job.lane_predicted_ns),
+                                  cache->speed / 2, cache->speed * 2);
+  cache->speed += options_.lane_speed_alpha * (ratio - cache->speed);
 }
 
 void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* group, LaneCache* cache) {
@@ -733,6 +752,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     if (finished) {
       std::unique_ptr<Job> done = std::move(stack.back());
       stack.pop_back();
+      LearnLaneSpeed(*done, cache);
       Finish(std::move(done), std::move(outputs));
       resuming = options_.at_risk_plans_stack && !stack.empty();
       continue;
@@ -917,8 +937,8 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
       if (run.exec_ns > 0) queue_.Complete(j.dispatch, charged);
     }
     if (ran_ok && !run.request.calibration) {
-      costs_.Record(run.model_id, batched ? static_cast<int>(total_rows) : run.batch, run.run_predicted_ns(), run.exec_ns,
-                    run.cache_state);
+      costs_.Record(run.model_id, batched ? static_cast<int>(total_rows) : run.batch, run.reported_ns(), run.exec_ns,
+                    run.cache_state, run.run_predicted_ns());
       costs_.SetSteps(run.model_id, run.exec->num_steps());
     }
     completed_ += jobs.size();
@@ -940,7 +960,7 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
                      .batch_size = static_cast<int>(jobs.size()),
                      .batch_share = share_of(i),
                      .batch_lane_ns = run.exec_ns,
-                     .predicted_lane_ns = std::llround(static_cast<double>(run.run_predicted_ns()) * share_of(i)),
+                     .predicted_lane_ns = std::llround(static_cast<double>(run.reported_ns()) * share_of(i)),
                      .step_ns = i == 0 ? std::move(jobs[0]->step_times) : std::vector<int64_t>{}};
       r->bytes_transferred = j.bytes_transferred;
     }

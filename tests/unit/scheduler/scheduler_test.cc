@@ -932,6 +932,55 @@ TEST(FairSchedulerTest, AdmissionPlansWithTheLanesRecentSpeed) {
   }
 }
 
+// This VM runs in spells (every layer 1.5-1.8x slower for tens of runs),
+// which a lane sees in its runs of any model. After a run of one model at
+// 2x its estimate, the lane predicts another model's next run at its
+// speed, 1 + 0.5 x (2 - 1) = 1.5x that model's estimate (what the
+// RunReport shows and the error statistics compare); with the speed off,
+// at the estimate. Admission and the charges keep the estimate.
+TEST(FairSchedulerTest, ALanePredictsTheNextRunWithItsRecentSpeed) {
+  auto chain = ChainModel(4);
+  auto relu = ReluModel();
+  for (double alpha : {0.5, 0.0}) {
+    TickingClock clock;
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .max_batch = 1,
+                                                 .affinity_window_ns = 0, .lane_speed_alpha = alpha});
+    scheduler.Calibrate("chain", 1, 4 * kMs);  // 1 ms per layer predicted
+    scheduler.Calibrate("relu", 1, 1 * kMs);
+    auto run = [&](InferenceRequest request, int64_t tick) {
+      RunReport report;
+      request.report = &report;
+      std::promise<void> ran;
+      clock.SetTick(tick);
+      EXPECT_TRUE(scheduler.Submit(std::move(request), [&](Outputs r) {
+        EXPECT_TRUE(r.ok());
+        ran.set_value();
+      }).ok());
+      ran.get_future().get();
+      clock.SetTick(0);
+      return report;
+    };
+    InferenceRequest slow = Request("t", chain, 1);
+    slow.model_id = "chain";
+    const RunReport first = run(std::move(slow), 2 * kMs);  // each layer measures 2 ms
+    EXPECT_EQ(first.lane_ns, 8 * kMs);
+    EXPECT_EQ(first.predicted_lane_ns, 4 * kMs);  // a new lane's speed is 1
+    const RunReport next = run(Request("u", relu, 1), 1500'000);
+    EXPECT_EQ(next.lane_ns, 1500'000);
+    EXPECT_EQ(next.predicted_lane_ns, alpha > 0 ? 1500'000 : 1 * kMs);
+    // Admission still plans relu at its estimate, 1 ms (the estimate moved
+    // by the EWMA to 1.1 ms; the slowdown bound is 1 without history).
+    const Status s = scheduler.Submit(Request("u", relu, 1, clock.NowNs() + 5 * kMs), [](Outputs) {});
+    EXPECT_TRUE(s.ok()) << s.message();
+    scheduler.Shutdown();
+    const SchedulerStats stats = scheduler.Stats();
+    auto relu_stats = std::find_if(stats.models.begin(), stats.models.end(),
+                                   [](const ModelCostStats& m) { return m.model_id == "relu"; });
+    ASSERT_NE(relu_stats, stats.models.end());
+    EXPECT_NEAR(relu_stats->error_max, alpha > 0 ? 0.0 : 1.0 / 3, 1e-9);
+  }
+}
+
 // Admission plans a request at its slowdown (here the lanes' recent speed,
 // 2x: a 1 ms request is planned at 2 ms), but a queued request past that
 // latest start can still make its deadline at its predicted cost. With
