@@ -342,6 +342,21 @@ ORRERY_GEMM_INLINE void DepthwiseRowChunk(const gemm_internal::DepthwiseGeometry
   }
 }
 
+// What a depthwise plane kernel applies in registers: the post epilogue
+// (row bias, residual, Relu / Clip) when it can run on each output vector
+// (`in_regs`; otherwise on the finished plane), and the clamp bounds.
+struct PlanePost {
+  bool in_regs, post, clamp;
+  VF lo, hi;
+};
+
+ORRERY_GEMM_INLINE PlanePost PlanePostFor(const Epilogue& ep) {
+  const bool in_regs = ep.col_bias == nullptr && gemm_internal::PostInTile(ep);
+  return {in_regs, in_regs && ep.has_post(), in_regs && ep.act != Activation::kNone,
+          Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f),
+          Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf())};
+}
+
 // Depthwise planes of 3x3 windows with stride 1 or 2 along rows and no
 // dilation there (MobileNet's layers; any row stride, dilation and
 // padding): each output row in chunks of up to 4 vectors held in
@@ -356,11 +371,7 @@ template <int S>
 void DepthwiseRows3x3(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                       float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
   const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out;
-  const bool in_regs = ep.col_bias == nullptr && gemm_internal::PostInTile(ep);
-  const bool post = in_regs && ep.has_post();
-  const bool clamp = in_regs && ep.act != Activation::kNone;
-  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
-  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  const auto [in_regs, post, clamp, lo, hi] = PlanePostFor(ep);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t ch = p % c;
     const float* xp = x + p * in_vol;
@@ -416,11 +427,7 @@ void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, co
                    float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
   const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out;
   const int64_t taps = g.kh * g.kw, vectors = g.flat_vectors;
-  const bool in_regs = ep.col_bias == nullptr && gemm_internal::PostInTile(ep);
-  const bool post = in_regs && ep.has_post();
-  const bool clamp = in_regs && ep.act != Activation::kNone;
-  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
-  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  const auto [in_regs, post, clamp, lo, hi] = PlanePostFor(ep);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t ch = p % c;
     const float* xp = x + p * in_vol;
