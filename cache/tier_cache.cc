@@ -159,9 +159,8 @@ double TierCache::ExpectedRate(const Entry& e, int64_t now_ns) const {
   if (!w.valid || !w.predictable) return rate;
   const int64_t since = now_ns - e.last_use_ns;
   if (since > w.keepalive_ns) return rate;  // the window was missed: no better guess than the rate
-  const int64_t reload = transfer_.PredictNs(e.bytes) + options_.prewarm_margin_ns;
   // Not expected before it could be reloaded: holding it is worth nothing now.
-  if (w.prewarm_ns > reload && since < w.prewarm_ns - reload) return 0;
+  if (const int64_t headroom = IdleHeadroomNs(e, w); headroom > 0 && since < headroom) return 0;
   // Expected within the window: at least one request before it closes.
   const double remaining_s = static_cast<double>(std::max<int64_t>(w.keepalive_ns - since, kNsPerMs)) / 1e9;
   return std::max(rate, 1.0 / remaining_s);
@@ -172,15 +171,23 @@ double TierCache::ValuePerByte(const Entry& e, int64_t now_ns) const {
          static_cast<double>(e.charged);
 }
 
+int64_t TierCache::ReloadNs(const Entry& e) const {
+  return transfer_.PredictNs(e.bytes) + options_.prewarm_margin_ns;
+}
+
+int64_t TierCache::IdleHeadroomNs(const Entry& e, const KeepAliveWindows& w) const {
+  if (!w.predictable) return 0;
+  return std::max<int64_t>(w.prewarm_ns - ReloadNs(e), 0);
+}
+
 bool TierCache::Protected(const Entry& e, int64_t now_ns) const {
   if (!options_.keepalive || !e.seen) return false;
   const KeepAliveWindows w = e.idle.Windows(options_.keepalive_options);
   if (!w.valid) return false;
   const int64_t since = now_ns - e.last_use_ns;
-  const int64_t reload = transfer_.PredictNs(e.bytes) + options_.prewarm_margin_ns;
   if (since > w.keepalive_ns) return false;
   // Not expected before it could be reloaded: holding it now only idles memory.
-  if (w.predictable && w.prewarm_ns > reload && since < w.prewarm_ns - reload) return false;
+  if (const int64_t headroom = IdleHeadroomNs(e, w); headroom > 0 && since < headroom) return false;
   return true;
 }
 
@@ -189,7 +196,7 @@ bool TierCache::ShouldPrewarmLocked(const Entry& e, int64_t t_ns) const {
   const KeepAliveWindows w = e.idle.Windows(options_.keepalive_options);
   if (!w.valid || !w.predictable) return false;
   const int64_t since = t_ns - e.last_use_ns;
-  const int64_t reload = transfer_.PredictNs(e.bytes) + options_.prewarm_margin_ns;
+  const int64_t reload = ReloadNs(e);
   return since >= 0 && since <= w.keepalive_ns && since >= w.prewarm_ns - reload;
 }
 
@@ -476,7 +483,13 @@ std::vector<ModelKey> TierCache::ExpireIdle() {
     if (e.state != Residency::kResident || e.pins > 0 || !e.seen) continue;
     const KeepAliveWindows w = e.idle.Windows(options_.keepalive_options);
     if (!w.valid || Protected(e, now)) continue;
-    if (!w.predictable && now - e.last_use_ns < options_.keepalive_options.min_idle_ns) continue;
+    // Only a window a pre-warm can act on is worth expiring at: a model used
+    // every few ms (regular gaps look "predictable") whose reload takes longer
+    // than its gaps would be unloaded by any stall of its callers and make the
+    // next request pay the reload, deepening the stall. Such a model waits
+    // min_idle_ns like an unpredictable one.
+    const bool window_acts = IdleHeadroomNs(e, w) > 0;
+    if (!window_acts && now - e.last_use_ns < options_.keepalive_options.min_idle_ns) continue;
     expired.push_back(it->first);
     Drop(it, /*expired=*/true);
   }

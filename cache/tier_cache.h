@@ -203,7 +203,8 @@ class TierCache {
   std::vector<ModelKey> PrewarmDue(int64_t t_ns) const;
   // Unloads resident unpinned entries the keep-alive policy does not expect
   // to be used before they could be reloaded: past their keep-alive window
-  // (and, unless predictable, idle for keepalive_options.min_idle_ns), or
+  // (and, unless predictable with a pre-warm window later than the reload
+  // time + margin, idle for keepalive_options.min_idle_ns), or
   // (predictable ones) before their prewarm window by more than the reload
   // time + margin.
   // Returns them. No-op unless options.keepalive.
@@ -273,6 +274,12 @@ class TierCache {
   void Tick(int64_t now_ns);
   double ExpectedRate(const Entry& e, int64_t now_ns) const;
   double ValuePerByte(const Entry& e, int64_t now_ns) const;
+  // Predicted reload of e (its move now) + the pre-warm margin.
+  int64_t ReloadNs(const Entry& e) const;
+  // How long after its last use a predictable entry is not expected and could
+  // still be reloaded in time (pre-warm window - ReloadNs); 0 when no pre-warm
+  // could act on its window (not predictable, or the reload outlasts it).
+  int64_t IdleHeadroomNs(const Entry& e, const KeepAliveWindows& w) const;
   bool Protected(const Entry& e, int64_t now_ns) const;
   bool ShouldPrewarmLocked(const Entry& e, int64_t t_ns) const;
   double Share(const std::string& tenant, const std::string& requester) const;

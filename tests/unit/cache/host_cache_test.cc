@@ -400,6 +400,32 @@ TEST_F(HostCacheTest, BusyUnpredictableModelIsNotExpiredBeforeMinIdle) {
   EXPECT_EQ(c->state(k), Residency::kAbsent);
 }
 
+// Regular 3 ms gaps (a model under steady load; gaps under 1 ms share the
+// first bucket and never look predictable) make the model "predictable" with
+// a window of a few ms, but its reload takes 20 ms: no pre-warm could
+// act on that window, so a stall of its callers must not unload it (the next
+// request would pay the reload; seen as a collapse in scenario 2).
+TEST_F(HostCacheTest, BusyModelWhoseReloadOutlastsItsGapsIsNotExpiredBeforeMinIdle) {
+  auto c = Make(Opts(100'000'000));
+  const ModelKey k = K("t", "busy");
+  ASSERT_TRUE(c->Register(k, 20'000'000).ok());
+  // The first gap includes the first load (23 ms): 200 gaps keep it out of the p99.
+  for (int i = 0; i < 200; ++i) {
+    Use(c.get(), k);
+    clock_.AdvanceNs(3 * kNsPerMs);
+  }
+  Use(c.get(), k);
+  const int64_t last = c->Info(k)->last_use_ns;
+  const KeepAliveWindows w = c->Info(k)->windows;
+  ASSERT_TRUE(w.predictable);
+  ASSERT_LT(w.keepalive_ns, 10 * kNsPerMs);
+  clock_.AdvanceTo(last + 50 * kNsPerMs);  // well past the window
+  EXPECT_TRUE(c->ExpireIdle().empty());
+  EXPECT_EQ(c->state(k), Residency::kResident);
+  clock_.AdvanceTo(last + KeepAliveOptions{}.min_idle_ns);
+  EXPECT_EQ(c->ExpireIdle(), std::vector<ModelKey>{k});
+}
+
 TEST_F(HostCacheTest, PrewarmReportsTheEntriesItEvictsForItsRoom) {
   // The caller (HostTier::Maintain) must drop what a pre-warm evicted.
   auto c = Make(Opts(1000));
