@@ -310,14 +310,18 @@ def git_rev(path):
 def host_probe(args, o):
     """What the host allowed while (and right after) Orrery ran: p99/p50 of the
     runs' on-CPU time, the steal share over them, and the p99/p50 of the fixed
-    loop (worst kernel) run now, for --host-probe-runs x ~1 ms per kernel."""
+    loop (worst kernel) run now, for --host-probe-runs runs per kernel, each as
+    long as Orrery's p50 up to 1 ms (a 26 us model meets the host's ticks and
+    interrupts at a different rate than a 1 ms loop)."""
     cpu = (o["p99_cpu_ms"] / o["p50_cpu_ms"]
            if o.get("p50_cpu_ms") and o.get("p99_cpu_ms") else None)
     steal = o.get("steal_share")
     loop = None
     if args.host_probe_runs > 0:
+        # Shorter runs, more of them: the same ~host-probe-runs ms of loop.
+        run_ms = min(1.0, o["p50_ms"]) if o.get("p50_ms") else 1.0
         j = machine_jitter.measure(os.path.dirname(os.path.abspath(args.orrery_run)),
-                                   runs=args.host_probe_runs)
+                                   runs=min(20000, int(args.host_probe_runs / run_ms)), run_ms=run_ms)
         if j:
             loop = max(v["p99_over_p50"] for v in j.values())
     return {"cpu": cpu, "steal": steal, "loop": loop,
@@ -508,7 +512,7 @@ def write_doc(args, r):
                "calling thread (the kernel's paravirt steal accounting leaves out time the "
                "host gave the vCPU to another guest); host steal: steal / all CPU time of "
                "the machine over Orrery's timed runs (/proc/stat); host loop p99/p50: "
-               "`bench/cpu_jitter --runs N` (worst of its kernels) right after Orrery's "
+               "`bench/cpu_jitter --runs N --ms min(1, Orrery's p50)` (worst of its kernels) right after Orrery's "
                "runs, before ORT's. With fewer than 100 runs the nearest-rank p99 is the "
                "slowest run."]
     if r["skipped"]:
@@ -552,7 +556,8 @@ def main():
                    help="latency: timed runs at batch 1 at least (p99 = slowest run below 100)")
     p.add_argument("--batch", type=int, default=8, help="latency: batch size for throughput")
     p.add_argument("--host-probe-runs", type=int, default=300,
-                   help="latency: bench/cpu_jitter runs (~1 ms each, per kernel) after each "
+                   help="latency: bench/cpu_jitter runs (each as long as Orrery's p50 up to 1 ms; "
+                        "shorter runs are run 1 / p50 times as often) per kernel after each "
                         "batch-1 Orrery measurement; 0 = none")
     p.add_argument("--doc", default="", help="latency: write the markdown report here")
     p.add_argument("--command", default="", help="latency: command line to record in the report")

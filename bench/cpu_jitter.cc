@@ -1,7 +1,9 @@
 // The machine's own timing jitter: a fixed sequence of register-only
 // instructions (no memory traffic, no allocation, no system call) run back to
-// back, each run about 1 ms, on whatever CPU the caller pins it to.
-//   cpu_jitter [--runs N] [--warmup N]
+// back, each run about 1 ms (or --ms), on whatever CPU the caller pins
+// it to. A run as short as a model's (tens of us) shows what the host's
+// interrupts and ticks alone do to a p99/p50 at that length.
+//   cpu_jitter [--runs N] [--warmup N] [--ms RUN_MS]
 // Prints one JSON line per kernel: p50, p90, p99 in ms, p99/p50 and
 // (p99 - p50) / p99. Nothing a scheduler or runtime does can be steadier than
 // this, so the benchmarks print it next to their own p99/p50 and prediction
@@ -42,13 +44,16 @@ double RunMs(const Kernel& k, long n) {
 int main(int argc, char** argv) {
   int runs = 1000;
   int warmup = 100;
+  double run_ms = 1.0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::max(10, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) {
       warmup = std::max(0, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--ms") == 0 && i + 1 < argc) {
+      run_ms = std::clamp(std::atof(argv[++i]), 0.005, 100.0);
     } else {
-      std::fprintf(stderr, "usage: cpu_jitter [--runs N] [--warmup N]\n");
+      std::fprintf(stderr, "usage: cpu_jitter [--runs N] [--warmup N] [--ms RUN_MS]\n");
       return 2;
     }
   }
@@ -59,10 +64,10 @@ int main(int argc, char** argv) {
   };
   for (const Kernel& k : kernels) {
     if (!k.available) continue;
-    // Size the loop to about 1 ms from the fastest of a few probes.
+    // Size the loop to about run_ms from the fastest of a few probes.
     double probe = 1e30;
     for (int i = 0; i < 5; ++i) probe = std::min(probe, RunMs(k, 100000));
-    const long n = std::max(1000L, static_cast<long>(100000.0 / probe));
+    const long n = std::max(100L, static_cast<long>(100000.0 * run_ms / probe));
     std::vector<double> ms;
     ms.reserve(static_cast<size_t>(runs));
     for (int i = 0; i < warmup + runs; ++i) {

@@ -9,12 +9,13 @@ import os
 import subprocess
 
 
-def measure(build_dir, cpus=None, runs=1000):
-    """{kernel: {p50_ms, p99_ms, p99_over_p50, spread, ...}}, or {} if the probe is not built."""
+def measure(build_dir, cpus=None, runs=1000, run_ms=None):
+    """{kernel: {p50_ms, p99_ms, p99_over_p50, spread, ...}}, or {} if the probe is not built.
+    run_ms: the loop's length (default ~1 ms)."""
     probe = os.path.join(build_dir, "bench", "cpu_jitter")
     if not os.access(probe, os.X_OK):
         return {}
-    cmd = (["taskset", "-c", cpus] if cpus else []) + [probe, "--runs", str(runs)]
+    cmd = (["taskset", "-c", cpus] if cpus else []) + [probe, "--runs", str(runs)] + (["--ms", f"{run_ms:.4f}"] if run_ms else [])
     res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if res.returncode != 0:
         return {}
