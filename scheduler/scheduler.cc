@@ -774,6 +774,7 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
         static_cast<double>(total));
     job.remaining_ns.store(remaining, std::memory_order_relaxed);
     if (job.exec->done() || static_cast<int>(stack.size()) > options_.max_parked) continue;
+    if (options_.after_step_for_test) options_.after_step_for_test(job.model_id, job.exec->step_index());
 
     // Between two steps: would the most urgent queued request miss its
     // deadline waiting for the rest of this one (and, at_risk_plans_stack,

@@ -251,6 +251,12 @@ struct FairSchedulerOptions {
   // the deadline, else the CPU lanes as before.
   DeviceLanes* device = nullptr;
   DeviceExecutor device_executor = {};
+  // Tests only (a sync point in RocksDB's sense): called on the lane after
+  // each step of a run that has steps left, before the lane looks at the
+  // queue, with the run's model id and the steps done. A request submitted
+  // from here is seen at this very preemption point, which no thread racing
+  // the run can promise. Empty = not called.
+  std::function<void(const std::string& model_id, size_t steps_done)> after_step_for_test = {};
 };
 
 // What the scheduler counts per tenant; FairScheduler keeps one per tenant

@@ -43,6 +43,14 @@ ModelCache::ModelPtr Compile(const std::string& bytes) {
 
 ModelCache::ModelPtr ReluModel() { return Compile(testing::ReluModelBytes()); }
 
+// Returns once the queue is empty (the request submitted last is on the
+// lane). Polls with sleeps, not yield(): a yielding thread that shares a CPU
+// with the lane can wait out the lane's whole time slice, i.e. the run it
+// meant to catch in progress.
+void WaitUntilQueueEmpty(const FairScheduler& scheduler) {
+  while (scheduler.queue_depth() > 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
 // y = Relu(Relu(...Relu(x))) `layers` deep, x: float32 [1, N]: a "long"
 // model whose steps all cost about the same.
 ModelCache::ModelPtr ChainModel(int layers) {
@@ -451,7 +459,7 @@ TEST(FairSchedulerTest, ShortRequestPreemptsLongOneBetweenLayers) {
   std::promise<int64_t> long_done;
   const int64_t long_start = SteadyClock::Get()->NowNs();
   ASSERT_TRUE(run_long(&long_done).ok());
-  while (scheduler.queue_depth() > 0) std::this_thread::yield();  // the long one is on the lane
+  WaitUntilQueueEmpty(scheduler);  // the long one is on the lane
   std::promise<int64_t> short_done;
   const int64_t short_submit = SteadyClock::Get()->NowNs();
   // Its deadline, 60% of the long request's predicted time, is before the
@@ -479,10 +487,14 @@ TEST(FairSchedulerTest, ShortRequestPreemptsLongOneBetweenLayers) {
   EXPECT_LT(short_end, short_deadline);
 }
 
-// No deadline at all: another tenant's request that arrives while a long
-// one runs is put first by fair order (its tenant is back from idle), so it
-// runs after the current layer instead of after the whole long request.
-// With fair_preemption off it waits for the long one.
+// No deadline at all: another tenant's request queued while a long one
+// runs is put first by fair order (a tie in virtual start; its tenant is
+// back from idle), so it runs after the current layer instead of after the
+// whole long request. With fair_preemption off it waits for the long one.
+// Both are queued before the lane starts ("heavy" goes first: ties go by
+// tenant name), so that the light one is surely queued at the first
+// preemption point: a test thread that queued it during the run could be
+// kept off its CPU until the run ended.
 TEST(FairSchedulerTest, AnotherTenantsRequestWaitsOneLayerNotTheWholeRun) {
   constexpr int64_t kWidth = 1 << 19;
   auto long_model = ChainModel(60);
@@ -490,7 +502,8 @@ TEST(FairSchedulerTest, AnotherTenantsRequestWaitsOneLayerNotTheWholeRun) {
   Tensor big(DType::kFloat32, {1, kWidth});
   for (int64_t i = 0; i < kWidth; ++i) big.data<float>()[i] = static_cast<float>(i % 5) - 2;
   for (bool fair : {true, false}) {
-    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .fair_preemption = fair});
+    FairScheduler scheduler(
+        FairSchedulerOptions{.lanes = 1, .start_paused = true, .max_batch = 1, .fair_preemption = fair});
     std::promise<int64_t> long_done, short_done;
     InferenceRequest r{"heavy", long_model, {NamedTensor{"x", big}}};
     r.model_id = "chain";
@@ -498,11 +511,11 @@ TEST(FairSchedulerTest, AnotherTenantsRequestWaitsOneLayerNotTheWholeRun) {
       EXPECT_TRUE(out.ok()) << out.status().ToString();
       long_done.set_value(SteadyClock::Get()->NowNs());
     }).ok());
-    while (scheduler.queue_depth() > 0) std::this_thread::yield();  // the long one is on the lane
     ASSERT_TRUE(scheduler.Submit(Request("light", short_model, 1), [&](Outputs out) {
       EXPECT_TRUE(out.ok()) << out.status().ToString();
       short_done.set_value(SteadyClock::Get()->NowNs());
     }).ok());
+    scheduler.Resume();
     const int64_t short_end = short_done.get_future().get();
     const int64_t long_end = long_done.get_future().get();
     scheduler.Shutdown();
@@ -519,6 +532,8 @@ TEST(FairSchedulerTest, AnotherTenantsRequestWaitsOneLayerNotTheWholeRun) {
 // Fair preemption never makes an admitted request late: with a deadline
 // that leaves no room for another run of the same model, the running
 // request is not preempted for the other tenant's; with a loose one it is.
+// Both are queued before the lane starts, "first" ahead of "second" (a tie
+// in virtual start, broken by tenant name), as in the test above.
 TEST(FairSchedulerTest, FairPreemptionKeepsTheRunningRequestsDeadline) {
   constexpr int64_t kWidth = 1 << 19;
   auto model = ChainModel(60);
@@ -531,34 +546,34 @@ TEST(FairSchedulerTest, FairPreemptionKeepsTheRunningRequestsDeadline) {
     return r;
   };
   for (bool tight : {true, false}) {
-    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1});
-    // The chain's cost is measured by a third tenant, so that "running" and
-    // "other" both start at the virtual time (a tie: fair order would let
-    // "other" preempt).
+    FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .max_batch = 1});
+    // The chain's cost is measured by a third tenant, so that "first" and
+    // "second" both start at the virtual time.
     std::promise<void> warm;
     ASSERT_TRUE(scheduler.Submit(chain_request("warm-up", 0), [&](Outputs) { warm.set_value(); }).ok());
     warm.get_future().get();
     int64_t predicted = 0;
     for (const ModelCostStats& m : scheduler.Stats().models) predicted = m.estimate_ns.at(1);
     ASSERT_GT(predicted, 0);
+    scheduler.Pause();
     const int64_t deadline = scheduler.NowNs() + (tight ? predicted * 16 / 10 : predicted * 100);
-    std::promise<int64_t> running_done, other_done;
-    ASSERT_TRUE(scheduler.Submit(chain_request("running", deadline), [&](Outputs) {
-      running_done.set_value(SteadyClock::Get()->NowNs());
+    std::promise<int64_t> first_done, second_done;
+    ASSERT_TRUE(scheduler.Submit(chain_request("first", deadline), [&](Outputs) {
+      first_done.set_value(SteadyClock::Get()->NowNs());
     }).ok());
-    while (scheduler.queue_depth() > 0) std::this_thread::yield();  // it is on the lane
-    ASSERT_TRUE(scheduler.Submit(chain_request("other", 0), [&](Outputs) {
-      other_done.set_value(SteadyClock::Get()->NowNs());
+    ASSERT_TRUE(scheduler.Submit(chain_request("second", 0), [&](Outputs) {
+      second_done.set_value(SteadyClock::Get()->NowNs());
     }).ok());
-    const int64_t running_end = running_done.get_future().get();
-    const int64_t other_end = other_done.get_future().get();
+    scheduler.Resume();
+    const int64_t first_end = first_done.get_future().get();
+    const int64_t second_end = second_done.get_future().get();
     scheduler.Shutdown();
     if (tight) {
       EXPECT_EQ(scheduler.Stats().preemptions, 0u) << "preempted although the deadline left no room";
-      EXPECT_LT(running_end, other_end);
+      EXPECT_LT(first_end, second_end);
     } else {
       EXPECT_EQ(scheduler.Stats().preemptions, 1u);
-      EXPECT_GT(running_end, other_end);
+      EXPECT_GT(first_end, second_end);
     }
   }
 }
@@ -659,14 +674,26 @@ TEST(FairSchedulerTest, ALightTenantsRequestPreemptsAHeavyTenantsRunOutOfFairOrd
   auto chain = ChainModel(60);
   Tensor big(DType::kFloat32, {1, kWidth});
   for (int64_t i = 0; i < kWidth; ++i) big.data<float>()[i] = static_cast<float>(i % 5) - 2;
+  auto model = ReluModel();
   for (double fraction : {0.75, 0.0}) {
     FakeClock clock;  // shares and virtual times from predictions; the chain's run takes real time
+    std::promise<int64_t> long_done, short_done;
+    std::atomic<FairScheduler*> lane_sees{nullptr};
+    // b's request arrives on the lane after the chain's first layer, so it
+    // is queued at a preemption point whatever the test thread's luck.
+    auto submit_b = [&](const std::string& model_id, size_t steps_done) {
+      FairScheduler* scheduler = lane_sees.load();
+      if (scheduler == nullptr || model_id != "chain" || steps_done != 1) return;
+      EXPECT_TRUE(scheduler->Submit(Request("b", model, 1), [&](Outputs) {
+        short_done.set_value(SteadyClock::Get()->NowNs());
+      }).ok());
+    };
     FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .clock = &clock, .start_paused = true,
-                                                 .light_share_fraction = fraction});
+                                                 .light_share_fraction = fraction,
+                                                 .after_step_for_test = submit_b});
     scheduler.Calibrate("relu", 1, 1 * kMs);
     scheduler.Calibrate("slow", 1, 100 * kMs);
     scheduler.Calibrate("chain", 1, 1 * kMs);
-    auto model = ReluModel();
     UseLaneShares(scheduler, model, 600, 0);
     InferenceRequest slow = Request("b", model, 1);
     slow.model_id = "slow";
@@ -674,14 +701,10 @@ TEST(FairSchedulerTest, ALightTenantsRequestPreemptsAHeavyTenantsRunOutOfFairOrd
     ASSERT_TRUE(scheduler.Submit(std::move(slow), [&](Outputs) { slow_done.set_value(); }).ok());
     scheduler.Resume();
     slow_done.get_future().get();
-    std::promise<int64_t> long_done, short_done;
+    lane_sees = &scheduler;
     InferenceRequest r{"a", chain, {NamedTensor{"x", big}}};
     r.model_id = "chain";
     ASSERT_TRUE(scheduler.Submit(std::move(r), [&](Outputs) { long_done.set_value(SteadyClock::Get()->NowNs()); }).ok());
-    while (scheduler.queue_depth() > 0) std::this_thread::yield();  // the chain is on the lane
-    ASSERT_TRUE(scheduler.Submit(Request("b", model, 1), [&](Outputs) {
-      short_done.set_value(SteadyClock::Get()->NowNs());
-    }).ok());
     const int64_t short_end = short_done.get_future().get();
     const int64_t long_end = long_done.get_future().get();
     scheduler.Shutdown();
