@@ -9,6 +9,7 @@
 // wider ISA can be picked by the linker for a narrower build.
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "ops/cpu/lane_shuffle.h"
 #include "ops/cpu/vec/vec.h"
@@ -329,6 +330,25 @@ template <Reduce kOp>
 inline float FoldScalar(float acc, float v) {
   return Fold<kOp>(Splat(acc), Splat(v))[0];
 }
+// Lane (l + S) mod kW of v in lane l.
+template <int S, size_t... I>
+inline VF RotateLanes(VF v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, static_cast<int>((I + S) % kW)...);
+}
+// All lanes of v folded in log2(kW) shuffle + fold steps, where a lane by
+// lane loop is a dependent chain of kW - 1 folds (each a broadcast, compare
+// and blend for max): ~100 cycles per row with 16 lanes. kSum, kMax, kMin
+// (a sum adds in a tree order, not lane order).
+template <Reduce kOp>
+inline float HFold(VF v) {
+  static_assert(kOp != Reduce::kSumSquare, "fold the squares first, then HFold<kSum>");
+  constexpr auto lanes = std::make_index_sequence<kW>{};
+  if constexpr (kW >= 16) v = Fold<kOp>(v, RotateLanes<8>(v, lanes));
+  if constexpr (kW >= 8) v = Fold<kOp>(v, RotateLanes<4>(v, lanes));
+  v = Fold<kOp>(v, RotateLanes<2>(v, lanes));
+  v = Fold<kOp>(v, RotateLanes<1>(v, lanes));
+  return v[0];
+}
 template <Reduce kOp>
 constexpr float Identity() {
   if constexpr (kOp == Reduce::kMax) return -__builtin_inff();
@@ -353,9 +373,7 @@ float ReduceRow(const float* x, int64_t n) {
   if constexpr (kOp == Reduce::kSum || kOp == Reduce::kSumSquare) {
     r = HSum(a0 + a1);
   } else {
-    const VF a = Fold<kOp>(a0, a1);
-    r = a[0];
-    for (int l = 1; l < kW; ++l) r = FoldScalar<kOp>(r, a[l]);
+    r = HFold<kOp>(Fold<kOp>(a0, a1));
   }
   for (; i < n; ++i) r = FoldScalar<kOp>(r, x[i]);
   return r;
@@ -402,18 +420,30 @@ void SoftmaxRowsImpl(const float* x, float* y, int64_t rows, int64_t n, bool log
     float* yr = y + r * n;
     const float mx = ReduceRow<Reduce::kMax>(xr, n);
     const VF m = Splat(mx);
-    VF s0 = Splat(0.0f);
+    // Two sums, so that consecutive exps do not wait on one add chain.
+    VF s0 = Splat(0.0f), s1 = s0;
     int64_t i = 0;
     if (log) {
+      for (; i + 2 * kW <= n; i += 2 * kW) {
+        s0 += Exp(Load(xr + i) - m);
+        s1 += Exp(Load(xr + i + kW) - m);
+      }
       for (; i + kW <= n; i += kW) s0 += Exp(Load(xr + i) - m);
     } else {
+      for (; i + 2 * kW <= n; i += 2 * kW) {
+        const VF e0 = Exp(Load(xr + i) - m), e1 = Exp(Load(xr + i + kW) - m);
+        Store(yr + i, e0);
+        Store(yr + i + kW, e1);
+        s0 += e0;
+        s1 += e1;
+      }
       for (; i + kW <= n; i += kW) {
         const VF e = Exp(Load(xr + i) - m);
         Store(yr + i, e);
         s0 += e;
       }
     }
-    float sum = HSum(s0);
+    float sum = HFold<Reduce::kSum>(s0 + s1);
     for (; i < n; ++i) {
       const float e = Exp(Splat(xr[i] - mx))[0];
       if (!log) yr[i] = e;
@@ -428,7 +458,10 @@ void SoftmaxRowsImpl(const float* x, float* y, int64_t rows, int64_t n, bool log
       for (; j < n; ++j) yr[j] = (xr[j] - mx) - ls;
     } else {
       const float inv = 1.0f / sum;
-      BinaryLoop<Binary::kMul>(yr, 1, &inv, 0, yr, n);
+      const VF iv = Splat(inv);
+      int64_t j = 0;
+      for (; j + kW <= n; j += kW) Store(yr + j, Load(yr + j) * iv);
+      for (; j < n; ++j) yr[j] *= inv;
     }
   }
 }

@@ -142,6 +142,30 @@ TEST(VecTest, BinaryBroadcastModes) {
   }
 }
 
+// Max and min fold their vector lanes in a tree (HFold): whichever lane
+// holds the extreme or a NaN, the row's result is that value.
+TEST(VecTest, RowMaxAndMinFindTheExtremeOrNaNInEveryLane) {
+  const int64_t n = 67;  // two 2-vector steps, one vector, a scalar tail on every ISA
+  for (const Kernels* k : AllIsas()) {
+    for (int64_t at = 0; at < n; ++at) {
+      std::vector<float> x(n);
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 23) - 11.0f;
+      float mx = 0, mn = 0;
+      x[at] = 100.0f;
+      k->reduce_rows(Reduce::kMax, x.data(), 1, n, &mx);
+      EXPECT_EQ(mx, 100.0f) << IsaName(k->isa) << " max at " << at;
+      x[at] = -100.0f;
+      k->reduce_rows(Reduce::kMin, x.data(), 1, n, &mn);
+      EXPECT_EQ(mn, -100.0f) << IsaName(k->isa) << " min at " << at;
+      x[at] = std::numeric_limits<float>::quiet_NaN();
+      k->reduce_rows(Reduce::kMax, x.data(), 1, n, &mx);
+      k->reduce_rows(Reduce::kMin, x.data(), 1, n, &mn);
+      EXPECT_TRUE(std::isnan(mx)) << IsaName(k->isa) << " NaN at " << at;
+      EXPECT_TRUE(std::isnan(mn)) << IsaName(k->isa) << " NaN at " << at;
+    }
+  }
+}
+
 TEST(VecTest, SoftmaxLayerNormAndReductionsMatchLoops) {
   const int64_t rows = 3, n = 45;
   std::vector<float> x(rows * n);
