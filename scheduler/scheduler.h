@@ -540,8 +540,8 @@ class FairScheduler {
   std::atomic<int64_t> lane_callback_max_ns_{0};
 
   // Smallest latest start among queued jobs (kNoDeadline if none) and a
-  // counter bumped on every queue change: lanes read them between steps
-  // without the lock.
+  // counter bumped on every queue change (and on Resume, Shutdown): lanes
+  // read them between steps and while spinning, without the lock.
   std::atomic<int64_t> urgent_latest_start_{kNoDeadline};
   std::atomic<size_t> queued_count_{0};  // queue_.size() as of the last change (queue_depth)
   std::atomic<uint64_t> queue_generation_{0};

@@ -154,6 +154,29 @@ TEST(FairSchedulerTest, ASpinningLaneRunsTheNextRequestAndStopsAtShutdown) {
   EXPECT_EQ(scheduler.completed(), 2u);
 }
 
+// A spinning lane looks at the queue only when it changed (a lock taken
+// on every poll put Submit to sleep on the mutex); Resume changes what the
+// lane may run without changing the queue, so it must count as a change:
+// a request queued while paused runs once resumed, not after the hour.
+TEST(FairSchedulerTest, ASpinningLaneRunsWhatWasQueuedWhilePausedOnceResumed) {
+  FairScheduler scheduler(FairSchedulerOptions{.lanes = 1, .start_paused = true,
+                                               .lane_spin_ns = int64_t{3600} * 1'000'000'000});
+  scheduler.Resume();
+  std::promise<void> first;
+  ASSERT_TRUE(scheduler.Submit(Request("t", ReluModel(), 1.0f), [&](Outputs) { first.set_value(); }).ok());
+  first.get_future().get();  // the lane is spinning now
+  scheduler.Pause();
+  std::promise<Outputs> p;
+  std::future<Outputs> f = p.get_future();
+  ASSERT_TRUE(scheduler.Submit(Request("t", ReluModel(), 2.0f), [&](Outputs r) { p.set_value(std::move(r)); }).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the spinner has seen the paused queue
+  EXPECT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::timeout) << "ran while paused";
+  scheduler.Resume();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  EXPECT_TRUE(f.get().ok());
+  scheduler.Shutdown();
+}
+
 TEST(FairSchedulerTest, ShutdownDrainsQueuedWorkThenRefuses) {
   auto model = ReluModel();
   std::atomic<int> done{0};
