@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <numeric>
 
 #include "ops/cpu/gemm/kernels.h"
 
@@ -555,8 +556,124 @@ void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, co
   }
 }
 
+// Lanes l with 0 <= s + l < n (a masked load of x + s inside [0, n)).
+ORRERY_GEMM_INLINE __mmask16 LanesInside(int64_t s, int64_t n) {
+  const int64_t lo = s < 0 ? -s : 0, hi = n - s;
+  if (lo == 0 && hi >= 16) return __mmask16(0xffff);
+  if (lo >= 16 || hi <= lo) return 0;
+  const uint32_t below_hi = hi >= 16 ? 0xffffu : (1u << hi) - 1;
+  return static_cast<__mmask16>(below_hi & ~((1u << lo) - 1));
+}
+
+// Same-size 3x3 planes (stride 1, pad 1, undilated: MobileNet's stride-1
+// depthwise layers) as one flattened row of 16-lane vectors, with no
+// per-tap loads: each filter row kh reads the input stream shifted by
+// (kh - 1) * w_in once (one masked load per vector and row, masked to the
+// plane, so rows above / below it read as zero), and its left / right
+// neighbours come from valignd with the previous / next vector of that
+// stream. The left (right) column of taps is added only in lanes whose
+// output column is not the first (last): per-vector masks, periodic with
+// period w / gcd(w, 16) vectors (7 for every MobileNet plane), built once
+// per call. 3 loads, 6 valignd and 9 FMAs per 16 outputs instead of 9
+// masked loads with table look-ups (flat) or per-tap masked loads (rows).
+constexpr int64_t kSame3x3MaxPeriod = 64;
+
+inline bool Same3x3(const gemm_internal::DepthwiseGeometry& g) {
+  if (g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.ph != 1 ||
+      g.pw != 1 || g.h_out != g.h_in || g.w_out != g.w_in || g.h_in < 1 || g.w_in < 1) {
+    return false;
+  }
+  const int64_t w = g.w_in;
+  return w / std::gcd<int64_t>(w, 16) <= kSame3x3MaxPeriod;
+}
+
+void DepthwiseSame3x3(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
+                      float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  const int64_t width = g.w_in, vol = g.h_in * g.w_in;
+  const int64_t vectors = (vol + 15) / 16;
+  const int64_t period = width / std::gcd<int64_t>(width, 16);
+  // left_ok[q]: lanes of vector v (v % period == q) whose column is not 0;
+  // right_ok[q]: not width - 1.
+  __mmask16 left_ok[kSame3x3MaxPeriod], right_ok[kSame3x3MaxPeriod];
+  for (int64_t q = 0; q < period; ++q) {
+    uint32_t l = 0, r = 0;
+    for (int64_t lane = 0; lane < 16; ++lane) {
+      const int64_t col = (q * 16 + lane) % width;
+      if (col != 0) l |= 1u << lane;
+      if (col != width - 1) r |= 1u << lane;
+    }
+    left_ok[q] = static_cast<__mmask16>(l);
+    right_ok[q] = static_cast<__mmask16>(r);
+  }
+  const PlanePost post(ep);
+  const bool in_regs = post.in_regs, clamp = post.clamp;
+  const VF lo = post.lo, hi = post.hi;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t ch = p % c;
+    const float* xp = x + p * vol;
+    const float* wp = w + ch * 9;
+    float* yp = y + p * vol;
+    const bool add_bias = in_regs && ep.row_bias != nullptr;
+    const __m512 bias = _mm512_set1_ps(add_bias ? ep.row_bias[ch] : 0.0f);
+    const float* zp = in_regs && ep.residual != nullptr ? ep.residual + p * vol : nullptr;
+    __m512 wv[9];
+#pragma GCC unroll 9
+    for (int t = 0; t < 9; ++t) wv[t] = _mm512_set1_ps(wp[t]);
+    // Stream kh at vector v: x[16 v + (kh - 1) * width + lane], zero
+    // outside the plane.
+    const int64_t off[3] = {-width, 0, width};
+    __m512 prev[3], cur[3];
+#pragma GCC unroll 3
+    for (int kh = 0; kh < 3; ++kh) {
+      prev[kh] = _mm512_setzero_ps();  // only read by lane 0 of vector 0: column 0
+      cur[kh] = _mm512_maskz_loadu_ps(LanesInside(off[kh], vol), xp + off[kh]);
+    }
+    int64_t q = 0;
+    for (int64_t v = 0; v < vectors; ++v) {
+      const int64_t o = v * 16;
+      __m512 l[3], r[3];
+#pragma GCC unroll 3
+      for (int kh = 0; kh < 3; ++kh) {
+        const int64_t s = o + 16 + off[kh];
+        const __m512 next = _mm512_maskz_loadu_ps(LanesInside(s, vol), xp + s);
+        // (maskz with all lanes: GCC 12 warns on the unmasked form's undefined source)
+        l[kh] = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
+            __mmask16(0xffff), _mm512_castps_si512(cur[kh]), _mm512_castps_si512(prev[kh]), 15));
+        r[kh] = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
+            __mmask16(0xffff), _mm512_castps_si512(next), _mm512_castps_si512(cur[kh]), 1));
+        prev[kh] = cur[kh];
+        cur[kh] = next;
+      }
+      // prev[] now holds this vector's centre.
+      __m512 center = _mm512_mul_ps(wv[1], prev[0]);
+      __m512 left = _mm512_mul_ps(wv[0], l[0]);
+      __m512 right = _mm512_mul_ps(wv[2], r[0]);
+#pragma GCC unroll 2
+      for (int kh = 1; kh < 3; ++kh) {
+        center = _mm512_fmadd_ps(wv[kh * 3 + 1], prev[kh], center);
+        left = _mm512_fmadd_ps(wv[kh * 3], l[kh], left);
+        right = _mm512_fmadd_ps(wv[kh * 3 + 2], r[kh], right);
+      }
+      __m512 acc = _mm512_mask_add_ps(center, left_ok[q], center, left);
+      acc = _mm512_mask_add_ps(acc, right_ok[q], acc, right);
+      if (++q == period) q = 0;
+      const __mmask16 m = FirstLanes(vol - o);
+      if (add_bias) acc = _mm512_add_ps(acc, bias);
+      if (zp != nullptr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, zp + o));
+      if (clamp) acc = (__m512)Min(Max((VF)acc, lo), hi);
+      _mm512_mask_storeu_ps(yp + o, m, acc);
+    }
+    if (!in_regs && ep.has_post()) {
+      Epilogue e = ep;
+      if (e.residual != nullptr) e.residual += (p - ch) * vol;
+      ApplyEpilogueImpl(e, yp, vol, ch, 0, 1, vol);
+    }
+  }
+}
+
 void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  if (Same3x3(g)) return DepthwiseSame3x3(g, x, w, y, c, p0, p1, ep);
   if (g.flat_vectors >= 1) {
     if (g.flat_gather != nullptr) return DepthwiseFlat<true>(g, x, w, y, c, p0, p1, ep);
     return DepthwiseFlat<false>(g, x, w, y, c, p0, p1, ep);
