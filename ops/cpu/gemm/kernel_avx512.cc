@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <numeric>
 
+#include "ops/cpu/gemm/conv_stem.h"
 #include "ops/cpu/gemm/kernels.h"
 
 #define ORRERY_GEMM_NS avx512
@@ -671,6 +672,78 @@ void DepthwiseSame3x3(const gemm_internal::DepthwiseGeometry& g, const float* x,
   }
 }
 
+// The stem convolution (conv_stem.h): per output row, 16 output columns
+// and 16 channels at a time; taps of input row ih split from 32 loaded
+// columns as in Stride2Taps3Row (column 32 v - 1, the left neighbour of
+// lane 0, is one scalar: zero padding at v = 0).
+void ConvStem(const gemm_internal::ConvStemGeometry& g, const float* x, const float* packed,
+              float* y, int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1, const Epilogue& ep) {
+  const __m512i evens =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out;
+  const int64_t nv = (g.w_out + 15) / 16;
+  const int64_t block = g.cg * g.kh * 3 * 16;  // floats of one channel block
+  const bool clamp = ep.act != Activation::kNone;
+  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
+  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  for (int64_t mb = mb0; mb < mb1; ++mb) {
+    const float* wb = packed + mb * block;
+    const int64_t m0 = mb * 16;
+    const int channels = static_cast<int>(std::min<int64_t>(16, g.m - m0));
+    __m512 bias[16];
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) {
+      bias[j] = _mm512_set1_ps(ep.row_bias != nullptr && j < channels ? ep.row_bias[m0 + j]
+                                                                        : 0.0f);
+    }
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
+      for (int64_t v = 0; v < nv; ++v) {
+        __m512 acc[16];
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
+        const __mmask16 in_lo = FirstLanes(g.w_in - v * 32);
+        const __mmask16 in_hi = FirstLanes(g.w_in - v * 32 - 16);
+        for (int64_t c = 0; c < g.cg; ++c) {
+          for (int64_t kh = 0; kh < g.kh; ++kh) {
+            const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+            if (ih < 0 || ih >= g.h_in) continue;
+            const float* xr = x + c * in_vol + ih * g.w_in + v * 32;
+            const __m512 a = _mm512_maskz_loadu_ps(in_lo, xr);
+            const __m512 b = _mm512_maskz_loadu_ps(in_hi, xr + 16);
+            const __m512 even = _mm512_permutex2var_ps(a, evens, b);
+            const __m512 odd = _mm512_permutex2var_ps(a, odds, b);
+            const float left = v > 0 && v * 32 - 1 < g.w_in ? xr[-1] : 0.0f;
+            const __m512 odd_left = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
+                __mmask16(0xffff), _mm512_castps_si512(odd),
+                _mm512_castps_si512(_mm512_set1_ps(left)), 15));
+            const float* wt = wb + (c * g.kh + kh) * 48;
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; ++j) {
+              acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[j]), odd_left, acc[j]);
+              acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[16 + j]), even, acc[j]);
+              acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[32 + j]), odd, acc[j]);
+            }
+          }
+        }
+        const int64_t o = oh * g.w_out + v * 16;
+        const __mmask16 m = FirstLanes(g.w_out - v * 16);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) {
+          if (j >= channels) break;
+          __m512 r = _mm512_add_ps(acc[j], bias[j]);
+          if (ep.residual != nullptr) {
+            r = _mm512_add_ps(
+                r, _mm512_maskz_loadu_ps(m, ep.residual + (m0 + j) * ep.ld_residual + o));
+          }
+          if (clamp) r = (__m512)Min(Max((VF)r, lo), hi);
+          _mm512_mask_storeu_ps(y + (m0 + j) * out_vol + o, m, r);
+        }
+      }
+    }
+  }
+}
+
 void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
   if (Same3x3(g)) return DepthwiseSame3x3(g, x, w, y, c, p0, p1, ep);
@@ -695,6 +768,15 @@ const GemmKernels& Avx512Kernels() {
                              avx512::Im2ColPanelImpl, avx512::ConvTileAny, avx512::ConvPanel,
                              avx512::ConvRows, avx512::PackRightRowsImpl, true};
   return k;
+}
+
+}  // namespace orrery::ops::cpu::gemm_internal
+
+namespace orrery::ops::cpu::gemm_internal {
+
+void ConvStemAvx512(const ConvStemGeometry& g, const float* x, const float* packed, float* y,
+                    int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1, const Epilogue& ep) {
+  avx512::ConvStem(g, x, packed, y, oh0, oh1, mb0, mb1, ep);
 }
 
 }  // namespace orrery::ops::cpu::gemm_internal

@@ -523,6 +523,22 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 2, 3, 1008}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}, .bias = true},
     };
     for (const ConvCase& c : same3x3) CheckConv(c, seed++);
+    // Few input channels, 3-wide stride-2 left-pad-1 windows along rows
+    // (AVX-512: the direct stem kernel, 16 channels x 16 columns at a
+    // time): MobileNet's 3 -> 32 stem, two images with 17 channels (a
+    // 1-channel last block), one input channel with a dilated 5-tall window
+    // and row stride 1, four channels with no right / top padding and odd
+    // widths (the last window's odd tap reads past the row: zero).
+    const std::vector<ConvCase> stem = {
+        {.x = {1, 3, 224, 224}, .w = {32, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+         .bias = true},
+        {.x = {2, 3, 15, 33}, .w = {17, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 1, 10, 70}, .w = {16, 1, 5, 3}, .strides = {1, 2}, .dilations = {2, 1},
+         .pads = {2, 1, 2, 1}, .bias = true},
+        {.x = {1, 4, 9, 31}, .w = {48, 4, 3, 3}, .strides = {2, 2}, .pads = {0, 1, 1, 0}},
+        {.x = {1, 2, 4, 5}, .w = {3, 2, 2, 3}, .strides = {3, 2}, .pads = {1, 1, 0, 1}},
+    };
+    for (const ConvCase& c : stem) CheckConv(c, seed++);
     // Depthwise rows several at a time (AVX-512 rows kernel: planes the
     // flat kernel declines, over 4096 outputs or w_out != w_in; 8 rows of 1
     // vector, 4 of 2, other widths 1): planes taller than a group with a
