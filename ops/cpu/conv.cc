@@ -523,7 +523,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (p.stem && ActiveGemmIsa() == GemmIsa::kAvx512) {
     const gemm_internal::ConvStemGeometry& sg = p.stem_geo;
     const int64_t blocks = (sg.m + 15) / 16;
-    // Row chunks x channel blocks; a few per thread to balance.
+    // Row chunks, a few per thread to balance.
     const int64_t nthreads = NumThreads(ctx.threads);
     const int64_t row_chunks = nthreads > 1 ? std::min<int64_t>(sg.h_out, 4 * nthreads) : 1;
     for (int64_t n = 0; n < s.n; ++n) {
@@ -532,10 +532,9 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       e.residual = zd != nullptr ? zd + n * s.m * p.out_vol : nullptr;
       const float* xn = xd + n * s.c * p.in_vol;
       float* yn = yd + n * s.m * p.out_vol;
-      ParallelFor(ctx.threads, row_chunks * blocks, [&](int64_t task, int) {
-        const int64_t r = task / blocks, mb = task % blocks;
+      ParallelFor(ctx.threads, row_chunks, [&](int64_t r, int) {
         gemm_internal::ConvStemAvx512(sg, xn, p.stem_w.data(), yn, r * sg.h_out / row_chunks,
-                                      (r + 1) * sg.h_out / row_chunks, mb, mb + 1, e);
+                                      (r + 1) * sg.h_out / row_chunks, 0, blocks, e);
       });
     }
     return Status::Ok();
