@@ -546,6 +546,10 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   std::optional<Im2Col> im2col_nd;
   const gemm_internal::GemmKernels& kern = gemm_internal::ActiveKernels();
   if (p.path == ConvPath::kIm2ColND) im2col_nd.emplace(s.geo, p.cg);
+  // The im2col-free tile's input is likely out of L2 with a batch or over
+  // 1 MiB of channels: prefetch it in software (gemm/conv_direct.h).
+  const bool prefetch_direct =
+      s.n > 1 || p.cg * p.in_vol * static_cast<int64_t>(sizeof(float)) > (int64_t{1} << 20);
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t gi = 0; gi < s.group; ++gi) {
       const float* xg = xd + (n * s.c + gi * p.cg) * p.in_vol;
@@ -563,13 +567,13 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       if (p.path == ConvPath::kPointwise && p.direct_tile && kern.conv_tile != nullptr &&
           NumThreads(ctx.threads) == 1) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
-                                     ctx.threads, kern);
+                                     ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kPointwise) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
       } else if (p.path == ConvPath::kIm2Col2D && p.direct_tile && kern.conv_tile != nullptr) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
-                                     ctx.threads, kern);
+                                     ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kIm2Col2D) {
         const bool masked = p.direct && kern.conv_panel != nullptr;
         auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
