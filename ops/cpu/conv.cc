@@ -12,6 +12,9 @@
 //     tap and output ranges are precomputed, so padding costs no branches,
 //     then the epilogue on the plane while it is in cache; on AVX-512, planes
 //     up to 4096 outputs as one flattened row of vectors (gemm/depthwise_flat.h);
+//   - few input channels (<= 4) and 3-wide stride-2 left-pad-1 windows
+//     along rows (an image stem), AVX-512: a direct kernel splitting each
+//     input row into its taps once (gemm/conv_stem.h);
 //   - stride 1 with the output plane the input's size, <= 32 channels per
 //     group, >= 256 positions, AVX-512: the im2col-free tile reading the
 //     input at per-tap offsets (gemm/conv_direct.h);
@@ -33,6 +36,7 @@
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/gemm/conv_direct.h"
+#include "ops/cpu/gemm/conv_stem.h"
 #include "ops/cpu/gemm/depthwise_flat.h"
 #include "ops/cpu/gemm/fusion.h"
 #include "ops/cpu/gemm/kernels.h"
@@ -251,6 +255,11 @@ struct ConvPrepared final : PreparedKernel {
   // to scratch after the GEMM's own part and is transposed into Y.
   bool transposed = false;
   int64_t gemm_scratch = 0;  // bytes of the GEMM's part of each thread's slice
+  // Few input channels, 3-wide stride-2 windows along rows (an image stem):
+  // the direct AVX-512 kernel of gemm/conv_stem.h when that ISA is active.
+  bool stem = false;
+  gemm_internal::ConvStemGeometry stem_geo;
+  std::vector<float> stem_w;
 };
 
 // Output positions at most this, with at least kTransposedMinChannels
@@ -396,6 +405,28 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
                                            &p->direct_plan) &&
         gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg);
   }
+  if (p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
+      p->cg <= gemm_internal::kConvStemMaxChannels && p->g2.kernel[0] <= gemm_internal::kConvStemMaxKh &&
+      p->g2.kernel[1] == 3 && p->g2.strides[1] == 2 && p->g2.pad_begin[1] == 1 &&
+      p->g2.dilations[1] == 1) {
+    Epilogue ep;
+    p->fusion.ApplyTo(&ep);
+    if (gemm_internal::PostInTile(ep)) {
+      p->stem = true;
+      gemm_internal::ConvStemGeometry& sg = p->stem_geo;
+      sg.cg = p->cg;
+      sg.m = p->mg;
+      sg.h_in = p->g2.input[0];
+      sg.w_in = p->g2.input[1];
+      sg.h_out = p->g2.output[0];
+      sg.w_out = p->g2.output[1];
+      sg.kh = p->g2.kernel[0];
+      sg.sh = p->g2.strides[0];
+      sg.ph = p->g2.pad_begin[0];
+      sg.dh = p->g2.dilations[0];
+      p->stem_w = gemm_internal::PackConvStemWeights(sg, w->data<float>());
+    }
+  }
   int64_t scratch = 0;
   if (p->transposed) {
     p->gemm_scratch = static_cast<int64_t>(
@@ -489,6 +520,25 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
     ep.residual = zd;
     return RunDepthwise(ctx, p, xd, wd, yd, ep);
   }
+  if (p.stem && ActiveGemmIsa() == GemmIsa::kAvx512) {
+    const gemm_internal::ConvStemGeometry& sg = p.stem_geo;
+    const int64_t blocks = (sg.m + 15) / 16;
+    // Row chunks, a few per thread to balance.
+    const int64_t nthreads = NumThreads(ctx.threads);
+    const int64_t row_chunks = nthreads > 1 ? std::min<int64_t>(sg.h_out, 4 * nthreads) : 1;
+    for (int64_t n = 0; n < s.n; ++n) {
+      Epilogue e = ep;
+      e.row_bias = bd;
+      e.residual = zd != nullptr ? zd + n * s.m * p.out_vol : nullptr;
+      const float* xn = xd + n * s.c * p.in_vol;
+      float* yn = yd + n * s.m * p.out_vol;
+      ParallelFor(ctx.threads, row_chunks, [&](int64_t r, int) {
+        gemm_internal::ConvStemAvx512(sg, xn, p.stem_w.data(), yn, r * sg.h_out / row_chunks,
+                                      (r + 1) * sg.h_out / row_chunks, 0, blocks, e);
+      });
+    }
+    return Status::Ok();
+  }
 
   // 3-D+ path only (the others allocate nothing).
   std::vector<float> heap_col;
@@ -496,6 +546,10 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   std::optional<Im2Col> im2col_nd;
   const gemm_internal::GemmKernels& kern = gemm_internal::ActiveKernels();
   if (p.path == ConvPath::kIm2ColND) im2col_nd.emplace(s.geo, p.cg);
+  // The im2col-free tile's input is likely out of L2 with a batch or over
+  // 1 MiB of channels: prefetch it in software (gemm/conv_direct.h).
+  const bool prefetch_direct =
+      s.n > 1 || p.cg * p.in_vol * static_cast<int64_t>(sizeof(float)) > (int64_t{1} << 20);
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t gi = 0; gi < s.group; ++gi) {
       const float* xg = xd + (n * s.c + gi * p.cg) * p.in_vol;
@@ -513,13 +567,13 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       if (p.path == ConvPath::kPointwise && p.direct_tile && kern.conv_tile != nullptr &&
           NumThreads(ctx.threads) == 1) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
-                                     ctx.threads, kern);
+                                     ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kPointwise) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
       } else if (p.path == ConvPath::kIm2Col2D && p.direct_tile && kern.conv_tile != nullptr) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
-                                     ctx.threads, kern);
+                                     ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kIm2Col2D) {
         const bool masked = p.direct && kern.conv_panel != nullptr;
         auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,

@@ -72,8 +72,10 @@ void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_
 // Y[m x positions] = epilogue(W * im2col(X)) for one image and group: W is
 // packed (m x k, k = channels * k_vol), x the group's channels. Splits tiles
 // over `threads` like Sgemm; allocates nothing. `kern.conv_tile` must be set.
+// `prefetch`: prefetch the input ahead in software (for inputs likely not in
+// L2: a batch's planes, or channels over 1 MiB; see conv_direct.cc).
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,
                    int64_t in_vol, const float* x, float* y, const Epilogue& ep,
-                   ThreadGroup* threads, const GemmKernels& kern);
+                   ThreadGroup* threads, const GemmKernels& kern, bool prefetch = false);
 
 }  // namespace orrery::ops::cpu::gemm_internal

@@ -7,7 +7,9 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <numeric>
 
+#include "ops/cpu/gemm/conv_stem.h"
 #include "ops/cpu/gemm/kernels.h"
 
 #define ORRERY_GEMM_NS avx512
@@ -304,6 +306,25 @@ ORRERY_GEMM_INLINE void Stride2Taps3Row(const float* xr, __m512 w0, __m512 w1, _
   }
 }
 
+// Software prefetch for the depthwise / stem kernels, which stream their
+// input planes once: with a batch, the planes come from memory, and the
+// hardware prefetchers (which stop at 4 KiB pages) left the row kernels at
+// 9 GB/s of the core's 32 (MobileNet-v2 at batch 8, one thread).
+constexpr int64_t kDepthwisePrefetchBytes = 2048;
+
+// Input rows ahead that are about kDepthwisePrefetchBytes.
+inline int64_t PrefetchRowsAhead(int64_t w_in) {
+  return std::max<int64_t>(1, kDepthwisePrefetchBytes / (std::max<int64_t>(w_in, 1) * 4));
+}
+
+// Prefetches `rows` input rows from row `row0` of plane x (rows past the
+// plane are the next plane's; prefetches never fault).
+ORRERY_GEMM_INLINE void PrefetchRows(const float* x, int64_t w_in, int64_t row0, int64_t rows) {
+  const char* b = reinterpret_cast<const char*>(x + row0 * w_in);
+  const int64_t bytes = rows * w_in * 4;
+  for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(b + off, _MM_HINT_T0);
+}
+
 // Output rows computed together by DepthwiseRows for rows of NV vectors:
 // with one or two vectors a row is a single short FMA chain per vector, so
 // the FMA latency bounds it; interleaving 8 / 4 rows' chains measured (one
@@ -363,6 +384,7 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
     in_hi[v] = FirstLanes(g.w_in - v * 32 - 16);
   }
   const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out, k_vol = g.kh * g.kw;
+  const int64_t pf_ahead = PrefetchRowsAhead(g.w_in);
   const PlanePost post(ep);
   const bool in_regs = post.in_regs, clamp = post.clamp;
   const VF lo = post.lo, hi = post.hi;
@@ -386,6 +408,10 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
       // the R rows' chains interleave (rows outside the input or past the
       // plane's last row are skipped only at the edges).
       const int64_t first = oh0 * g.sh - g.ph;
+      // Software prefetch, ~kDepthwisePrefetchBytes ahead of the rows this
+      // group reads last (into the next plane at the end: it follows).
+      PrefetchRows(xp, g.w_in, first + (R - 1) * g.sh + (g.kh - 1) * g.dh + 1 + pf_ahead,
+                   R * g.sh);
       for (int64_t kh = 0; kh < g.kh; ++kh) {
         const int64_t ih0 = first + kh * g.dh;
         const bool all = rows == R && ih0 >= 0 && ih0 + (R - 1) * g.sh < g.h_in;
@@ -555,8 +581,200 @@ void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, co
   }
 }
 
+// Lanes l with 0 <= s + l < n (a masked load of x + s inside [0, n)).
+ORRERY_GEMM_INLINE __mmask16 LanesInside(int64_t s, int64_t n) {
+  const int64_t lo = s < 0 ? -s : 0, hi = n - s;
+  if (lo == 0 && hi >= 16) return __mmask16(0xffff);
+  if (lo >= 16 || hi <= lo) return 0;
+  const uint32_t below_hi = hi >= 16 ? 0xffffu : (1u << hi) - 1;
+  return static_cast<__mmask16>(below_hi & ~((1u << lo) - 1));
+}
+
+// Same-size 3x3 planes (stride 1, pad 1, undilated: MobileNet's stride-1
+// depthwise layers) as one flattened row of 16-lane vectors, with no
+// per-tap loads: each filter row kh reads the input stream shifted by
+// (kh - 1) * w_in once (one masked load per vector and row, masked to the
+// plane, so rows above / below it read as zero), and its left / right
+// neighbours come from valignd with the previous / next vector of that
+// stream. The left (right) column of taps is added only in lanes whose
+// output column is not the first (last): per-vector masks, periodic with
+// period w / gcd(w, 16) vectors (7 for every MobileNet plane), built once
+// per call. 3 loads, 6 valignd and 9 FMAs per 16 outputs instead of 9
+// masked loads with table look-ups (flat) or per-tap masked loads (rows).
+constexpr int64_t kSame3x3MaxPeriod = 64;
+constexpr int64_t kSame3x3Prefetch = 512;
+
+inline bool Same3x3(const gemm_internal::DepthwiseGeometry& g) {
+  if (g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1 || g.ph != 1 ||
+      g.pw != 1 || g.h_out != g.h_in || g.w_out != g.w_in || g.h_in < 1 || g.w_in < 1) {
+    return false;
+  }
+  const int64_t w = g.w_in;
+  return w / std::gcd<int64_t>(w, 16) <= kSame3x3MaxPeriod;
+}
+
+void DepthwiseSame3x3(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
+                      float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  const int64_t width = g.w_in, vol = g.h_in * g.w_in;
+  const int64_t vectors = (vol + 15) / 16;
+  const int64_t period = width / std::gcd<int64_t>(width, 16);
+  // left_ok[q]: lanes of vector v (v % period == q) whose column is not 0;
+  // right_ok[q]: not width - 1.
+  __mmask16 left_ok[kSame3x3MaxPeriod], right_ok[kSame3x3MaxPeriod];
+  for (int64_t q = 0; q < period; ++q) {
+    uint32_t l = 0, r = 0;
+    for (int64_t lane = 0; lane < 16; ++lane) {
+      const int64_t col = (q * 16 + lane) % width;
+      if (col != 0) l |= 1u << lane;
+      if (col != width - 1) r |= 1u << lane;
+    }
+    left_ok[q] = static_cast<__mmask16>(l);
+    right_ok[q] = static_cast<__mmask16>(r);
+  }
+  const PlanePost post(ep);
+  const bool in_regs = post.in_regs, clamp = post.clamp;
+  const VF lo = post.lo, hi = post.hi;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t ch = p % c;
+    const float* xp = x + p * vol;
+    const float* wp = w + ch * 9;
+    float* yp = y + p * vol;
+    const bool add_bias = in_regs && ep.row_bias != nullptr;
+    const __m512 bias = _mm512_set1_ps(add_bias ? ep.row_bias[ch] : 0.0f);
+    const float* zp = in_regs && ep.residual != nullptr ? ep.residual + p * vol : nullptr;
+    __m512 wv[9];
+#pragma GCC unroll 9
+    for (int t = 0; t < 9; ++t) wv[t] = _mm512_set1_ps(wp[t]);
+    // Stream kh at vector v: x[16 v + (kh - 1) * width + lane], zero
+    // outside the plane.
+    const int64_t off[3] = {-width, 0, width};
+    __m512 prev[3], cur[3];
+#pragma GCC unroll 3
+    for (int kh = 0; kh < 3; ++kh) {
+      prev[kh] = _mm512_setzero_ps();  // only read by lane 0 of vector 0: column 0
+      cur[kh] = _mm512_maskz_loadu_ps(LanesInside(off[kh], vol), xp + off[kh]);
+    }
+    int64_t q = 0;
+    for (int64_t v = 0; v < vectors; ++v) {
+      const int64_t o = v * 16;
+      __m512 l[3], r[3];
+#pragma GCC unroll 3
+      for (int kh = 0; kh < 3; ++kh) {
+        const int64_t s = o + 16 + off[kh];
+        const __m512 next = _mm512_maskz_loadu_ps(LanesInside(s, vol), xp + s);
+        if (kh == 2) _mm_prefetch(reinterpret_cast<const char*>(xp + s + kSame3x3Prefetch), _MM_HINT_T0);
+        // (maskz with all lanes: GCC 12 warns on the unmasked form's undefined source)
+        l[kh] = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
+            __mmask16(0xffff), _mm512_castps_si512(cur[kh]), _mm512_castps_si512(prev[kh]), 15));
+        r[kh] = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
+            __mmask16(0xffff), _mm512_castps_si512(next), _mm512_castps_si512(cur[kh]), 1));
+        prev[kh] = cur[kh];
+        cur[kh] = next;
+      }
+      // prev[] now holds this vector's centre.
+      __m512 center = _mm512_mul_ps(wv[1], prev[0]);
+      __m512 left = _mm512_mul_ps(wv[0], l[0]);
+      __m512 right = _mm512_mul_ps(wv[2], r[0]);
+#pragma GCC unroll 2
+      for (int kh = 1; kh < 3; ++kh) {
+        center = _mm512_fmadd_ps(wv[kh * 3 + 1], prev[kh], center);
+        left = _mm512_fmadd_ps(wv[kh * 3], l[kh], left);
+        right = _mm512_fmadd_ps(wv[kh * 3 + 2], r[kh], right);
+      }
+      __m512 acc = _mm512_mask_add_ps(center, left_ok[q], center, left);
+      acc = _mm512_mask_add_ps(acc, right_ok[q], acc, right);
+      if (++q == period) q = 0;
+      const __mmask16 m = FirstLanes(vol - o);
+      if (add_bias) acc = _mm512_add_ps(acc, bias);
+      if (zp != nullptr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, zp + o));
+      if (clamp) acc = (__m512)Min(Max((VF)acc, lo), hi);
+      _mm512_mask_storeu_ps(yp + o, m, acc);
+    }
+    if (!in_regs && ep.has_post()) {
+      Epilogue e = ep;
+      if (e.residual != nullptr) e.residual += (p - ch) * vol;
+      ApplyEpilogueImpl(e, yp, vol, ch, 0, 1, vol);
+    }
+  }
+}
+
+// The stem convolution (conv_stem.h): per output row, 16 output columns
+// and 16 channels at a time; taps of input row ih split from 32 loaded
+// columns as in Stride2Taps3Row (column 32 v - 1, the left neighbour of
+// lane 0, is one scalar: zero padding at v = 0).
+void ConvStem(const gemm_internal::ConvStemGeometry& g, const float* x, const float* packed,
+              float* y, int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1, const Epilogue& ep) {
+  const __m512i evens =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
+  const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out;
+  const int64_t nv = (g.w_out + 15) / 16;
+  const int64_t block = g.cg * g.kh * 3 * 16;  // floats of one channel block
+  const bool clamp = ep.act != Activation::kNone;
+  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
+  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  const int64_t pf_ahead = PrefetchRowsAhead(g.w_in);
+  // Rows outside, channel blocks inside: each input row is read from memory
+  // once for all blocks.
+  for (int64_t oh = oh0; oh < oh1; ++oh) {
+    for (int64_t c = 0; c < g.cg; ++c) {
+      PrefetchRows(x + c * in_vol, g.w_in, oh * g.sh - g.ph + (g.kh - 1) * g.dh + 1 + pf_ahead,
+                   g.sh);
+    }
+    for (int64_t mb = mb0; mb < mb1; ++mb) {
+      const float* wb = packed + mb * block;
+      const int64_t m0 = mb * 16;
+      const int channels = static_cast<int>(std::min<int64_t>(16, g.m - m0));
+      for (int64_t v = 0; v < nv; ++v) {
+        __m512 acc[16];
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
+        const __mmask16 in_lo = FirstLanes(g.w_in - v * 32);
+        const __mmask16 in_hi = FirstLanes(g.w_in - v * 32 - 16);
+        for (int64_t c = 0; c < g.cg; ++c) {
+          for (int64_t kh = 0; kh < g.kh; ++kh) {
+            const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+            if (ih < 0 || ih >= g.h_in) continue;
+            const float* xr = x + c * in_vol + ih * g.w_in + v * 32;
+            const __m512 a = _mm512_maskz_loadu_ps(in_lo, xr);
+            const __m512 b = _mm512_maskz_loadu_ps(in_hi, xr + 16);
+            const __m512 even = _mm512_permutex2var_ps(a, evens, b);
+            const __m512 odd = _mm512_permutex2var_ps(a, odds, b);
+            const float left = v > 0 && v * 32 - 1 < g.w_in ? xr[-1] : 0.0f;
+            const __m512 odd_left = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
+                __mmask16(0xffff), _mm512_castps_si512(odd),
+                _mm512_castps_si512(_mm512_set1_ps(left)), 15));
+            const float* wt = wb + (c * g.kh + kh) * 48;
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; ++j) {
+              acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[j]), odd_left, acc[j]);
+              acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[16 + j]), even, acc[j]);
+              acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[32 + j]), odd, acc[j]);
+            }
+          }
+        }
+        const int64_t o = oh * g.w_out + v * 16;
+        const __mmask16 m = FirstLanes(g.w_out - v * 16);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) {
+          if (j >= channels) break;
+          __m512 r = acc[j];
+          if (ep.row_bias != nullptr) r = _mm512_add_ps(r, _mm512_set1_ps(ep.row_bias[m0 + j]));
+          if (ep.residual != nullptr) {
+            r = _mm512_add_ps(
+                r, _mm512_maskz_loadu_ps(m, ep.residual + (m0 + j) * ep.ld_residual + o));
+          }
+          if (clamp) r = (__m512)Min(Max((VF)r, lo), hi);
+          _mm512_mask_storeu_ps(y + (m0 + j) * out_vol + o, m, r);
+        }
+      }
+    }
+  }
+}
+
 void Depthwise(const gemm_internal::DepthwiseGeometry& g, const float* x, const float* w,
                float* y, int64_t c, int64_t p0, int64_t p1, const Epilogue& ep) {
+  if (Same3x3(g)) return DepthwiseSame3x3(g, x, w, y, c, p0, p1, ep);
   if (g.flat_vectors >= 1) {
     if (g.flat_gather != nullptr) return DepthwiseFlat<true>(g, x, w, y, c, p0, p1, ep);
     return DepthwiseFlat<false>(g, x, w, y, c, p0, p1, ep);
@@ -578,6 +796,15 @@ const GemmKernels& Avx512Kernels() {
                              avx512::Im2ColPanelImpl, avx512::ConvTileAny, avx512::ConvPanel,
                              avx512::ConvRows, avx512::PackRightRowsImpl, true};
   return k;
+}
+
+}  // namespace orrery::ops::cpu::gemm_internal
+
+namespace orrery::ops::cpu::gemm_internal {
+
+void ConvStemAvx512(const ConvStemGeometry& g, const float* x, const float* packed, float* y,
+                    int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1, const Epilogue& ep) {
+  avx512::ConvStem(g, x, packed, y, oh0, oh1, mb0, mb1, ep);
 }
 
 }  // namespace orrery::ops::cpu::gemm_internal

@@ -501,6 +501,44 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
          .dilations = {2, 1}, .pads = {4, 1, 4, 1}, .bias = true},
     };
     for (const ConvCase& c : split) CheckConv(c, seed++);
+    // Same-size 3x3 planes, stride 1, pad 1 (AVX-512: one masked load per
+    // filter row and vector, neighbours by valignd, periodic column masks):
+    // MobileNet's 112 / 56 / 28 / 14 / 7 planes, two images, widths of 1,
+    // 15, 16, 17 (period 17) and 3, one row, one column, a plane shorter
+    // than a vector, and widths whose period is over the kernel's cap
+    // (300: 75 vectors) or just under it (1008: 63).
+    const std::vector<ConvCase> same3x3 = {
+        {.x = {1, 2, 112, 112}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {2, 3, 56, 56}, .w = {3, 1, 3, 3}, .group = 3, .pads = {1, 1, 1, 1}},
+        {.x = {1, 5, 28, 28}, .w = {5, 1, 3, 3}, .group = 5, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {2, 3, 14, 14}, .w = {3, 1, 3, 3}, .group = 3, .pads = {1, 1, 1, 1}},
+        {.x = {1, 4, 7, 7}, .w = {4, 1, 3, 3}, .group = 4, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 2, 9, 1}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 2, 1, 20}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 3, 11, 15}, .w = {3, 1, 3, 3}, .group = 3, .pads = {1, 1, 1, 1}},
+        {.x = {1, 3, 6, 16}, .w = {3, 1, 3, 3}, .group = 3, .pads = {1, 1, 1, 1}},
+        {.x = {1, 3, 13, 17}, .w = {3, 1, 3, 3}, .group = 3, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 2, 2, 3}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 2, 3, 300}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 2, 3, 1008}, .w = {2, 1, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}, .bias = true},
+    };
+    for (const ConvCase& c : same3x3) CheckConv(c, seed++);
+    // Few input channels, 3-wide stride-2 left-pad-1 windows along rows
+    // (AVX-512: the direct stem kernel, 16 channels x 16 columns at a
+    // time): MobileNet's 3 -> 32 stem, two images with 17 channels (a
+    // 1-channel last block), one input channel with a dilated 5-tall window
+    // and row stride 1, four channels with no right / top padding and odd
+    // widths (the last window's odd tap reads past the row: zero).
+    const std::vector<ConvCase> stem = {
+        {.x = {1, 3, 224, 224}, .w = {32, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+         .bias = true},
+        {.x = {2, 3, 15, 33}, .w = {17, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 1, 10, 70}, .w = {16, 1, 5, 3}, .strides = {1, 2}, .dilations = {2, 1},
+         .pads = {2, 1, 2, 1}, .bias = true},
+        {.x = {1, 4, 9, 31}, .w = {48, 4, 3, 3}, .strides = {2, 2}, .pads = {0, 1, 1, 0}},
+        {.x = {1, 2, 4, 5}, .w = {3, 2, 2, 3}, .strides = {3, 2}, .pads = {1, 1, 0, 1}},
+    };
+    for (const ConvCase& c : stem) CheckConv(c, seed++);
     // Depthwise rows several at a time (AVX-512 rows kernel: planes the
     // flat kernel declines, over 4096 outputs or w_out != w_in; 8 rows of 1
     // vector, 4 of 2, other widths 1): planes taller than a group with a
