@@ -76,7 +76,7 @@ ORRERY_GEMM_INLINE void PrefetchEpilogue(const float* c0, int64_t ldc, bool load
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 3
-      for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(c0 + r * ldc + v * 16), _MM_HINT_T1);
+      for (int v = 0; v < NV; ++v) __builtin_prefetch(c0 + r * ldc + v * 16, 0, 2);
     }
   }
   if (post != nullptr && post->residual != nullptr) {
@@ -85,7 +85,7 @@ ORRERY_GEMM_INLINE void PrefetchEpilogue(const float* c0, int64_t ldc, bool load
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 3
       for (int v = 0; v < NV; ++v) {
-        _mm_prefetch(reinterpret_cast<const char*>(z + r * post->ld_residual + v * 16), _MM_HINT_T1);
+        __builtin_prefetch(z + r * post->ld_residual + v * 16, 0, 2);
       }
     }
   }
