@@ -582,6 +582,11 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 5, 7, 8}, .w = {66, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
         {.x = {1, 4, 30}, .w = {72, 4, 3}, .pads = {1, 1}},
         {.x = {1, 8, 7, 7}, .w = {136, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        // Up to 196 positions without a residual: 14x14 (two images),
+        // 13x11, and a stride-2 layer down to 14x14.
+        {.x = {2, 9, 14, 14}, .w = {66, 9, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 5, 13, 11}, .w = {64, 5, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 6, 28, 27}, .w = {70, 6, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : rows) CheckConv(c, seed++);
     // Other geometries (AVX-512: masked gathers, right and transposed left
