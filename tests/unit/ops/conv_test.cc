@@ -435,6 +435,19 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
     CheckConv({.x = {1, 3, 9, 100}, .w = {5, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
               seed++);
     CheckConv({.x = {1, 2, 5, 67}, .w = {3, 2, 1, 4}, .strides = {1, 2}}, seed++);
+    // Gather-plan panels read as runs of evenly spaced inputs (AVX-512
+    // VectorRuns): output rows a multiple of 16 wide (one run per vector),
+    // 20 wide (a vector spans two rows), 10 wide (three: gathers), stride 1
+    // into a smaller plane (step-1 runs), a strided 1x1 and a 7x7 stem.
+    CheckConv({.x = {1, 3, 16, 64}, .w = {6, 3, 7, 7}, .strides = {2, 2}, .pads = {3, 3, 3, 3}},
+              seed++);
+    CheckConv({.x = {1, 3, 12, 40}, .w = {5, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+               .bias = true},
+              seed++);
+    CheckConv({.x = {1, 2, 12, 20}, .w = {3, 2, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+              seed++);
+    CheckConv({.x = {1, 3, 10, 30}, .w = {4, 3, 3, 3}}, seed++);
+    CheckConv({.x = {1, 8, 10, 36}, .w = {16, 8, 1, 1}, .strides = {2, 2}}, seed++);
     // Dilated, strided and unevenly padded runs (masked im2col tails).
     CheckConv({.x = {1, 3, 11, 40}, .w = {5, 3, 3, 3}, .strides = {2, 2}, .dilations = {2, 2},
                .pads = {2, 1, 1, 2}},
@@ -607,6 +620,11 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 5, 7, 8}, .w = {66, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
         {.x = {1, 4, 30}, .w = {72, 4, 3}, .pads = {1, 1}},
         {.x = {1, 8, 7, 7}, .w = {136, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        // Up to 196 positions without a residual: 14x14 (two images),
+        // 13x11, and a stride-2 layer down to 14x14.
+        {.x = {2, 9, 14, 14}, .w = {66, 9, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 5, 13, 11}, .w = {64, 5, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 6, 28, 27}, .w = {70, 6, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : rows) CheckConv(c, seed++);
     // Other geometries (AVX-512: masked gathers, right and transposed left

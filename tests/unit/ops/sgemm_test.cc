@@ -250,6 +250,22 @@ TEST_P(SgemmIsaTest, ResidualOneDepthBlockRowsFirst) {
   }
 }
 
+// The same order without a residual for a tiny K (<= 32, a 3-channel
+// stem): bias and Relu only, and no epilogue at all.
+TEST_P(SgemmIsaTest, TinyDepthRowsFirst) {
+  const Case cs{264, 2000, 27};
+  const std::vector<float> row_bias = Random(cs.m, 9);
+  Epilogue ep;
+  ep.row_bias = row_bias.data();
+  ep.act = Activation::kRelu;
+  for (const Epilogue& e : {ep, Epilogue{}}) {
+    for (bool pack_a : {true, false}) {
+      Check(cs, pack_a, false, false, e, nullptr, nullptr);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST_P(SgemmIsaTest, ActivationsAcrossRange) {
   // Wide inputs exercise exp saturation and tanh's two branches.
   for (Activation act : {Activation::kSigmoid, Activation::kTanh, Activation::kGelu}) {
