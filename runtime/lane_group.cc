@@ -65,7 +65,8 @@ LaneGroup::~LaneGroup() {
   wake_.fetch_add(1, std::memory_order_acq_rel);
   wake_.notify_all();
   workers_.clear();  // joins
-  RestoreIfMoved(0);
+  // A worker may have moved the caller; restored by the caller only.
+  if (slots_[0].tid.load(std::memory_order_relaxed) == ThisTid()) RestoreIfMoved(0);
 }
 
 LaneGroupStats LaneGroup::stats() const {
