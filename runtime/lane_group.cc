@@ -85,8 +85,12 @@ void LaneGroup::RegisterCaller() {
 }
 
 void LaneGroup::StartWatch(int target, int64_t now, Watch& w) const {
+  // No clock read yet: most waits end within the first sample interval,
+  // and reading another thread's CPU clock is a system call that locks
+  // its run queue.
+  (void)target;
   w.since_ns = now;
-  w.cpu_ns = CpuClockNs(slots_[target].clock.load(std::memory_order_relaxed));
+  w.cpu_ns = -1;
   w.next_ns = now + kSampleNs;
 }
 
@@ -94,7 +98,12 @@ bool LaneGroup::Stalled(int target, int64_t now, Watch& w) const {
   if (now < w.next_ns) return false;
   w.next_ns = now + kSampleNs;
   const int64_t cpu = CpuClockNs(slots_[target].clock.load(std::memory_order_relaxed));
-  if (cpu < 0 || w.cpu_ns < 0) return false;
+  if (cpu < 0) return false;
+  if (w.cpu_ns < 0) {  // the first sample opens the window
+    w.since_ns = now;
+    w.cpu_ns = cpu;
+    return false;
+  }
   const int64_t wall = now - w.since_ns;
   // Ran at least a quarter of the window: it is running (an interrupt or
   // a short preemption aside); watch a new window from here.

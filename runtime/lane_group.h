@@ -122,7 +122,7 @@ class LaneGroup final : public ops::ThreadGroup {
   // once the target has run less than a quarter of the last stall_ns.
   struct Watch {
     int64_t since_ns = 0;  // start of the window
-    int64_t cpu_ns = 0;    // the target's CPU clock then
+    int64_t cpu_ns = -1;   // the target's CPU clock then; -1: not read yet
     int64_t next_ns = 0;   // next sample
   };
   void StartWatch(int target, int64_t now, Watch& w) const;
