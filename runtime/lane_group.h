@@ -13,10 +13,33 @@
 // the caller knows is coming (a plan's next parallel step): in a VM a
 // futex wake-up takes tens of microseconds to reach the other core, which
 // a short parallel step would otherwise lose. ParallelFor allocates nothing.
+//
+// Stalls: a thread preempted in the middle of a task (another process
+// woke on its core) holds up the whole job, and Linux leaves it queued
+// behind the intruder for milliseconds even when the group's other core is
+// idle or spinning for it: it ran a moment ago, so the balancer counts it
+// cache-hot and does not pull it. Traced on the 2-vCPU Zen 5 VM at T=2
+// (runtime/README.md): the VM's own agent and other shells woke for 1-3
+// ms slices a few times a second; a caller stuck 2.8 ms with the other core
+// idle, a worker stuck 7 ms with the caller spinning at the barrier. So a
+// thread with nothing left to do that sees another in a task whose CPU
+// clock stood still for `stall_ns` swaps cores with it (sched_setaffinity):
+// the stalled thread runs on the waiting thread's core, the waiting one
+// queues behind the intruder and rejoins when it gets that core back.
+// Without the swap the two would share one core, and Linux separates two
+// threads that just ran only after ~10 ms (traced: both on CPU0, switching
+// at each 4 ms tick, CPU1 idle). Each moved thread restores its own
+// affinity (a pin included) when it next finishes or starts a job.
+// Counted in stats().rescues.
 #pragma once
+
+#include <sched.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -31,6 +54,11 @@ struct LaneGroupOptions {
   std::vector<int> cpus = {};
   // How long idle workers spin before sleeping.
   int64_t spin_ns = 50'000;
+  // How long a thread in a task may be off its CPU (its CPU clock standing
+  // still) while another waits for it before the waiting one moves it onto
+  // its own core; 0: never. Shorter than the intruders' slices (~1 ms),
+  // longer than an interrupt or a kernel thread's turn (~10-50 us).
+  int64_t stall_ns = 100'000;
 };
 
 // What the caller's side of a group saw: enough to tell a slow hand-off (a
@@ -43,6 +71,9 @@ struct LaneGroupStats {
   int64_t waits = 0;        // of which the caller ran out of tasks and waited
   int64_t wait_ns = 0;      // the total of those waits (the end-of-step barrier)
   int64_t prewakes = 0;     // ExpectJob calls that woke a sleeping worker
+  // Threads moved onto a waiting thread's core because they were stalled
+  // in a task (the caller moving a worker, or a worker the caller).
+  int64_t rescues = 0;
 };
 
 class LaneGroup final : public ops::ThreadGroup {
@@ -64,7 +95,7 @@ class LaneGroup final : public ops::ThreadGroup {
   // Same thread as ParallelFor.
   void ExpectJob(int64_t in_ns) override;
   // Totals since construction; read on the thread that calls ParallelFor.
-  const LaneGroupStats& stats() const { return stats_; }
+  LaneGroupStats stats() const;
   // Workers asleep on the futex right now (a snapshot; for tests).
   int sleeping_workers() const { return sleeping_.load(std::memory_order_relaxed); }
 
@@ -76,6 +107,42 @@ class LaneGroup final : public ops::ThreadGroup {
   // Tells the workers to look for a job (or just spin on) and wakes the
   // sleeping ones.
   void Wake();
+
+  // Per thread (0 = the caller), for the stall rescue.
+  struct alignas(64) Slot {
+    std::atomic<uint32_t> in_task{0};  // 1 while it runs a task
+    std::atomic<pid_t> tid{0};
+    std::atomic<clockid_t> clock{0};  // its CPU-time clock
+    // 0, or kMoving / kMoved while a rescuer narrowed its affinity to one
+    // CPU; `saved` holds the mask it restores (written before kMoved).
+    std::atomic<int> moved{0};
+    cpu_set_t saved{};
+  };
+  // Watches one thread's CPU clock from another thread: Stalled is true
+  // once the target has run less than a quarter of the last stall_ns.
+  struct Watch {
+    int64_t since_ns = 0;  // start of the window
+    int64_t cpu_ns = -1;   // the target's CPU clock then; -1: not read yet
+    int64_t next_ns = 0;   // next sample
+  };
+  void StartWatch(int target, int64_t now, Watch& w) const;
+  bool Stalled(int target, int64_t now, Watch& w) const;
+  // Narrows `target`'s affinity to this thread's CPU; false when not
+  // allowed (rescues are then switched off) or already being moved.
+  bool MoveHere(int target);
+  // Restores this thread's affinity if a rescue narrowed it; true if so.
+  bool RestoreIfMoved(int thread);
+  // Narrows a moved `target`'s affinity to its saved mask without `cpu`,
+  // unless it has restored it already; it restores it when it next runs.
+  bool ExcludeFrom(int target, int cpu);
+  // Moves this thread off `cpu` (when its mask allows another core).
+  static void LeaveCore(int cpu);
+  // The caller's side after moving a stalled worker here: sleeps until
+  // every task of the job has finished.
+  void SleepUntilDone(int64_t num_tasks);
+  // After a task: wakes the caller if it sleeps in SleepUntilDone.
+  void FinishTask();
+  void RegisterCaller();
 
   const int size_;
   const int64_t spin_ns_;
@@ -97,6 +164,14 @@ class LaneGroup final : public ops::ThreadGroup {
   alignas(64) std::atomic<uint32_t> wake_{0};
   std::atomic<bool> stop_{false};
   std::atomic<int> sleeping_{0};  // workers inside the futex wait
+  const int64_t stall_ns_;
+  std::atomic<bool> rescue_ok_;  // false after a sched_setaffinity failed
+  std::unique_ptr<Slot[]> slots_;
+  // The caller sleeping in SleepUntilDone, and the futex word it sleeps on.
+  alignas(64) std::atomic<uint32_t> caller_asleep_{0};
+  std::atomic<uint32_t> finished_{0};
+  std::atomic<int64_t> worker_rescues_{0};  // callers moved by a worker
+  std::vector<Watch> watches_;              // the caller's, one per thread
   LaneGroupStats stats_;
   std::vector<std::jthread> workers_;
 };

@@ -22,13 +22,19 @@
 //       `steal_share` is the host's steal time over the timed window
 //       (/proc/stat, all CPUs). At T > 1, `lane_*` count the lane group's
 //       hand-offs (runtime/lane_group.h, LaneGroupStats) per run,
-//       `lane_prewakes_per_run` the workers woken ahead of a parallel step.
+//       `lane_prewakes_per_run` the workers woken ahead of a parallel step,
+//       `lane_rescues` the lane threads moved onto a waiting one's core
+//       because they were stalled in a task (another process had their
+//       core).
 //   --runs-csv FILE (with --bench): one line per timed run with the above
 //       (wall, CPU and off-CPU ms, faults, context switches, lane hand-offs)
 //       and every step's ms, to tell a uniformly slow run (the host) from
 //       a spike in one step.
 //   --spin-us N (with --bench): how long idle lane workers spin before
 //       sleeping (runtime/lane_group.h; default 50).
+//   --stall-us N (with --bench): how long a lane thread in a task may be
+//       off its core before the thread waiting for it moves it onto its own
+//       (LaneGroupOptions::stall_ns; default 100, 0: never).
 //   --cpus C0,C1,... (with --bench): pin the lane group's threads, caller
 //       first (LaneGroupOptions::cpus), as the scheduler's lanes are.
 //   --host-probe-us N (with --bench): before each timed run, a fixed
@@ -78,7 +84,7 @@ constexpr const char* kUsage =
     "usage: orrery-run MODEL.onnx --input NAME=FILE.pb [--input ...] --output-dir DIR "
     "[--profile]\n"
     "       orrery-run MODEL.onnx --bench N [--threads T] [--concurrency C] "
-    "[--shape NAME=D1,D2,...] [--profile] [--runs-csv FILE] [--spin-us N] "
+    "[--shape NAME=D1,D2,...] [--profile] [--runs-csv FILE] [--spin-us N] [--stall-us N] "
     "[--host-probe-us N] [--cpus C0,C1,...]\n";
 
 struct Args {
@@ -92,6 +98,7 @@ struct Args {
   bool profile = false;
   std::string runs_csv;
   int64_t spin_us = -1;  // -1: LaneGroupOptions' default
+  int64_t stall_us = -1;  // -1: LaneGroupOptions' default
   int64_t host_probe_us = 0;
   std::vector<int> cpus;  // --cpus: the lane group's threads pinned, caller first
 };
@@ -187,6 +194,11 @@ std::string ParseArgs(int argc, char** argv, Args* args) {
         if (!ParseInt(c, &v) || v < 0 || v > 4095) return "--cpus: bad CPU '" + c + "'";
         args->cpus.push_back(static_cast<int>(v));
       }
+    } else if (arg == "--stall-us") {
+      if (!need_value(i) || !ParseInt(a[i + 1], &args->stall_us) || args->stall_us < 0) {
+        return "--stall-us needs a count >= 0";
+      }
+      ++i;
     } else if (arg == "--spin-us") {
       if (!need_value(i) || !ParseInt(a[i + 1], &args->spin_us) || args->spin_us < 0) {
         return "--spin-us needs a count >= 0";
@@ -209,9 +221,11 @@ std::string ParseArgs(int argc, char** argv, Args* args) {
   }
   if (!bench && args->output_dir.empty()) return "give --output-dir DIR (or --bench N)";
   if (!bench && !args->shapes.empty()) return "--shape is only used with --bench";
-  if (!bench && (!args->runs_csv.empty() || args->spin_us >= 0 || args->host_probe_us > 0 ||
+  if (!bench && (!args->runs_csv.empty() || args->spin_us >= 0 || args->stall_us >= 0 ||
+                 args->host_probe_us > 0 ||
                  !args->cpus.empty())) {
-    return "--runs-csv, --spin-us, --host-probe-us and --cpus are only used with --bench";
+    return "--runs-csv, --spin-us, --stall-us, --host-probe-us and --cpus are only used with "
+           "--bench";
   }
   if (!args->cpus.empty() && args->concurrency > 1) return "--cpus needs --concurrency 1";
   return "";
@@ -293,7 +307,8 @@ runtime::LaneGroupStats Delta(const runtime::LaneGroupStats& a, const runtime::L
                                  .asleep_jobs = a.asleep_jobs - b.asleep_jobs,
                                  .waits = a.waits - b.waits,
                                  .wait_ns = a.wait_ns - b.wait_ns,
-                                 .prewakes = a.prewakes - b.prewakes};
+                                 .prewakes = a.prewakes - b.prewakes,
+                                 .rescues = a.rescues - b.rescues};
 }
 
 // Per-step times summed over runs (all runs of one shape set have the same steps).
@@ -513,7 +528,7 @@ Status WriteRunsCsv(const std::string& path, const CompiledModel& model,
   std::ofstream f(path, std::ios::trunc);
   if (!f) return Status::PermissionDenied("cannot create '" + path + "'");
   f << "worker,run,wall_ms,cpu_ms,off_cpu_ms,minflt,majflt,nvcsw,nivcsw,lane_jobs,"
-       "lane_asleep_jobs,lane_waits,lane_wait_ms,probe_us";
+       "lane_asleep_jobs,lane_waits,lane_wait_ms,probe_us,lane_rescues";
   for (size_t s = 0; s < num_steps; ++s) {
     f << ",s" << s << ":" << (s < names.size() ? names[s] : std::string("?"));
   }
@@ -531,7 +546,7 @@ Status WriteRunsCsv(const std::string& path, const CompiledModel& model,
         << ms(std::max(0.0, r.ms - cpu_ms)) << "," << r.d.minflt << "," << r.d.majflt << ","
         << r.d.nvcsw << "," << r.d.nivcsw << "," << r.lanes.jobs << "," << r.lanes.asleep_jobs
         << "," << r.lanes.waits << "," << ms(static_cast<double>(r.lanes.wait_ns) / 1e6) << ","
-        << ms(r.probe_us);
+        << ms(r.probe_us) << "," << r.lanes.rescues;
       for (size_t s = 0; s < num_steps; ++s) {
         f << "," << ms(static_cast<double>(step_ns[w][i * num_steps + s]) / 1e6);
       }
@@ -576,6 +591,7 @@ int Bench(const Args& args, const CompiledModel& model) {
   std::vector<PlanStats> worker_stats(static_cast<size_t>(workers));
   runtime::LaneGroupOptions lane_options{.threads = static_cast<int>(args.threads)};
   if (args.spin_us >= 0) lane_options.spin_ns = args.spin_us * 1000;
+  if (args.stall_us >= 0) lane_options.stall_ns = args.stall_us * 1000;
   lane_options.cpus = args.cpus;
   auto worker = [&](int64_t t) {
     runtime::LaneGroup lanes(lane_options);
@@ -652,6 +668,7 @@ int Bench(const Args& args, const CompiledModel& model) {
       lane_sum.waits += r.lanes.waits;
       lane_sum.wait_ns += r.lanes.wait_ns;
       lane_sum.prewakes += r.lanes.prewakes;
+      lane_sum.rescues += r.lanes.rescues;
       if (r.d.nivcsw > 0) {
         ++preempted;
       } else {
@@ -696,7 +713,7 @@ int Bench(const Args& args, const CompiledModel& model) {
       "\"nvcsw_per_run\":%.2f,\"p50_cpu_ms\":%.4f,\"p99_cpu_ms\":%.4f,"
       "\"off_cpu_ms_per_run\":%.4f,\"steal_share\":%.4f,\"lane_jobs_per_run\":%.2f,"
       "\"lane_asleep_jobs_per_run\":%.2f,\"lane_waits_per_run\":%.2f,"
-      "\"lane_wait_ms_per_run\":%.4f,\"lane_prewakes_per_run\":%.2f}\n",
+      "\"lane_wait_ms_per_run\":%.4f,\"lane_prewakes_per_run\":%.2f,\"lane_rescues\":%lld}\n",
       JsonQuote(args.model).c_str(), static_cast<long long>(args.bench),
       static_cast<long long>(args.threads), static_cast<long long>(workers), pct(50), pct(99),
       sorted.front(),
@@ -709,7 +726,7 @@ int Bench(const Args& args, const CompiledModel& model) {
       steal_share, static_cast<double>(lane_sum.jobs) / runs,
       static_cast<double>(lane_sum.asleep_jobs) / runs, static_cast<double>(lane_sum.waits) / runs,
       static_cast<double>(lane_sum.wait_ns) / 1e6 / runs,
-      static_cast<double>(lane_sum.prewakes) / runs);
+      static_cast<double>(lane_sum.prewakes) / runs, static_cast<long long>(lane_sum.rescues));
   if (args.profile) PrintProfile(profile);
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "runtime/lane_group.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -159,6 +160,123 @@ TEST(LaneGroupTest, HintsBetweenJobsNeverLoseOrRepeatATask) {
     }
   }
   EXPECT_EQ(group.stats().jobs, 50'000);
+}
+
+// The first two CPUs this process may use, or {} (then the rescue tests
+// skip: they pin the group's two threads to different cores and need
+// sched_setaffinity).
+std::vector<int> TwoCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) return {};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus.size() == 2 ? cpus : std::vector<int>{};
+}
+
+int OnlyCpuOf(pid_t tid) {
+  cpu_set_t set;
+  if (sched_getaffinity(tid, sizeof(set), &set) != 0 || CPU_COUNT(&set) != 1) return -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) return c;
+  }
+  return -1;
+}
+
+// The stall rescue with a thread that sleeps in its task: its CPU clock
+// stands still as a preempted thread's does, but deterministically. The
+// group is pinned (caller on cpus[0], worker on cpus[1]) and runs on a
+// thread of its own, so the test's main thread keeps its affinity.
+struct RescueResult {
+  bool ran = false;
+  int cpu_after_stall = -1;  // where the stalled thread woke up
+  int64_t rescues = 0;
+  int affinity_after = -1;  // its single allowed CPU after the next job
+};
+
+RescueResult RunWithAStalledThread(const std::vector<int>& cpus, int stalled_thread) {
+  RescueResult r;
+  std::thread([&] {
+    // A long spin: the idle worker is surely awake when the caller stalls.
+    LaneGroup group(LaneGroupOptions{
+        .threads = 2, .cpus = cpus, .spin_ns = 2'000'000'000, .stall_ns = 100'000});
+    std::atomic<int> arrived{0};
+    group.ParallelFor(2, [&](int64_t, int thread) {
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) std::this_thread::yield();
+      if (thread == stalled_thread) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        r.cpu_after_stall = sched_getcpu();
+      }
+    });
+    r.rescues = group.stats().rescues;
+    // The next job restores the moved thread's own affinity.
+    arrived.store(0);
+    group.ParallelFor(2, [&](int64_t, int thread) {
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) std::this_thread::yield();
+      if (thread == stalled_thread) r.affinity_after = OnlyCpuOf(0);
+    });
+    r.ran = true;
+  }).join();
+  return r;
+}
+
+// A real preemption on a busy machine (CI building beside the tests) can
+// add a rescue of its own, e.g. while the two tasks meet; such a run is
+// repeated, up to three times.
+bool Rescued(const RescueResult& r, int rescuer_cpu, int own_cpu) {
+  return r.ran && r.rescues == 1 && r.cpu_after_stall == rescuer_cpu && r.affinity_after == own_cpu;
+}
+
+TEST(LaneGroupTest, AWorkerStalledInATaskIsMovedToTheWaitingCallersCore) {
+  const std::vector<int> cpus = TwoCpus();
+  if (cpus.empty()) GTEST_SKIP() << "needs two CPUs and sched_setaffinity";
+  RescueResult r;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    r = RunWithAStalledThread(cpus, /*stalled_thread=*/1);
+    if (Rescued(r, cpus[0], cpus[1])) break;
+  }
+  EXPECT_EQ(r.rescues, 1);
+  EXPECT_EQ(r.cpu_after_stall, cpus[0]);  // woke on the caller's core
+  EXPECT_EQ(r.affinity_after, cpus[1]);   // and went back to its own pin
+}
+
+TEST(LaneGroupTest, ACallerStalledInATaskIsMovedToTheIdleWorkersCore) {
+  const std::vector<int> cpus = TwoCpus();
+  if (cpus.empty()) GTEST_SKIP() << "needs two CPUs and sched_setaffinity";
+  RescueResult r;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    r = RunWithAStalledThread(cpus, /*stalled_thread=*/0);
+    if (Rescued(r, cpus[1], cpus[0])) break;
+  }
+  EXPECT_EQ(r.rescues, 1);
+  EXPECT_EQ(r.cpu_after_stall, cpus[1]);  // woke on the worker's core
+  EXPECT_EQ(r.affinity_after, cpus[0]);   // restored at its next job
+}
+
+TEST(LaneGroupTest, NoRescueWhenStallNsIsZero) {
+  const std::vector<int> cpus = TwoCpus();
+  if (cpus.empty()) GTEST_SKIP() << "needs two CPUs and sched_setaffinity";
+  int cpu_after = -1;
+  int64_t rescues = -1;
+  std::thread([&] {
+    LaneGroup group(LaneGroupOptions{.threads = 2, .cpus = cpus, .spin_ns = 2'000'000'000, .stall_ns = 0});
+    std::atomic<int> arrived{0};
+    group.ParallelFor(2, [&](int64_t, int thread) {
+      arrived.fetch_add(1);
+      while (arrived.load() < 2) std::this_thread::yield();
+      if (thread == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        cpu_after = sched_getcpu();
+      }
+    });
+    rescues = group.stats().rescues;
+  }).join();
+  EXPECT_EQ(rescues, 0);
+  EXPECT_EQ(cpu_after, cpus[1]);
 }
 
 TEST(LaneGroupTest, FreeParallelForRunsInlineWithoutAGroup) {
