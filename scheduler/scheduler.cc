@@ -644,9 +644,9 @@ void FairScheduler::SpinForWork() {
   // the queue since the last look: a spinner that took it every few hundred
   // ns held it when Submit came ~1 time in 7, and a glibc mutex found held
   // puts its caller to sleep on a futex that the spinner's unlock must wake,
-  // a cross-CPU wake-up on the request's path (scenario 7's queueing p50
-  // 0.008-0.017 ms without the spin, 0.031-0.033 ms with a 200 us one).
-  // Resume() and Shutdown() bump the generation too.
+  // a cross-CPU wake-up on the request's path (api/README.md, lane spin,
+  // has scenario 7 before and after). Resume() and Shutdown() bump the
+  // generation too.
   uint64_t seen = queue_generation_.load(std::memory_order_acquire) - 1;
   for (;;) {
     const uint64_t generation = queue_generation_.load(std::memory_order_acquire);
