@@ -129,6 +129,12 @@ void ConvTile(const gemm_internal::ConvTileArgs& t) {
   StoreTile<R, NV>(acc, t.c, t.ldc, t.cols, 1.0f, t.load_c, t.post, t.i0, t.j0);
 }
 
+// Indices 0, 2, ..., 30 for _mm512_permutex2var_ps: the even lanes of two
+// vectors a:b (the inputs of a stride-2 row, 32 loaded as two vectors).
+ORRERY_GEMM_INLINE __m512i EvenIndices() {
+  return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+
 // Output lanes l < 8 (lo) or l >= 8 (hi) of a 16-lane mask as input lanes
 // 2 (l % 8) of the 32 inputs a stride-2 vector reads: SpreadEven(m) puts bit
 // i of the byte m at bit 2 i.
@@ -181,8 +187,7 @@ inline VectorRuns FindRuns(const int32_t* base) {
 template <int S>
 ORRERY_GEMM_INLINE __m512 LoadRun(const float* p, __mmask16 m) {
   if (S == 1) return _mm512_maskz_loadu_ps(m, p);
-  const __m512i evens =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i evens = EvenIndices();
   const __m512 lo = _mm512_maskz_loadu_ps(kSpreadEven.v[m & 0xff], p);
   const __m512 hi = _mm512_maskz_loadu_ps(kSpreadEven.v[m >> 8], p + 16);
   return _mm512_permutex2var_ps(lo, evens, hi);
@@ -381,6 +386,14 @@ struct PlanePost {
         clamp(in_regs && ep.act != Activation::kNone),
         lo(Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f)),
         hi(Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf())) {}
+  // After plane p (channel ch, vol outputs at yp) is stored: the post ops
+  // that did not run in registers, by the generic epilogue.
+  void ApplyAfter(const Epilogue& ep, float* yp, int64_t vol, int64_t p, int64_t ch) const {
+    if (in_regs || !ep.has_post()) return;
+    Epilogue e = ep;
+    if (e.residual != nullptr) e.residual += (p - ch) * vol;
+    ApplyEpilogueImpl(e, yp, vol, ch, 0, 1, vol);
+  }
 };
 
 // One input row's contribution to an output row of a stride-2, 3-wide,
@@ -396,8 +409,7 @@ template <int NV>
 ORRERY_GEMM_INLINE void Stride2Taps3Row(const float* xr, __m512 w0, __m512 w1, __m512 w2,
                                         const __mmask16 (&in_lo)[NV],
                                         const __mmask16 (&in_hi)[NV], __m512 (&acc)[NV]) {
-  const __m512i evens =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i evens = EvenIndices();
   const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
   __m512 prev_odd = _mm512_setzero_ps();  // column -1 is padding
 #pragma GCC unroll 8
@@ -470,12 +482,9 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
         mlo[kw][v] = static_cast<__mmask16>(lanes);
         mhi[kw][v] = 0;
       } else {
-        uint32_t even = 0;  // input j = 2 * lane of the 32 loaded
-        for (int l = 0; l < 16; ++l) {
-          if (lanes & (1u << l)) even |= 1u << (2 * l);
-        }
-        mlo[kw][v] = static_cast<__mmask16>(even & 0xffff);
-        mhi[kw][v] = static_cast<__mmask16>(even >> 16);
+        // Input j = 2 * lane of the 32 loaded.
+        mlo[kw][v] = static_cast<__mmask16>(SpreadEven(lanes & 0xff));
+        mhi[kw][v] = static_cast<__mmask16>(SpreadEven(lanes >> 8));
       }
     }
   }
@@ -484,8 +493,7 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
     const int64_t n = g.w_out - v * 16;
     out_mask[v] = n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
   }
-  const __m512i evens =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i evens = EvenIndices();
   // Stride2Taps3Row's geometry and its input masks (columns < w_in).
   const bool taps3 = S == 2 && gemm_internal::RowsSplitStride2Taps3(g);
   __mmask16 in_lo[NV], in_hi[NV];
@@ -580,11 +588,7 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
         }
       }
     }
-    if (!in_regs && ep.has_post()) {
-      Epilogue e = ep;
-      if (e.residual != nullptr) e.residual += (p - ch) * out_vol;
-      ApplyEpilogueImpl(e, yp, out_vol, ch, 0, 1, out_vol);
-    }
+    post.ApplyAfter(ep, yp, out_vol, p, ch);
   }
 }
 
@@ -683,11 +687,7 @@ void DepthwiseFlat(const gemm_internal::DepthwiseGeometry& g, const float* x, co
                                          clamp, lo, hi);
       }
     }
-    if (!in_regs && ep.has_post()) {
-      Epilogue e = ep;
-      if (e.residual != nullptr) e.residual += (p - ch) * out_vol;
-      ApplyEpilogueImpl(e, yp, out_vol, ch, 0, 1, out_vol);
-    }
+    post.ApplyAfter(ep, yp, out_vol, p, ch);
   }
 }
 
@@ -800,11 +800,7 @@ void DepthwiseSame3x3(const gemm_internal::DepthwiseGeometry& g, const float* x,
       if (clamp) acc = (__m512)Min(Max((VF)acc, lo), hi);
       _mm512_mask_storeu_ps(yp + o, m, acc);
     }
-    if (!in_regs && ep.has_post()) {
-      Epilogue e = ep;
-      if (e.residual != nullptr) e.residual += (p - ch) * vol;
-      ApplyEpilogueImpl(e, yp, vol, ch, 0, 1, vol);
-    }
+    post.ApplyAfter(ep, yp, vol, p, ch);
   }
 }
 
@@ -814,15 +810,14 @@ void DepthwiseSame3x3(const gemm_internal::DepthwiseGeometry& g, const float* x,
 // lane 0, is one scalar: zero padding at v = 0).
 void ConvStem(const gemm_internal::ConvStemGeometry& g, const float* x, const float* packed,
               float* y, int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1, const Epilogue& ep) {
-  const __m512i evens =
-      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i evens = EvenIndices();
   const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
   const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out;
   const int64_t nv = (g.w_out + 15) / 16;
   const int64_t block = g.cg * g.kh * 3 * 16;  // floats of one channel block
-  const bool clamp = ep.act != Activation::kNone;
-  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
-  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  const PlanePost post(ep);  // conv.cc takes this kernel only for post ops in registers
+  const bool clamp = post.clamp;
+  const VF lo = post.lo, hi = post.hi;
   const int64_t pf_ahead = PrefetchRowsAhead(g.w_in);
   // Rows outside, channel blocks inside: each input row is read from memory
   // once for all blocks.
