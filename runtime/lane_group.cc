@@ -75,20 +75,24 @@ LaneGroupStats LaneGroup::stats() const {
   return s;
 }
 
-void LaneGroup::RegisterCaller() {
-  Slot& slot = slots_[0];
-  if (slot.tid.load(std::memory_order_relaxed) == ThisTid()) return;
+bool LaneGroup::RegisterThisThread(int thread) {
+  Slot& slot = slots_[thread];
   clockid_t clock{};
-  if (pthread_getcpuclockid(pthread_self(), &clock) != 0) rescue_ok_.store(false);
+  if (pthread_getcpuclockid(pthread_self(), &clock) != 0) return false;
   slot.clock.store(clock, std::memory_order_relaxed);
   slot.tid.store(ThisTid(), std::memory_order_release);
+  return true;
 }
 
-void LaneGroup::StartWatch(int target, int64_t now, Watch& w) const {
+void LaneGroup::RegisterCaller() {
+  if (slots_[0].tid.load(std::memory_order_relaxed) == ThisTid()) return;
+  if (!RegisterThisThread(0)) rescue_ok_.store(false);
+}
+
+void LaneGroup::StartWatch(int64_t now, Watch& w) {
   // No clock read yet: most waits end within the first sample interval,
   // and reading another thread's CPU clock is a system call that locks
   // its run queue.
-  (void)target;
   w.since_ns = now;
   w.cpu_ns = -1;
   w.next_ns = now + kSampleNs;
@@ -268,7 +272,7 @@ void LaneGroup::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> f
   const Clock* clock = SteadyClock::Get();
   const int64_t wait_start = clock->NowNs();
   if (rescue) {
-    for (int t = 1; t < size_; ++t) StartWatch(t, wait_start, watches_[static_cast<size_t>(t)]);
+    for (int t = 1; t < size_; ++t) StartWatch(wait_start, watches_[static_cast<size_t>(t)]);
   }
   uint32_t spins = 0;
   while (done_.load(std::memory_order_acquire) != num_tasks) {
@@ -280,7 +284,7 @@ void LaneGroup::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> f
     int moved = -1;
     for (int t = 1; t < size_ && moved < 0; ++t) {
       if (slots_[t].in_task.load(std::memory_order_acquire) == 0) {
-        StartWatch(t, now, watches_[static_cast<size_t>(t)]);
+        StartWatch(now, watches_[static_cast<size_t>(t)]);
       } else if (Stalled(t, now, watches_[static_cast<size_t>(t)]) && MoveHere(t)) {
         moved = t;
       }
@@ -315,14 +319,7 @@ void LaneGroup::ExpectJob(int64_t in_ns) {
 }
 
 void LaneGroup::WorkerLoop(int thread) {
-  {
-    Slot& slot = slots_[thread];
-    clockid_t clock{};
-    if (pthread_getcpuclockid(pthread_self(), &clock) == 0) {
-      slot.clock.store(clock, std::memory_order_relaxed);
-      slot.tid.store(ThisTid(), std::memory_order_release);
-    }
-  }
+  (void)RegisterThisThread(thread);  // unregistered, it is never moved
   uint32_t seen = 0;
   for (;;) {
     uint32_t gen = wake_.load(std::memory_order_acquire);
@@ -336,7 +333,7 @@ void LaneGroup::WorkerLoop(int thread) {
       const bool rescue = rescue_ok_.load(std::memory_order_relaxed);
       const int64_t watch_end = deadline + stall_ns_;
       Watch watch;
-      if (rescue) StartWatch(0, start, watch);
+      if (rescue) StartWatch(start, watch);
       uint32_t spins = 0;
       while ((gen = wake_.load(std::memory_order_acquire)) == seen) {
         CpuRelax();
@@ -345,7 +342,7 @@ void LaneGroup::WorkerLoop(int thread) {
         const bool caller_busy = rescue && slots_[0].in_task.load(std::memory_order_acquire) != 0;
         if (!caller_busy) {
           if (now >= deadline) break;
-          if (rescue) StartWatch(0, now, watch);
+          if (rescue) StartWatch(now, watch);
           continue;
         }
         if (now >= watch_end) break;

@@ -125,7 +125,7 @@ class LaneGroup final : public ops::ThreadGroup {
     int64_t cpu_ns = -1;   // the target's CPU clock then; -1: not read yet
     int64_t next_ns = 0;   // next sample
   };
-  void StartWatch(int target, int64_t now, Watch& w) const;
+  static void StartWatch(int64_t now, Watch& w);
   bool Stalled(int target, int64_t now, Watch& w) const;
   // Narrows `target`'s affinity to this thread's CPU; false when not
   // allowed (rescues are then switched off) or already being moved.
@@ -142,6 +142,9 @@ class LaneGroup final : public ops::ThreadGroup {
   void SleepUntilDone(int64_t num_tasks);
   // After a task: wakes the caller if it sleeps in SleepUntilDone.
   void FinishTask();
+  // Records this thread's id and CPU clock in slot `thread`; false when
+  // its CPU clock cannot be read.
+  bool RegisterThisThread(int thread);
   void RegisterCaller();
 
   const int size_;
