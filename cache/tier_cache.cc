@@ -182,7 +182,10 @@ int64_t TierCache::IdleHeadroomNs(const Entry& e, const KeepAliveWindows& w) con
 
 bool TierCache::Protected(const Entry& e, int64_t now_ns) const {
   if (!options_.keepalive || !e.seen) return false;
-  const KeepAliveWindows w = e.idle.Windows(options_.keepalive_options);
+  return Protected(e, e.idle.Windows(options_.keepalive_options), now_ns);
+}
+
+bool TierCache::Protected(const Entry& e, const KeepAliveWindows& w, int64_t now_ns) const {
   if (!w.valid) return false;
   const int64_t since = now_ns - e.last_use_ns;
   if (since > w.keepalive_ns) return false;
@@ -482,7 +485,7 @@ std::vector<ModelKey> TierCache::ExpireIdle() {
     const Entry& e = it->second;
     if (e.state != Residency::kResident || e.pins > 0 || !e.seen) continue;
     const KeepAliveWindows w = e.idle.Windows(options_.keepalive_options);
-    if (!w.valid || Protected(e, now)) continue;
+    if (!w.valid || Protected(e, w, now)) continue;
     // Only a window a pre-warm can act on is worth expiring at: a model used
     // every few ms (regular gaps look "predictable") whose reload takes longer
     // than its gaps would be unloaded by any stall of its callers and make the

@@ -281,6 +281,8 @@ class TierCache {
   // could act on its window (not predictable, or the reload outlasts it).
   int64_t IdleHeadroomNs(const Entry& e, const KeepAliveWindows& w) const;
   bool Protected(const Entry& e, int64_t now_ns) const;
+  // The same with e's windows already computed (keepalive on, e seen).
+  bool Protected(const Entry& e, const KeepAliveWindows& w, int64_t now_ns) const;
   bool ShouldPrewarmLocked(const Entry& e, int64_t t_ns) const;
   double Share(const std::string& tenant, const std::string& requester) const;
   // Victims whose eviction frees `needed` bytes for `requester`, or nullopt.
