@@ -14,6 +14,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 
 #include "api/proto/grpc_predict_v2.grpc.pb.h"
@@ -71,6 +72,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sync", "callback"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  // The same gRPC as orreryd's, set up alike (api/server.cc): no lock-order
+  // graph in Debian's debug-mode Abseil.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   SyncEcho sync_service;
   CallbackEcho callback_service;
   grpc::ServerBuilder builder;

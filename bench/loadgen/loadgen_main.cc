@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 
 #include "api/proto/grpc_predict_v2.grpc.pb.h"
@@ -60,6 +61,7 @@ struct Options {
   std::string plot;
   std::string plot_script = ORRERY_PLOT_SCRIPT;
   std::vector<std::string> echo;
+  int echo_rounds = 0;
   int channels = 2;
   int completion_threads = 2;
   std::string client_cpus;
@@ -102,6 +104,12 @@ int Main(int argc, char** argv) {
   app.add_option("--echo", o.echo,
                  "HOST:PORT of orrery-echo: after the run, replay the same schedule there with the same payloads "
                  "(repeatable: each in turn; the floor is the one with the lowest p50)");
+  app.add_option("--echo-rounds", o.echo_rounds,
+                 "With --echo: compare in N rounds instead, each a slice of the schedule (--duration / N after "
+                 "0.25 s of warm-up) on orreryd, then on each echo in turn; the overhead and the echoes' p50 are "
+                 "pooled over the rounds (0: one replay per echo after the run)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   app.add_option("--client-cpus", o.client_cpus,
                  "After starting orreryd, pin this client to these CPUs (e.g. 0 with orreryd's --serving-cpus 0 "
                  "and --lane-cpus 1), so that it does not take lane time; default: not pinned");
@@ -118,6 +126,9 @@ int Main(int argc, char** argv) {
                  "inference (cold) and the next (warm); rates are ignored")
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
+  // As in orreryd (api/server.cc): no lock-order graph in Debian's
+  // debug-mode Abseil for gRPC's mutexes, which this client shares CPU 0 with.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // Workload first: bad flags fail before anything starts.
   std::vector<StreamSpec> streams;
@@ -426,23 +437,51 @@ int Main(int argc, char** argv) {
     summary.model_error_p99[label] = m.error_p99();
   }
 
+  // The echo comparison: the host's speed changes for seconds at a time
+  // (here by up to 1.4x in every part of a round trip), so with one replay
+  // after the run, orreryd and the echo could each land in a different
+  // spell; --echo-rounds alternates short slices so that both see the same.
+  std::vector<std::unique_ptr<inference::GRPCInferenceService::Stub>> echo_stubs;
+  std::vector<std::vector<Target>> echo_targets;
   for (const std::string& address : o.echo) {
-    // Same schedule, same payloads, to a trivial echo service: the floor a
-    // bare gRPC unary round trip sets on this machine right now.
     auto echo_channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-    auto echo_stub = inference::GRPCInferenceService::NewStub(echo_channel);
-    std::vector<Target> echo_targets = targets;
-    for (Target& t : echo_targets) {
-      t.stub = echo_stub.get();
+    echo_stubs.push_back(inference::GRPCInferenceService::NewStub(echo_channel));
+    echo_targets.push_back(targets);
+    for (Target& t : echo_targets.back()) {
+      t.stub = echo_stubs.back().get();
       t.channel = echo_channel;
       t.api_key.clear();
     }
-    RunOptions eo = ro;
-    eo.on_warmup_end = nullptr;
-    eo.on_window_end = nullptr;
-    std::vector<Record> echo = RunWorkload(echo_targets, arrivals, eo);
+  }
+  RunOptions eo = ro;
+  eo.on_warmup_end = nullptr;
+  eo.on_window_end = nullptr;
+  std::vector<std::vector<Record>> echo_records(o.echo.size());
+  if (!o.echo.empty() && o.echo_rounds > 0) {
+    eo.warmup_ns = 250'000'000;
+    eo.duration_ns = duration_ns / o.echo_rounds;
+    std::vector<double> overhead;
+    for (int round = 0; round < o.echo_rounds; ++round) {
+      for (const Record& r : RunWorkload(targets, arrivals, eo)) {
+        if ((r.outcome == Outcome::kOk || r.outcome == Outcome::kLate) && r.lane_ns >= 0) {
+          overhead.push_back(static_cast<double>(r.latency_ns - r.lane_ns) / 1e6);
+        }
+      }
+      for (size_t i = 0; i < o.echo.size(); ++i) {
+        std::vector<Record> slice = RunWorkload(echo_targets[i], arrivals, eo);
+        echo_records[i].insert(echo_records[i].end(), slice.begin(), slice.end());
+      }
+    }
+    if (overhead.empty()) return Fail("orreryd answered nothing in the echo rounds");
+    summary.echo_rounds = o.echo_rounds;
+    summary.rounds_overhead_p50_ms = Percentile(overhead, 0.5);
+  } else {
+    for (size_t i = 0; i < o.echo.size(); ++i) echo_records[i] = RunWorkload(echo_targets[i], arrivals, eo);
+  }
+  for (size_t i = 0; i < o.echo.size(); ++i) {
+    const std::string& address = o.echo[i];
     std::vector<double> lat, request_path, response_path;
-    for (const Record& r : echo) {
+    for (const Record& r : echo_records[i]) {
       if (r.grpc_code != 0) continue;
       lat.push_back(static_cast<double>(r.latency_ns) / 1e6);
       if (r.request_path_ns >= 0) request_path.push_back(static_cast<double>(r.request_path_ns) / 1e6);

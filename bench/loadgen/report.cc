@@ -204,7 +204,8 @@ std::string SummaryJson(const Summary& s) {
   std::ostringstream o;
   o << "{\"window_s\":" << Num(s.window_s) << ",\"jain_index\":" << Num(s.jain_index)
     << ",\"rejected_early_fraction\":" << Num(s.rejected_early_fraction) << ",\"echo_p50_ms\":" << Num(s.echo_p50_ms)
-    << ",\"echo_p99_ms\":" << Num(s.echo_p99_ms) << ",\"send_lag_p99_ms\":" << Num(s.send_lag_p99_ms)
+    << ",\"echo_p99_ms\":" << Num(s.echo_p99_ms) << ",\"echo_rounds\":" << s.echo_rounds
+    << ",\"rounds_overhead_p50_ms\":" << Num(s.rounds_overhead_p50_ms) << ",\"send_lag_p99_ms\":" << Num(s.send_lag_p99_ms)
     << ",\"send_lag_max_ms\":" << Num(s.send_lag_max_ms) << ",\"echoes\":[";
   for (size_t i = 0; i < s.echoes.size(); ++i) {
     o << (i ? "," : "") << "{\"address\":\"" << s.echoes[i].address << "\",\"p50_ms\":" << Num(s.echoes[i].p50_ms)
@@ -287,6 +288,11 @@ std::string SummaryTable(const Summary& s) {
       o << buf;
     }
     o << "\n";
+  }
+  if (s.echo_rounds > 0) {
+    std::snprintf(buf, sizeof(buf), "over %d alternated rounds: orreryd's overhead p50 %.3f ms\n", s.echo_rounds,
+                  s.rounds_overhead_p50_ms);
+    o << buf;
   }
   return o.str();
 }

@@ -85,6 +85,10 @@ struct Summary {
   // floor), and every echo replayed, in --echo order.
   double echo_p50_ms = -1, echo_p99_ms = -1;
   std::vector<EchoSummary> echoes;
+  // --echo-rounds: how many, and orreryd's overhead (latency - lane time)
+  // p50 over the rounds' slices, which the echoes' p50 then also cover.
+  int echo_rounds = 0;
+  double rounds_overhead_p50_ms = -1;
   double send_lag_p99_ms = 0, send_lag_max_ms = 0;  // how far the sender fell behind its schedule
   // Server-side numbers the caller adds (host cache counters over the
   // measured window, setup timings), written as the JSON object "server".

@@ -5,7 +5,8 @@
 # third tenant (30 of them in the measured window). Checks that it exits 0, that the
 # per-request CSV has one row per request sent with known outcomes, that the
 # per-tenant counts add up and that the server reported execution times and
-# scheduler service. Also that a malformed stream is refused by name.
+# scheduler service; that --echo-rounds pools both sides over its rounds; and
+# that a malformed stream is refused by name.
 # Usage: loadgen_smoke.sh BUILD_DIR MODELS_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -75,6 +76,28 @@ if fails:
     sys.exit(1)
 print(f"ok: {len(reqs)} requests")
 PY
+
+# The echo comparison in alternated rounds (scenario 7): both sides measured
+# in every round, pooled.
+"$build/orrery-echo" --listen 127.0.0.1:0 --port-file "$work/echo.port" --api callback > /dev/null &
+echo_pid=$!
+trap 'kill $echo_pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do [ -s "$work/echo.port" ] && break; sleep 0.05; done
+"$build/orrery-loadgen" --orreryd "$build/orreryd" --model "mlp=$models/mlp/model.onnx" --stream a:mlp:200 \
+  --duration 1 --warmup 0.2 --echo "$(cat "$work/echo.port")" --echo-rounds 2 --json "$work/echo.json" \
+  > "$work/echo.txt"
+/usr/bin/python3 - "$work/echo.json" <<'PY'
+import json, sys
+js = json.load(open(sys.argv[1]))
+fails = []
+if js["echo_rounds"] != 2: fails.append(f"echo_rounds {js['echo_rounds']}, want 2")
+if not 0 < js["rounds_overhead_p50_ms"] < 1000: fails.append(f"rounds overhead p50 {js['rounds_overhead_p50_ms']}")
+if len(js["echoes"]) != 1 or not 0 < js["echo_p50_ms"] == js["echoes"][0]["p50_ms"]: fails.append(f"echoes {js['echoes']}")
+if fails:
+    print("FAIL:", *fails, sep="\n  ")
+    sys.exit(1)
+PY
+grep -q "over 2 alternated rounds" "$work/echo.txt" || { echo "FAIL: no rounds line:"; cat "$work/echo.txt"; exit 1; }
 
 if "$build/orrery-loadgen" --orreryd "$build/orreryd" --model "mlp=$models/mlp/model.onnx" \
      --stream small:mlp:fast > "$work/bad.txt" 2>&1; then
