@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
                  "Run every other thread (gRPC, loaders, ledger) on these CPUs (e.g. 0); default: any CPU");
   app.add_option("--lane-answer-queue", options.lane_answer_queue,
                  "A lane answers the request it ran itself unless this many requests are queued, then a serving "
-                 "thread does (0 = auto: 1, or 2 per lane when --lane-cpus and --serving-cpus are disjoint)")
+                 "thread does (0 = auto: 1, or never when --lane-cpus and --serving-cpus are disjoint)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-batch", options.max_batch,

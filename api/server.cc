@@ -3,6 +3,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -298,7 +299,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     impl->ctx.ledger = impl->ledger_writer.get();
   }
   impl->ctx.lane_answer_queue = static_cast<size_t>(
-      options.lane_answer_queue > 0 ? options.lane_answer_queue : own_lane_cpus ? 2 * lanes : 1);
+      options.lane_answer_queue > 0 ? options.lane_answer_queue
+      : own_lane_cpus              ? std::numeric_limits<int>::max()
+                                   : 1);
   impl->ctx.max_model_bytes = options.max_model_bytes;
   impl->ctx.max_input_bytes = options.max_input_bytes;
   impl->ctx.max_batch = options.max_batch;

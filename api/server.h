@@ -43,10 +43,12 @@ struct ServerOptions {
   // A lane answers the request it ran itself (metering, encoding, the
   // write) unless this many requests are queued: then a serving thread
   // answers it and the lane runs the next. 0 = auto: 1 when lanes share
-  // CPUs with serving; 2 per lane when they have CPUs of their own, where
-  // answering costs the front end nothing and a hand-off would load the
-  // serving CPUs (scenario 7: a third of its answers on the serving CPU
-  // took it to ~95% busy) and wake them across CPUs.
+  // CPUs with serving; never when they have CPUs of their own, where
+  // answering costs the front end nothing and a hand-off loads the serving
+  // CPUs, which a backlog means are busy too (scenario 7: a third of its
+  // answers handed off took CPU 0 to ~95% busy; scenario 2: with A's
+  // backlog every answer was handed off, and B's p99 was 6.9-17.8 ms
+  // against 3.5-3.7 ms with the lanes answering).
   int lane_answer_queue = 0;
   // Largest batch the scheduler forms from queued requests (1 = no
   // batching) and calibrates at upload.
