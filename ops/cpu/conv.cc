@@ -423,8 +423,8 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   }
   if (p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
       p->cg <= gemm_internal::kConvStemMaxChannels && p->g2.kernel[0] <= gemm_internal::kConvStemMaxKh &&
-      p->g2.kernel[1] == 3 && p->g2.strides[1] == 2 && p->g2.pad_begin[1] == 1 &&
-      p->g2.dilations[1] == 1) {
+      p->g2.kernel[1] <= gemm_internal::kConvStemMaxKw && p->g2.strides[1] == 2 &&
+      p->g2.pad_begin[1] < p->g2.kernel[1] && p->g2.dilations[1] == 1) {
     Epilogue ep;
     p->fusion.ApplyTo(&ep);
     if (gemm_internal::PostInTile(ep)) {
@@ -440,6 +440,8 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       sg.sh = p->g2.strides[0];
       sg.ph = p->g2.pad_begin[0];
       sg.dh = p->g2.dilations[0];
+      sg.kw = p->g2.kernel[1];
+      sg.pw = p->g2.pad_begin[1];
       p->stem_w = gemm_internal::PackConvStemWeights(sg, w->data<float>());
     }
   }

@@ -1,13 +1,13 @@
 // Internal to ops/cpu: a direct AVX-512 convolution for layers with few
-// input channels and a 3-wide, stride-2, left-pad-1 window along rows: an
-// image stem such as MobileNet's 3 -> 32 3x3 / 2 at 224x224, where the
-// GEMM over gathered panels has K = 27 only and spent its time in the
-// gathers (one thread, 60 GFLOP/s). Here every 32 input columns of an input
-// row are loaded once and split into the window's three taps (even / odd
-// lanes, as the depthwise stride-2 rows), and each tap is multiplied into 16
-// output channels' accumulators with broadcast weights: K * 16 FMAs per 16
-// outputs and 16 channels, the epilogue (bias, residual, Relu / Clip) in
-// registers.
+// input channels and a window of <= 7 columns at stride 2 along rows: image
+// stems such as MobileNet's 3 -> 32 3x3 / 2 pad 1, ResNet's and GoogLeNet's
+// 3 -> 64 7x7 / 2 pad 3 and SqueezeNet's 3 -> 64 3x3 / 2 pad 0, where the
+// GEMM over gathered panels spent its time in the gathers (K = 27 or 147).
+// Here the input rows a window reads are split once per output row into
+// their even and odd columns, so each tap is one unaligned load multiplied
+// into 16 output channels' accumulators with broadcast weights: K * 16 FMAs
+// per 16 outputs and 16 channels, the epilogue (bias, residual, Relu /
+// Clip) in registers.
 #pragma once
 
 #include <cstdint>
@@ -20,14 +20,16 @@ namespace orrery::ops::cpu::gemm_internal {
 // Input channels at most this take the stem kernel (K = 3 * kh * cg).
 inline constexpr int64_t kConvStemMaxChannels = 4;
 inline constexpr int64_t kConvStemMaxKh = 7;
+inline constexpr int64_t kConvStemMaxKw = 7;
 
 struct ConvStemGeometry {
   int64_t cg = 0, m = 0;  // input / output channels (one group)
   int64_t h_in = 0, w_in = 0, h_out = 0, w_out = 0;
-  int64_t kh = 0, sh = 1, ph = 0, dh = 1;  // along columns: 3 wide, stride 2, pad 1
+  int64_t kh = 0, sh = 1, ph = 0, dh = 1;
+  int64_t kw = 3, pw = 1;  // along rows: stride 2, undilated, pw < kw
 };
 
-// Weights W [m][cg][kh][3] as [m / 16 blocks][cg][kh][3][16] (channels
+// Weights W [m][cg][kh][kw] as [m / 16 blocks][cg][kh][kw][16] (channels
 // past m are zero).
 std::vector<float> PackConvStemWeights(const ConvStemGeometry& g, const float* w);
 

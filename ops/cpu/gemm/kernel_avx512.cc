@@ -804,76 +804,155 @@ void DepthwiseSame3x3(const gemm_internal::DepthwiseGeometry& g, const float* x,
   }
 }
 
-// The stem convolution (conv_stem.h): per output row, 16 output columns
-// and 16 channels at a time; taps of input row ih split from 32 loaded
-// columns as in Stride2Taps3Row (column 32 v - 1, the left neighbour of
-// lane 0, is one scalar: zero padding at v = 0).
-void ConvStem(const gemm_internal::ConvStemGeometry& g, const float* x, const float* packed,
-              float* y, int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1, const Epilogue& ep) {
+// The stem convolution (conv_stem.h). Per output row and chunk of up to
+// kStemChunkVectors output vectors, the input rows the window reads are
+// split once into their even and odd columns (zero padding built in), so
+// that tap kw of output column ow, input column 2 ow + kw - pw, is lane
+// ow + kw / 2 of the even (kw - pw even) or odd split row: one unaligned
+// load per tap and 16 FMAs into 16 channels x 16 columns of accumulators.
+// Splitting costs ~2 loads + 2 permutes per 16 columns of a row, shared by
+// all channel blocks and taps.
+constexpr int64_t kStemChunkVectors = 8;
+constexpr int64_t kStemSplitFloats = (kStemChunkVectors + 1) * 16;  // + taps kw / 2 <= 3
+
+// Lanes [lo, hi) of 16, clipped.
+ORRERY_GEMM_INLINE __mmask16 LaneRange(int64_t lo, int64_t hi) {
+  return static_cast<__mmask16>(FirstLanes(hi) & ~FirstLanes(lo));
+}
+
+// One split row's taps into R channels x NV vectors of accumulators (wt:
+// the row's packed weights of the block's first channel of R).
+template <int KW, int R, int NV>
+ORRERY_GEMM_INLINE void StemTaps(const float* e, const float* o, const float* wt,
+                                 __m512 (&acc)[R][NV]) {
+#pragma GCC unroll 7
+  for (int k = 0; k < KW; ++k) {
+    const float* src = ((k & 1) != 0 ? o : e) + k / 2;
+    __m512 t[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) t[v] = _mm512_loadu_ps(src + v * 16);
+#pragma GCC unroll 16
+    for (int j = 0; j < R; ++j) {
+      const __m512 w = _mm512_set1_ps(wt[k * 16 + j]);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[j][v] = _mm512_fmadd_ps(w, t[v], acc[j][v]);
+    }
+  }
+}
+
+// R channels (from m0) x NV vectors (from output column ow) of one output
+// row: the taps of the rows inside, then the epilogue.
+template <int KW, int R, int NV>
+ORRERY_GEMM_INLINE void StemTile(const gemm_internal::ConvStemGeometry& g, const float* split,
+                                 const bool* row_in, const float* wb, int64_t m0, int64_t oh,
+                                 int64_t ow, float* y, const Epilogue& ep, bool clamp, VF lo,
+                                 VF hi) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 16
+  for (int j = 0; j < R; ++j) {
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[j][v] = _mm512_setzero_ps();
+  }
+  for (int64_t r = 0; r < g.cg * g.kh; ++r) {
+    if (!row_in[r]) continue;
+    const float* e = split + r * 2 * kStemSplitFloats;
+    StemTaps<KW, R, NV>(e, e + kStemSplitFloats, wb + r * KW * 16, acc);
+  }
+  const int64_t out_vol = g.h_out * g.w_out;
+  const int channels = static_cast<int>(std::min<int64_t>(R, g.m - m0));
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; ++v) {
+    const int64_t o = oh * g.w_out + ow + v * 16;
+    const __mmask16 m = FirstLanes(g.w_out - ow - v * 16);
+#pragma GCC unroll 16
+    for (int j = 0; j < R; ++j) {
+      if (j >= channels) break;
+      __m512 res = acc[j][v];
+      if (ep.row_bias != nullptr) res = _mm512_add_ps(res, _mm512_set1_ps(ep.row_bias[m0 + j]));
+      if (ep.residual != nullptr) {
+        res = _mm512_add_ps(res,
+                            _mm512_maskz_loadu_ps(m, ep.residual + (m0 + j) * ep.ld_residual + o));
+      }
+      if (clamp) res = (__m512)Min(Max((VF)res, lo), hi);
+      _mm512_mask_storeu_ps(y + (m0 + j) * out_vol + o, m, res);
+    }
+  }
+}
+
+template <int KW>
+void ConvStemKw(const gemm_internal::ConvStemGeometry& g, const float* x, const float* packed,
+                float* y, int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1, const Epilogue& ep) {
   const __m512i evens = EvenIndices();
   const __m512i odds = _mm512_add_epi32(evens, _mm512_set1_epi32(1));
-  const int64_t in_vol = g.h_in * g.w_in, out_vol = g.h_out * g.w_out;
+  const int64_t in_vol = g.h_in * g.w_in;
   const int64_t nv = (g.w_out + 15) / 16;
-  const int64_t block = g.cg * g.kh * 3 * 16;  // floats of one channel block
+  const int64_t block = g.cg * g.kh * KW * 16;  // floats of one channel block
   const PlanePost post(ep);  // conv.cc takes this kernel only for post ops in registers
   const bool clamp = post.clamp;
   const VF lo = post.lo, hi = post.hi;
   const int64_t pf_ahead = PrefetchRowsAhead(g.w_in);
-  // Rows outside, channel blocks inside: each input row is read from memory
-  // once for all blocks.
+  // [c][kh][even / odd][kStemSplitFloats]
+  alignas(64) float split[gemm_internal::kConvStemMaxChannels * gemm_internal::kConvStemMaxKh * 2 *
+                          kStemSplitFloats];
+  bool row_in[gemm_internal::kConvStemMaxChannels * gemm_internal::kConvStemMaxKh];
   for (int64_t oh = oh0; oh < oh1; ++oh) {
     for (int64_t c = 0; c < g.cg; ++c) {
       PrefetchRows(x + c * in_vol, g.w_in, oh * g.sh - g.ph + (g.kh - 1) * g.dh + 1 + pf_ahead,
                    g.sh);
     }
-    for (int64_t mb = mb0; mb < mb1; ++mb) {
-      const float* wb = packed + mb * block;
-      const int64_t m0 = mb * 16;
-      const int channels = static_cast<int>(std::min<int64_t>(16, g.m - m0));
-      for (int64_t v = 0; v < nv; ++v) {
-        __m512 acc[16];
-#pragma GCC unroll 16
-        for (int j = 0; j < 16; ++j) acc[j] = _mm512_setzero_ps();
-        const __mmask16 in_lo = FirstLanes(g.w_in - v * 32);
-        const __mmask16 in_hi = FirstLanes(g.w_in - v * 32 - 16);
-        for (int64_t c = 0; c < g.cg; ++c) {
-          for (int64_t kh = 0; kh < g.kh; ++kh) {
-            const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-            if (ih < 0 || ih >= g.h_in) continue;
-            const float* xr = x + c * in_vol + ih * g.w_in + v * 32;
-            const __m512 a = _mm512_maskz_loadu_ps(in_lo, xr);
-            const __m512 b = _mm512_maskz_loadu_ps(in_hi, xr + 16);
-            const __m512 even = _mm512_permutex2var_ps(a, evens, b);
-            const __m512 odd = _mm512_permutex2var_ps(a, odds, b);
-            const float left = v > 0 && v * 32 - 1 < g.w_in ? xr[-1] : 0.0f;
-            const __m512 odd_left = _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(
-                __mmask16(0xffff), _mm512_castps_si512(odd),
-                _mm512_castps_si512(_mm512_set1_ps(left)), 15));
-            const float* wt = wb + (c * g.kh + kh) * 48;
-#pragma GCC unroll 16
-            for (int j = 0; j < 16; ++j) {
-              acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[j]), odd_left, acc[j]);
-              acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[16 + j]), even, acc[j]);
-              acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wt[32 + j]), odd, acc[j]);
-            }
+    for (int64_t v0 = 0; v0 < nv; v0 += kStemChunkVectors) {
+      const int64_t vn = std::min(kStemChunkVectors, nv - v0);
+      // Split the rows: 32 input columns from s = 32 (v0 + u) - pw per 16.
+      for (int64_t c = 0; c < g.cg; ++c) {
+        for (int64_t kh = 0; kh < g.kh; ++kh) {
+          const int64_t r = c * g.kh + kh;
+          const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+          row_in[r] = ih >= 0 && ih < g.h_in;
+          if (!row_in[r]) continue;
+          const float* xr = x + c * in_vol + ih * g.w_in;
+          float* e = split + r * 2 * kStemSplitFloats;
+          for (int64_t u = 0; u <= vn; ++u) {
+            const int64_t s = (v0 + u) * 32 - g.pw;
+            const __m512 a = _mm512_maskz_loadu_ps(LaneRange(-s, g.w_in - s), xr + s);
+            const __m512 b = _mm512_maskz_loadu_ps(LaneRange(-s - 16, g.w_in - s - 16), xr + s + 16);
+            _mm512_store_ps(e + u * 16, _mm512_permutex2var_ps(a, evens, b));
+            _mm512_store_ps(e + kStemSplitFloats + u * 16, _mm512_permutex2var_ps(a, odds, b));
           }
         }
-        const int64_t o = oh * g.w_out + v * 16;
-        const __mmask16 m = FirstLanes(g.w_out - v * 16);
-#pragma GCC unroll 16
-        for (int j = 0; j < 16; ++j) {
-          if (j >= channels) break;
-          __m512 r = acc[j];
-          if (ep.row_bias != nullptr) r = _mm512_add_ps(r, _mm512_set1_ps(ep.row_bias[m0 + j]));
-          if (ep.residual != nullptr) {
-            r = _mm512_add_ps(
-                r, _mm512_maskz_loadu_ps(m, ep.residual + (m0 + j) * ep.ld_residual + o));
+      }
+      // Pairs of vectors as two halves of 8 channels x 2 vectors (10 loads
+      // per 32 FMAs), a last odd vector as 16 channels x 1 (17 per 16).
+      for (int64_t mb = mb0; mb < mb1; ++mb) {
+        const float* wb = packed + mb * block;
+        const int64_t m0 = mb * 16;
+        int64_t u = 0;
+        for (; u + 2 <= vn; u += 2) {
+          const float* su = split + u * 16;
+          const int64_t ow = (v0 + u) * 16;
+          StemTile<KW, 8, 2>(g, su, row_in, wb, m0, oh, ow, y, ep, clamp, lo, hi);
+          if (m0 + 8 < g.m) {
+            StemTile<KW, 8, 2>(g, su, row_in, wb + 8, m0 + 8, oh, ow, y, ep, clamp, lo, hi);
           }
-          if (clamp) r = (__m512)Min(Max((VF)r, lo), hi);
-          _mm512_mask_storeu_ps(y + (m0 + j) * out_vol + o, m, r);
+        }
+        if (u < vn) {
+          StemTile<KW, 16, 1>(g, split + u * 16, row_in, wb, m0, oh, (v0 + u) * 16, y, ep, clamp,
+                              lo, hi);
         }
       }
     }
+  }
+}
+
+void ConvStem(const gemm_internal::ConvStemGeometry& g, const float* x, const float* packed,
+              float* y, int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1, const Epilogue& ep) {
+  switch (g.kw) {
+    case 1: return ConvStemKw<1>(g, x, packed, y, oh0, oh1, mb0, mb1, ep);
+    case 2: return ConvStemKw<2>(g, x, packed, y, oh0, oh1, mb0, mb1, ep);
+    case 3: return ConvStemKw<3>(g, x, packed, y, oh0, oh1, mb0, mb1, ep);
+    case 4: return ConvStemKw<4>(g, x, packed, y, oh0, oh1, mb0, mb1, ep);
+    case 5: return ConvStemKw<5>(g, x, packed, y, oh0, oh1, mb0, mb1, ep);
+    case 6: return ConvStemKw<6>(g, x, packed, y, oh0, oh1, mb0, mb1, ep);
+    default: return ConvStemKw<7>(g, x, packed, y, oh0, oh1, mb0, mb1, ep);
   }
 }
 

@@ -114,7 +114,7 @@ void Pool2dFlatTables(const Pool2d& p, int32_t* masks, float* count) {
 // Flat: four mask tables and the divisors (one plane plus a vector each),
 // then the chunk's vertical fold with a vector and a lane either side.
 int64_t Pool2dScratchFloats(const Pool2d& p) {
-  const int64_t row = Pool2dRowWidth(p);
+  const int64_t row = Pool2dRowWidth(p) * kPool2dRowGroup;
   if (!Pool2dFlat(p)) return row;
   const int64_t flat = 5 * Pool2dFlatPeriod(p) + kPool2dFlatChunk + 3 * 16 + 2;
   return flat > row ? flat : row;

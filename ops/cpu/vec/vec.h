@@ -70,6 +70,8 @@ int64_t Pool2dColumns(int64_t ow);
 // Floats per row of pool2d's padded row (the vertical fold of a window's
 // input rows), and of its scratch per call (one such row).
 int64_t Pool2dRowWidth(const Pool2d& p);
+// Output rows pool2d folds together (its scratch holds as many padded rows).
+inline constexpr int64_t kPool2dRowGroup = 8;
 int64_t Pool2dScratchFloats(const Pool2d& p);
 // Whether pool2d takes the flattened path (3x3, stride 1, pads 1, the
 // output plane the input's size, planes at most 32 wide), and the outputs

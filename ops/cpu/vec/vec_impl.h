@@ -556,6 +556,10 @@ inline float FoldScalar(float acc, float v) {
 // via taps_h. Loads and stores may run past a row's end into the next row
 // while they stay inside [x, x_end) / [y, y_end): those lanes are pad or
 // rewritten later.
+// Software prefetch distance of the pooling loops, which stream their
+// planes once (prefetches never fault, so reading past the planes is fine).
+constexpr int64_t kPoolPrefetchFloats = 512;
+
 template <bool kMax>
 void VerticalFold(const Pool2d& p, const float* x, const float* x_end, int64_t r0, int64_t rows,
                   float* row) {
@@ -571,6 +575,7 @@ void VerticalFold(const Pool2d& p, const float* x, const float* x_end, int64_t r
     const float* b = a + p.iw;
     const float* c = b + p.iw;
     for (; j < jv; j += kW) {
+      __builtin_prefetch(c + j + kPoolPrefetchFloats);
       Store(t + j, Fold<kMax>(Fold<kMax>(Fold<kMax>(Splat(init), Load(a + j)), Load(b + j)),
                               Load(c + j)));
     }
@@ -632,30 +637,44 @@ inline VF HorizontalFold(const Pool2d& p, const float* row, int64_t ow) {
   }
 }
 
+// Output rows are pooled kPool2dRowGroup at a time: their vertical folds
+// first, each into its own row of scratch, then their horizontal passes,
+// whose loads straddle the vectors the fold just stored: right after the
+// store, such a load cannot be forwarded from the store queue and waits
+// for it to reach L1 (one row at a time, MaxPool 192 x 56 x 56 / 2 spent
+// ~80 cycles per output row).
 template <bool kMax, int kKw, int kSw>
 void PoolPlane(const Pool2d& p, const float* x, const float* x_end, float* y, const float* y_end,
-               float* row) {
-  for (int64_t oh = 0; oh < p.oh; ++oh) {
-    const int64_t h0 = p.taps_h[2 * oh], h1 = p.taps_h[2 * oh + 1];
-    VerticalFold<kMax>(p, x, x_end, oh * p.sh - p.ph + h0 * p.dh, h1 - h0, row);
-    float* yr = y + oh * p.ow;
-    const VF rows = Splat(static_cast<float>(h1 - h0));
-    const VF padded_rows = Splat(static_cast<float>(p.padded_h[oh]));
-    for (int64_t ow = 0; ow < p.ow; ow += kW) {
-      // The row's values are NaN-free (folded from `init`), so the
-      // horizontal pass may start from its first tap.
-      VF acc = HorizontalFold<kMax, kKw, kSw>(p, row, ow);
-      if constexpr (!kMax) {
-        const VF count = p.count_include_pad ? padded_rows * Load(p.col_padded + ow)
-                                             : rows * Load(p.col_valid + ow);
-        acc = Sel(count == Splat(0.0f), Splat(0.0f), acc / count);
-      }
-      if (ow + kW <= p.ow || (yr - y) + ow + kW <= y_end - y) {
-        Store(yr + ow, acc);
-      } else {
-        float tail[kW];
-        Store(tail, acc);
-        __builtin_memcpy(yr + ow, tail, static_cast<size_t>(p.ow - ow) * 4);
+               float* rows_buf, int64_t width) {
+  for (int64_t g0 = 0; g0 < p.oh; g0 += kPool2dRowGroup) {
+    const int64_t g1 = g0 + kPool2dRowGroup < p.oh ? g0 + kPool2dRowGroup : p.oh;
+    for (int64_t oh = g0; oh < g1; ++oh) {
+      const int64_t h0 = p.taps_h[2 * oh], h1 = p.taps_h[2 * oh + 1];
+      VerticalFold<kMax>(p, x, x_end, oh * p.sh - p.ph + h0 * p.dh, h1 - h0,
+                         rows_buf + (oh - g0) * width);
+    }
+    for (int64_t oh = g0; oh < g1; ++oh) {
+      const float* row = rows_buf + (oh - g0) * width;
+      const int64_t h0 = p.taps_h[2 * oh], h1 = p.taps_h[2 * oh + 1];
+      float* yr = y + oh * p.ow;
+      const VF rows = Splat(static_cast<float>(h1 - h0));
+      const VF padded_rows = Splat(static_cast<float>(p.padded_h[oh]));
+      for (int64_t ow = 0; ow < p.ow; ow += kW) {
+        // The row's values are NaN-free (folded from `init`), so the
+        // horizontal pass may start from its first tap.
+        VF acc = HorizontalFold<kMax, kKw, kSw>(p, row, ow);
+        if constexpr (!kMax) {
+          const VF count = p.count_include_pad ? padded_rows * Load(p.col_padded + ow)
+                                               : rows * Load(p.col_valid + ow);
+          acc = Sel(count == Splat(0.0f), Splat(0.0f), acc / count);
+        }
+        if (ow + kW <= p.ow || (yr - y) + ow + kW <= y_end - y) {
+          Store(yr + ow, acc);
+        } else {
+          float tail[kW];
+          Store(tail, acc);
+          __builtin_memcpy(yr + ow, tail, static_cast<size_t>(p.ow - ow) * 4);
+        }
       }
     }
   }
@@ -668,9 +687,9 @@ void PoolPlanes(const Pool2d& p, const float* x, float* y, int64_t planes, float
   const float* y_end = y + planes * out_vol;
   const float pad = kMax ? -3.40282347e+38f : 0.0f;  // lowest(): see above VerticalFold
   const int64_t width = Pool2dRowWidth(p);
-  for (int64_t i = 0; i < width; ++i) row[i] = pad;
+  for (int64_t i = 0; i < kPool2dRowGroup * width; ++i) row[i] = pad;
   for (int64_t i = 0; i < planes; ++i) {
-    PoolPlane<kMax, kKw, kSw>(p, x + i * in_vol, x_end, y + i * out_vol, y_end, row);
+    PoolPlane<kMax, kKw, kSw>(p, x + i * in_vol, x_end, y + i * out_vol, y_end, row, width);
   }
 }
 
@@ -732,6 +751,7 @@ void PoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, float* 
     int64_t m = v0 % hw;
     for (int64_t j = v0; j < v1; j += kW, m = advance(m)) {
       if (j - p.iw >= 0 && j + p.iw + kW <= n) {
+        __builtin_prefetch(x + j + p.iw + kPoolPrefetchFloats);
         VF acc = Fold<kMax>(lowv, Load(x + j));
         acc = Fold<kMax>(acc, Sel(LoadI(up + m), Load(x + j - p.iw), lowv));
         acc = Fold<kMax>(acc, Sel(LoadI(down + m), Load(x + j + p.iw), lowv));

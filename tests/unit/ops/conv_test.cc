@@ -550,6 +550,21 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
          .pads = {2, 1, 2, 1}, .bias = true},
         {.x = {1, 4, 9, 31}, .w = {48, 4, 3, 3}, .strides = {2, 2}, .pads = {0, 1, 1, 0}},
         {.x = {1, 2, 4, 5}, .w = {3, 2, 2, 3}, .strides = {3, 2}, .pads = {1, 1, 0, 1}},
+        // Other windows at stride 2 (split even / odd rows, pairs of vectors
+        // as 8 channels x 2, an odd last vector as 16 x 1): ResNet's and
+        // GoogLeNet's 7x7 pad 3 stem, SqueezeNet's 3x3 pad 0 (111 columns),
+        // rows over one chunk of 8 vectors (150 and 129 columns), 1 / 2 / 3
+        // vectors, 27 and 20 channels (a partial second half, none), even
+        // and 5-wide windows and pads from 0 to kw - 1.
+        {.x = {1, 3, 224, 224}, .w = {64, 3, 7, 7}, .strides = {2, 2}, .pads = {3, 3, 3, 3},
+         .bias = true},
+        {.x = {1, 3, 23, 224}, .w = {64, 3, 3, 3}, .strides = {2, 2}, .bias = true},
+        {.x = {1, 3, 9, 300}, .w = {27, 3, 7, 7}, .strides = {2, 2}, .pads = {3, 2, 3, 2}},
+        {.x = {2, 2, 11, 257}, .w = {20, 2, 5, 5}, .strides = {2, 2}, .pads = {2, 4, 2, 0}},
+        {.x = {1, 4, 8, 31}, .w = {9, 4, 4, 6}, .strides = {1, 2}, .pads = {1, 5, 2, 0}},
+        {.x = {1, 1, 7, 64}, .w = {33, 1, 3, 2}, .strides = {2, 2}, .pads = {0, 1, 1, 1}},
+        {.x = {1, 3, 6, 70}, .w = {16, 3, 1, 7}, .strides = {1, 2}, .pads = {0, 6, 0, 6}},
+        {.x = {1, 2, 5, 9}, .w = {8, 2, 3, 1}, .strides = {2, 2}, .pads = {1, 0, 1, 0}},
     };
     for (const ConvCase& c : stem) CheckConv(c, seed++);
     // Depthwise rows several at a time (AVX-512 rows kernel: planes the

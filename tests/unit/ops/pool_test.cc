@@ -381,6 +381,14 @@ TEST(PoolTest, CommonCnnShapesOnTheVectorPaths) {
               33, false);
     CheckPool(kind, {.x = {1, 6, 15, 15}, .kernel = {2, 2}, .strides = {2, 2}, .ceil_mode = true},
               34, false);
+    // Output rows folded 8 at a time (kPool2dRowGroup): 21 rows (a partial
+    // last group, top / bottom padding inside groups), planes of 8 rows.
+    CheckPool(kind, {.x = {2, 3, 21, 40}, .kernel = {3, 3}, .strides = {1, 1},
+                     .pads = {1, 1, 1, 1}},
+              35, false);
+    CheckPool(kind, {.x = {1, 5, 16, 37}, .kernel = {3, 3}, .strides = {2, 2},
+                     .pads = {1, 0, 0, 1}, .ceil_mode = true},
+              36, false);
   }
 }
 
