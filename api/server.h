@@ -60,7 +60,12 @@ struct ServerOptions {
   // A lane predicts each run as the model's estimate x the lane's recent
   // speed, learned with this weight per run
   // (FairSchedulerOptions::lane_speed_alpha); 0 = the estimate alone.
-  double lane_speed_alpha = 0.3;
+  // 0 by default: on 2026-11-23 consecutive runs' lane time / its usual
+  // correlated 0.27 (median of 27 scenario 5 runs; 0.77-0.84 when the speed
+  // was added), and following each run with weight 0.3 made the reported
+  // prediction noisier than the model's estimate alone (scenario 3 p99
+  // error 1 point higher in the replay of those runs).
+  double lane_speed_alpha = 0;
   // A tenant below this fraction of its fair share goes before one over
   // its share (FairSchedulerOptions::light_share_fraction); 0 = off.
   // 0.75 by default since the queue horizon keeps the heavy tenant's queued
