@@ -186,9 +186,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.serving_cpus, "serving CPUs"));
   ORRERY_RETURN_IF_ERROR(CheckCpusAllowed(options.ledger_writer_cpus, "ledger writer CPUs"));
   // Debian's Abseil is built without NDEBUG, so every absl::Mutex lock in
-  // gRPC kept a lock-order graph for deadlock detection: ~4% of the front
-  // end's CPU per request (perf, scenario 2). Only absl::Mutex is
-  // affected: gRPC's locks, not ours (std::mutex).
+  // gRPC kept a lock-order graph for deadlock detection: 8-10% of the front
+  // end's CPU per request (A/B, docs/benchmarks.md, night of 2026-11-23).
+  // Only absl::Mutex is affected: gRPC's locks, not ours (std::mutex).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // Before any thread exists, so that all of them inherit the mask.
   if (!options.serving_cpus.empty()) ORRERY_RETURN_IF_ERROR(PinThisThread(options.serving_cpus));
