@@ -52,6 +52,7 @@ void CostModel::Calibrate(const std::string& model_id, int batch, int64_t measur
   if (measured_ns <= 0) return;
   ModelEntry& e = models_[model_id];
   e.estimate_ns[batch] = static_cast<double>(measured_ns);
+  e.estimate_samples[batch] = 1;
   e.calibrated_ns[batch] = measured_ns;
 }
 
@@ -64,16 +65,26 @@ void CostModel::SetWorkPrior(const std::string& model_id, int batch, int64_t flo
 
 namespace {
 
-// The first measurement sets the estimate; later ones move it by the EWMA,
-// the sample clamped to max_update_factor of the estimate.
-void Update(std::map<int, double>* by_batch, int batch, int64_t measured_ns, const CostModelOptions& options) {
+// The weight of the next sample of an estimate that has `n` (running mean
+// first, then the EWMA; see CostModelOptions::ewma_alpha).
+double SampleWeight(uint64_t n, double alpha) { return std::max(alpha, 1.0 / static_cast<double>(n + 1)); }
+
+// The first measurement sets the estimate; later ones move it by
+// SampleWeight, the sample clamped to max_update_factor of the estimate.
+void Update(std::map<int, double>* by_batch, std::map<int, uint64_t>* samples, int batch, int64_t measured_ns,
+            const CostModelOptions& options) {
+  uint64_t& n = (*samples)[batch];
   auto [it, inserted] = by_batch->try_emplace(batch, static_cast<double>(measured_ns));
-  if (inserted) return;
+  if (inserted) {
+    n = 1;
+    return;
+  }
   double sample = static_cast<double>(measured_ns);
   if (options.max_update_factor >= 1) {
     sample = std::clamp(sample, it->second / options.max_update_factor, it->second * options.max_update_factor);
   }
-  it->second += options.ewma_alpha * (sample - it->second);
+  it->second += SampleWeight(n, options.ewma_alpha) * (sample - it->second);
+  ++n;
 }
 
 }  // namespace
@@ -101,7 +112,10 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
     ++e.predicted_samples;
   }
   const double overall = ScaledFrom(e.estimate_ns, batch);
-  if (state != CacheState::kUnknown && overall > 0) {
+  auto count = e.estimate_samples.find(batch);
+  const bool estimate_settled =
+      count == e.estimate_samples.end() || SampleWeight(count->second, options_.ewma_alpha) <= options_.ewma_alpha;
+  if (state != CacheState::kUnknown && overall > 0 && estimate_settled) {
     const double speed = predicted_ns > 0 && estimate_ns > 0
                              ? static_cast<double>(predicted_ns) / static_cast<double>(estimate_ns)
                              : 1.0;
@@ -112,7 +126,7 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
     }
     factor += options_.state_alpha * (sample - factor);
   }
-  Update(&e.estimate_ns, batch, measured_ns, options_);
+  Update(&e.estimate_ns, &e.estimate_samples, batch, measured_ns, options_);
 }
 
 double CostModel::SlowdownBound(const std::string& model_id) const {

@@ -27,7 +27,16 @@
 namespace orrery {
 
 struct CostModelOptions {
-  double ewma_alpha = 0.2;         // weight of a new measurement
+  // Weight of a new measurement, once the estimate has 1 / ewma_alpha
+  // samples (a calibration counts as one); before that, their running mean
+  // (each sample 1 / (n + 1)), so that a calibration that ran slow is not
+  // kept for the 1 / alpha runs a plain EWMA would keep it. Low because
+  // one run says little: on the Zen 5 host a run's layers share its speed
+  // (within a run 2.4%, between runs 10.8%) and consecutive runs correlate
+  // ~0.27, so a fast-moving estimate follows noise (scenario 3, 2026-11-23:
+  // 0.05 / 0.02 measured a p99 error of 14.1-16.1% against 17.2-23.1% with
+  // 0.2 / 0.1, three rounds alternated, h-pred).
+  double ewma_alpha = 0.05;
   // A measurement more than this factor off the estimate moves it as if it
   // were at the bound: one run descheduled by the OS must not double the
   // prediction, while a real change still converges in a few runs. < 1: off.
@@ -42,7 +51,10 @@ struct CostModelOptions {
   // Weight of a run in its cache state's factor (measured / the overall
   // estimate, see CacheState): slower than the estimate's, since the
   // factor is a property of the model and the caches, not of the minute.
-  double state_alpha = 0.1;
+  // A state's factor does not move while the estimate for the run's batch
+  // size is still in its running mean: the estimate takes all of a slow
+  // calibration's correction then, and no factor soaks up part of it.
+  double state_alpha = 0.02;
   double flops_per_ns = 4.0;       // prior: assumed compute rate (4 GFLOP/s)
   double bytes_per_ns = 4.0;       // prior: assumed memory rate (4 GB/s)
 };
@@ -140,6 +152,7 @@ class CostModel {
  private:
   struct ModelEntry {
     std::map<int, double> estimate_ns;  // measured batch sizes
+    std::map<int, uint64_t> estimate_samples;  // per batch size: calibrations + runs since
     double warm_factor = 1.0;           // CacheState::kWarm runs / overall estimate
     double cold_factor = 1.0;           // CacheState::kCold runs / overall estimate
     std::map<int, double> prior_ns;     // from FLOPs/bytes

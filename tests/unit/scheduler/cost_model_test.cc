@@ -35,6 +35,38 @@ TEST(CostModelTest, OutliersMoveTheEstimateOnlyUpToTheFactor) {
   EXPECT_EQ(m.Predict("m", 1).ns, 8000);
 }
 
+// The first 1 / alpha samples (the calibration counts) are averaged; the
+// EWMA takes over after them.
+TEST(CostModelTest, RunningMeanUntilTheEwmaWeightIsReached) {
+  CostModel m(CostModelOptions{.ewma_alpha = 0.25});
+  m.Calibrate("m", 1, 1000);
+  m.Record("m", 1, 0, 2000);  // weight 1/2
+  EXPECT_EQ(m.Predict("m", 1).ns, 1500);
+  m.Record("m", 1, 0, 2000);  // 1/3
+  m.Record("m", 1, 0, 2000);  // 1/4: the mean of 1000 and three 2000s
+  EXPECT_EQ(m.Predict("m", 1).ns, 1750);
+  m.Record("m", 1, 0, 2000);  // 0.25 from now on (a mean would give 1800)
+  EXPECT_EQ(m.Predict("m", 1).ns, 1813);
+  // A new calibration starts the mean again.
+  m.Calibrate("m", 1, 1000);
+  m.Record("m", 1, 0, 2000);
+  EXPECT_EQ(m.Predict("m", 1).ns, 1500);
+}
+
+// With the default (slow) weight, a calibration that ran at twice the real
+// time is half gone after one run and within 10% after ten: a plain EWMA
+// at 0.05 would still predict ~1600 then.
+TEST(CostModelTest, ASlowCalibrationIsAveragedAwayQuickly) {
+  CostModel m;
+  m.Calibrate("m", 1, 2000);
+  m.Record("m", 1, 2000, 1000, CacheState::kWarm);
+  EXPECT_EQ(m.Predict("m", 1, CacheState::kWarm).ns, 1500);
+  for (int i = 0; i < 9; ++i) m.Record("m", 1, m.Predict("m", 1, CacheState::kWarm).ns, 1000, CacheState::kWarm);
+  EXPECT_NEAR(static_cast<double>(m.Predict("m", 1, CacheState::kWarm).ns), 1000, 100);
+  // The warm factor did not take part of the correction while the mean ran.
+  EXPECT_EQ(m.Predict("m", 1, CacheState::kWarm).ns, m.Predict("m", 1, CacheState::kCold).ns);
+}
+
 TEST(CostModelTest, FirstMeasurementSetsTheEstimate) {
   CostModel m(CostModelOptions{.ewma_alpha = 0.1});
   m.Record("m", 2, 0, 5000);
