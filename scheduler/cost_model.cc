@@ -72,7 +72,7 @@ double SampleWeight(uint64_t n, double alpha) { return std::max(alpha, 1.0 / sta
 // The first measurement sets the estimate; later ones move it by
 // SampleWeight, the sample clamped to max_update_factor of the estimate.
 void Update(std::map<int, double>* by_batch, std::map<int, uint64_t>* samples, int batch, int64_t measured_ns,
-            const CostModelOptions& options) {
+            double alpha, const CostModelOptions& options) {
   uint64_t& n = (*samples)[batch];
   auto [it, inserted] = by_batch->try_emplace(batch, static_cast<double>(measured_ns));
   if (inserted) {
@@ -83,14 +83,14 @@ void Update(std::map<int, double>* by_batch, std::map<int, uint64_t>* samples, i
   if (options.max_update_factor >= 1) {
     sample = std::clamp(sample, it->second / options.max_update_factor, it->second * options.max_update_factor);
   }
-  it->second += SampleWeight(n, options.ewma_alpha) * (sample - it->second);
+  it->second += SampleWeight(n, alpha) * (sample - it->second);
   ++n;
 }
 
 }  // namespace
 
 void CostModel::Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns,
-                       CacheState state, int64_t estimate_ns) {
+                       CacheState state, int64_t estimate_ns, bool correcting) {
   if (measured_ns <= 0) return;
   ModelEntry& e = models_[model_id];
   ++e.samples;
@@ -126,7 +126,8 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
     }
     factor += options_.state_alpha * (sample - factor);
   }
-  Update(&e.estimate_ns, &e.estimate_samples, batch, measured_ns, options_);
+  const double alpha = correcting ? std::max(options_.ewma_alpha, options_.correction_alpha) : options_.ewma_alpha;
+  Update(&e.estimate_ns, &e.estimate_samples, batch, measured_ns, alpha, options_);
 }
 
 double CostModel::SlowdownBound(const std::string& model_id) const {

@@ -37,6 +37,12 @@ struct CostModelOptions {
   // 0.05 / 0.02 measured a p99 error of 14.1-16.1% against 17.2-23.1% with
   // 0.2 / 0.1, three rounds alternated, h-pred).
   double ewma_alpha = 0.05;
+  // The weight (at least) of a run admitted only to correct the estimate:
+  // admission's probe past an over-estimate (FairScheduler's
+  // probe_interval_ns), one per 50 ms while the lanes are idle. At
+  // ewma_alpha a 2x over-estimate would take ~28 probes (1.4 s of refusing
+  // everything); at 0.2 it takes ~7.
+  double correction_alpha = 0.2;
   // A measurement more than this factor off the estimate moves it as if it
   // were at the bound: one run descheduled by the OS must not double the
   // prediction, while a real change still converges in a few runs. < 1: off.
@@ -126,8 +132,10 @@ class CostModel {
   // error statistics compare predicted_ns; SlowdownBound compares
   // estimate_ns, since admission multiplies the estimate (not knowing the
   // lane's speed) by it.
+  // `correcting`: the run was admitted only to correct the estimate (a
+  // probe): it moves it with at least correction_alpha.
   void Record(const std::string& model_id, int batch, int64_t predicted_ns, int64_t measured_ns,
-              CacheState state = CacheState::kUnknown, int64_t estimate_ns = 0);
+              CacheState state = CacheState::kUnknown, int64_t estimate_ns = 0, bool correcting = false);
 
   // The number of steps (layers) the model's plan runs, for per-layer
   // estimates (predicted / steps).

@@ -59,6 +59,9 @@ struct FairScheduler::Job {
   int64_t bytes_transferred = 0;
   // Dispatched out of fair order for its warm weights (cache affinity).
   bool affinity = false;
+  // Admitted as a probe past admission's refusal (probe_interval_ns): its
+  // run corrects the estimate with CostModelOptions::correction_alpha.
+  bool probe = false;
 
   // Predicted on the lane at the first step for the lane's cache state
   // (PredictOnLane); 0 until then. What the cost model's error compares.
@@ -328,6 +331,7 @@ Status FairScheduler::Submit(InferenceRequest request, InferenceCallback done) {
     } else {
       if (!status.ok()) {
         ++tenant.probes;  // refused by admission alone; the lanes are idle
+        job->probe = true;
         status = Status::Ok();
       }
       last_admitted_ns_[job->model_id] = now;
@@ -948,7 +952,7 @@ void FairScheduler::Finish(std::unique_ptr<Job> leader, Result<std::vector<Named
     }
     if (ran_ok && !run.request.calibration) {
       costs_.Record(run.model_id, batched ? static_cast<int>(total_rows) : run.batch, run.reported_ns(), run.exec_ns,
-                    run.cache_state, run.run_predicted_ns());
+                    run.cache_state, run.run_predicted_ns(), /*correcting=*/run.probe);
       costs_.SetSteps(run.model_id, run.exec->num_steps());
     }
     completed_ += jobs.size();

@@ -67,6 +67,18 @@ TEST(CostModelTest, ASlowCalibrationIsAveragedAwayQuickly) {
   EXPECT_EQ(m.Predict("m", 1, CacheState::kWarm).ns, m.Predict("m", 1, CacheState::kCold).ns);
 }
 
+// A probe (a run admitted only to correct an over-estimate) moves a settled
+// estimate with correction_alpha, not the slow ewma_alpha.
+TEST(CostModelTest, ACorrectingRunMovesTheEstimateWithTheCorrectionWeight) {
+  CostModel m(CostModelOptions{.ewma_alpha = 0.05, .correction_alpha = 0.2});
+  m.Calibrate("m", 1, 1000);
+  for (int i = 0; i < 40; ++i) m.Record("m", 1, 0, 1000);  // past the running mean
+  m.Record("m", 1, 0, 600);
+  EXPECT_EQ(m.Predict("m", 1).ns, 980);  // 1000 + 0.05 x (600 - 1000)
+  m.Record("m", 1, 0, 580, CacheState::kUnknown, 0, /*correcting=*/true);
+  EXPECT_EQ(m.Predict("m", 1).ns, 900);  // 980 + 0.2 x (580 - 980)
+}
+
 TEST(CostModelTest, FirstMeasurementSetsTheEstimate) {
   CostModel m(CostModelOptions{.ewma_alpha = 0.1});
   m.Record("m", 2, 0, 5000);
