@@ -45,7 +45,8 @@ struct CostModelOptions {
   double correction_alpha = 0.2;
   // A measurement more than this factor off the estimate moves it as if it
   // were at the bound: one run descheduled by the OS must not double the
-  // prediction, while a real change still converges in a few runs. < 1: off.
+  // prediction, while a real change still converges (within ~1 /
+  // ewma_alpha runs, ~2 / correction_alpha probes). < 1: off.
   double max_update_factor = 2.0;
   size_t error_window = 4096;      // relative errors kept per model
   // SlowdownBound: the quantile of measured / predicted over the last
