@@ -71,7 +71,7 @@ LaneGroup::~LaneGroup() {
 
 LaneGroupStats LaneGroup::stats() const {
   LaneGroupStats s = stats_;
-  s.rescues += worker_rescues_.load(std::memory_order_relaxed);
+  s.rescues = rescues_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -137,8 +137,12 @@ bool LaneGroup::MoveHere(int target) {
     return false;
   }
   CPU_SET(cpu, &here);
+  // Counted before the move: the moved thread may run as soon as it is
+  // made, and once it has (its job done) its stats() must include it.
+  rescues_.fetch_add(1, std::memory_order_relaxed);
   if (sched_setaffinity(tid, sizeof(here), &here) != 0) {
     // Forbidden (a container, a cpuset without this CPU): stop trying.
+    rescues_.fetch_sub(1, std::memory_order_relaxed);
     rescue_ok_.store(false, std::memory_order_relaxed);
     slot.moved.store(0, std::memory_order_release);
     return false;
@@ -290,7 +294,6 @@ void LaneGroup::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> f
       }
     }
     if (moved >= 0) {
-      ++stats_.rescues;
       const int here = sched_getcpu();
       SleepUntilDone(num_tasks);
       // Woken by the moved worker's last task. Put back on this core (no
@@ -349,7 +352,6 @@ void LaneGroup::WorkerLoop(int thread) {
         if (Stalled(0, now, watch)) {
           const int here = sched_getcpu();
           if (MoveHere(0)) {
-            worker_rescues_.fetch_add(1, std::memory_order_relaxed);
             // The caller now runs here; this worker waits on the core the
             // caller was stuck on (behind the intruder) and takes part
             // again once it gets it, instead of sharing this one.

@@ -173,7 +173,7 @@ class LaneGroup final : public ops::ThreadGroup {
   // The caller sleeping in SleepUntilDone, and the futex word it sleeps on.
   alignas(64) std::atomic<uint32_t> caller_asleep_{0};
   std::atomic<uint32_t> finished_{0};
-  std::atomic<int64_t> worker_rescues_{0};  // callers moved by a worker
+  std::atomic<int64_t> rescues_{0};  // MoveHere's moves, by the caller or a worker
   std::vector<Watch> watches_;              // the caller's, one per thread
   LaneGroupStats stats_;
   std::vector<std::jthread> workers_;
