@@ -230,19 +230,26 @@ RescueResult RunWithAStalledThread(const std::vector<int>& cpus, int stalled_thr
 // add a rescue of its own, e.g. while the two tasks meet, in either job (one
 // in the second job moves the thread again before it reports its affinity:
 // CI of 2026-11-24 00:10); such a run is repeated, up to five times.
-bool Rescued(const RescueResult& r, int rescuer_cpu, int own_cpu) {
-  return r.ran && r.rescues == 1 && r.rescues_after == 1 && r.cpu_after_stall == rescuer_cpu &&
-         r.affinity_after == own_cpu;
+// The first attempt that saw exactly the one rescue expected (the stalled
+// thread woke on the other's core and went back to its own), else the last.
+RescueResult RunUntilOneRescue(const std::vector<int>& cpus, int stalled_thread) {
+  const int own_cpu = cpus[static_cast<size_t>(stalled_thread)];
+  const int rescuer_cpu = cpus[static_cast<size_t>(1 - stalled_thread)];
+  RescueResult r;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    r = RunWithAStalledThread(cpus, stalled_thread);
+    if (r.ran && r.rescues == 1 && r.rescues_after == 1 && r.cpu_after_stall == rescuer_cpu &&
+        r.affinity_after == own_cpu) {
+      break;
+    }
+  }
+  return r;
 }
 
 TEST(LaneGroupTest, AWorkerStalledInATaskIsMovedToTheWaitingCallersCore) {
   const std::vector<int> cpus = TwoCpus();
   if (cpus.empty()) GTEST_SKIP() << "needs two CPUs and sched_setaffinity";
-  RescueResult r;
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    r = RunWithAStalledThread(cpus, /*stalled_thread=*/1);
-    if (Rescued(r, cpus[0], cpus[1])) break;
-  }
+  const RescueResult r = RunUntilOneRescue(cpus, /*stalled_thread=*/1);
   EXPECT_EQ(r.rescues, 1);
   EXPECT_EQ(r.cpu_after_stall, cpus[0]);  // woke on the caller's core
   EXPECT_EQ(r.rescues_after, 1);          // none in the next job
@@ -252,11 +259,7 @@ TEST(LaneGroupTest, AWorkerStalledInATaskIsMovedToTheWaitingCallersCore) {
 TEST(LaneGroupTest, ACallerStalledInATaskIsMovedToTheIdleWorkersCore) {
   const std::vector<int> cpus = TwoCpus();
   if (cpus.empty()) GTEST_SKIP() << "needs two CPUs and sched_setaffinity";
-  RescueResult r;
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    r = RunWithAStalledThread(cpus, /*stalled_thread=*/0);
-    if (Rescued(r, cpus[1], cpus[0])) break;
-  }
+  const RescueResult r = RunUntilOneRescue(cpus, /*stalled_thread=*/0);
   EXPECT_EQ(r.rescues, 1);
   EXPECT_EQ(r.cpu_after_stall, cpus[1]);  // woke on the worker's core
   EXPECT_EQ(r.rescues_after, 1);          // none in the next job
