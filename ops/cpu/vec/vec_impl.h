@@ -458,10 +458,7 @@ void SoftmaxRowsImpl(const float* x, float* y, int64_t rows, int64_t n, bool log
       for (; j < n; ++j) yr[j] = (xr[j] - mx) - ls;
     } else {
       const float inv = 1.0f / sum;
-      const VF iv = Splat(inv);
-      int64_t j = 0;
-      for (; j + kW <= n; j += kW) Store(yr + j, Load(yr + j) * iv);
-      for (; j < n; ++j) yr[j] *= inv;
+      BinaryLoop<Binary::kMul>(yr, 1, &inv, 0, yr, n);
     }
   }
 }
