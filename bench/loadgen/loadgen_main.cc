@@ -460,21 +460,20 @@ int Main(int argc, char** argv) {
   if (!o.echo.empty() && o.echo_rounds > 0) {
     eo.warmup_ns = 250'000'000;
     eo.duration_ns = duration_ns / o.echo_rounds;
-    std::vector<double> overhead;
+    std::vector<Record> ours;
     for (int round = 0; round < o.echo_rounds; ++round) {
-      for (const Record& r : RunWorkload(targets, arrivals, eo)) {
-        if ((r.outcome == Outcome::kOk || r.outcome == Outcome::kLate) && r.lane_ns >= 0) {
-          overhead.push_back(static_cast<double>(r.latency_ns - r.lane_ns) / 1e6);
-        }
-      }
+      std::vector<Record> slice = RunWorkload(targets, arrivals, eo);
+      ours.insert(ours.end(), slice.begin(), slice.end());
       for (size_t i = 0; i < o.echo.size(); ++i) {
         std::vector<Record> slice = RunWorkload(echo_targets[i], arrivals, eo);
         echo_records[i].insert(echo_records[i].end(), slice.begin(), slice.end());
       }
     }
-    if (overhead.empty()) return Fail("orreryd answered nothing in the echo rounds");
+    // The overhead as the main run's summary computes it, over the rounds.
+    const TenantSummary rounds = Summarise(ours, infos, tenants, o.duration_s, {}).total;
+    if (rounds.ok == 0) return Fail("orreryd answered nothing in the echo rounds");
     summary.echo_rounds = o.echo_rounds;
-    summary.rounds_overhead_p50_ms = Percentile(overhead, 0.5);
+    summary.rounds_overhead_p50_ms = rounds.overhead_p50_ms;
   } else {
     for (size_t i = 0; i < o.echo.size(); ++i) echo_records[i] = RunWorkload(echo_targets[i], arrivals, eo);
   }
