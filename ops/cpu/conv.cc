@@ -249,6 +249,7 @@ struct ConvPrepared final : PreparedKernel {
   // of the masked-load / gather panels, right or (transposed) left
   // (gemm/conv_direct.h), used when the ISA has them.
   bool direct = false, direct_tile = false;
+  bool direct_tile_one_thread = false;  // the tile when the call has one thread
   gemm_internal::ConvDirectPlan direct_plan;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
   // so that the positions, not the channels, pad the 8-row panels; Y^T goes
@@ -412,6 +413,9 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
                                                    &p->direct_plan);
     p->direct_tile = p->direct && !p->transposed && p->packed != nullptr &&
                      gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg);
+    p->direct_tile_one_thread =
+        p->direct && !p->transposed && p->packed != nullptr &&
+        gemm_internal::PreferConvDirectTileOneThread(p->direct_plan, p->mg, p->kdim);
   }
   if (p->path == ConvPath::kPointwise && g.rank() <= 2 && !p->transposed && p->packed != nullptr &&
       p->mg <= kPointwiseTileMaxChannels && p->kdim <= kPointwiseTileMaxDepth) {
@@ -589,7 +593,9 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       } else if (p.path == ConvPath::kPointwise) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
-      } else if (p.path == ConvPath::kIm2Col2D && p.direct_tile && kern.conv_tile != nullptr) {
+      } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr &&
+                 (p.direct_tile ||
+                  (p.direct_tile_one_thread && NumThreads(ctx.threads) == 1))) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
                                      ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kIm2Col2D) {

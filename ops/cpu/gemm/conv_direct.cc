@@ -9,7 +9,10 @@ namespace {
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // As Sgemm: K blocks of at most 256 (the left block of up to 256 rows stays
-// in L2), left blocks of 32 panels.
+// in L2), left blocks of 32 panels; but one block up to kConvFullDepthMax
+// (kernels.h; 32 -> 32 3x3 at 56x56, K = 576, one thread, tiles over
+// in-cache input: 0.464 -> 0.445 ms; 64 -> 64 in 3 blocks of 192 instead of
+// one cost 4-5% in ResNet-18, 128 -> 128 at 28x28 7-9%).
 constexpr int64_t kMaxKc = 256;
 constexpr int64_t kMcPanels = 32;
 constexpr double kMinParallelFlops = 5e5;
@@ -21,8 +24,19 @@ constexpr double kMinParallelFlops = 5e5;
 // vs 174, GoogLeNet's 28x28 96 -> 128: 161 vs 176) and faster at 16 / 32
 // (56x56 x 32: 156 vs 148, 112x112 x 16: 157 vs 117, 5x5 16 -> 32: 160 vs
 // 152), one thread, best of 60 runs.
+// With the whole depth in one block the tile beats the panels up to 192
+// channels on one thread too: 8-24 row panels do not repay the panels'
+// packing stores (Zen 5, minima of alternated rounds in the models, ms:
+// ResNet-18 56x56 64 -> 64 0.99 -> 0.86-0.88, 28x28 128 -> 128 0.95 ->
+// 0.85-0.87; GoogLeNet 56x56 64 -> 192 2.81 -> 2.60, 28x28 128 -> 192
+// 1.40 -> 1.30, 96 -> 128 0.71 -> 0.66, 5x5 32 -> 96 0.188 -> 0.170;
+// SqueezeNet's 3x3 expands 0.23-0.24 -> 0.21-0.22). On two threads it split
+// worse than Sgemm (ResNet-18 28x28 0.53-0.54 -> 0.57 ms), so there the
+// panels stay; and only with one K block, which Sgemm's full-depth panels
+// sum in the same order (the same bits on one and two threads).
 constexpr int64_t kDirectMinPositions = 256;
 constexpr int64_t kDirectMaxChannels = 32;
+constexpr int64_t kDirectMaxChannelsOneThread = 192;
 constexpr double kMaxPlanBytes = 8 << 20;
 
 }  // namespace
@@ -96,6 +110,12 @@ bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {
          channels <= kDirectMaxChannels;
 }
 
+bool PreferConvDirectTileOneThread(const ConvDirectPlan& plan, int64_t channels,
+                                   int64_t depth) {
+  return plan.linear() && plan.positions() >= kDirectMinPositions &&
+         channels <= kDirectMaxChannelsOneThread && depth <= kConvFullDepthMax;
+}
+
 void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
                      int64_t kc, int64_t j0, int64_t w, float* dst, const GemmKernels& kern) {
   const int64_t q = j0 / kPanelCols;
@@ -143,7 +163,7 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
     threads = nullptr;
   }
   const int64_t nthreads = NumThreads(threads);
-  const int64_t kblocks = CeilDiv(k, kMaxKc);
+  const int64_t kblocks = k <= kConvFullDepthMax ? 1 : CeilDiv(k, kMaxKc);
   const int64_t kc_max = CeilDiv(k, kblocks);
   const int64_t m_panels = CeilDiv(m, kPanelRows);
   const int64_t n_panels = plan.panels();

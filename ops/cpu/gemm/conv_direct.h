@@ -54,6 +54,11 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
 // ConvDirectPanel for `channels` output channels per group (measured; see
 // conv_direct.cc).
 bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels);
+// The same on one thread, where the tile wins for more channels when the
+// depth (channels per group x window) is one K block (kConvFullDepthMax):
+// then Sgemm, which two threads use, sums in the same order.
+bool PreferConvDirectTileOneThread(const ConvDirectPlan& plan, int64_t channels,
+                                   int64_t depth);
 
 // One right panel for Sgemm's PanelSource (kern.conv_panel must be set):
 // dst[k * w + j] = im2col(x)[k0 + k][j0 + j] for k < kc, j < w, zero past

@@ -606,10 +606,26 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 2, 16, 16}, .w = {1, 2, 3, 3}, .auto_pad = "SAME_LOWER"},
     };
     for (const ConvCase& c : direct) CheckConv(c, seed++);
+    // The same geometry with 33..192 channels and a depth of <= 1152 (one
+    // K block): the tile on one thread (the test's), full-depth Sgemm
+    // panels on two: 64 -> 64 (ResNet's 3x3), 130 channels (a 2-row tail),
+    // 306 positions (a 16-column panel tail), 5x5 into 192, depth 1152
+    // exactly, groups of 48.
+    const std::vector<ConvCase> wide_tile = {
+        {.x = {1, 64, 16, 16}, .w = {64, 64, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 96, 17, 18}, .w = {130, 96, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 16, 20, 20}, .w = {192, 16, 5, 5}, .pads = {2, 2, 2, 2}, .bias = true},
+        {.x = {1, 128, 16, 16}, .w = {33, 128, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 80, 16, 16}, .w = {96, 40, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+    };
+    for (const ConvCase& c : wide_tile) CheckConv(c, seed++);
     // The same geometry with more channels (AVX-512: Sgemm over masked-load
-    // panels): 1, 7, 49, 100, 256 and 260 positions (panel tails of 1..48
-    // columns, 16 / 32 / 48 wide), odd K, K over two 256-deep blocks, rows
-    // not a multiple of 8, dilation, 5x5, 1-D, groups, two images.
+    // panels; from 256 positions on, on one thread, the tile above unless
+    // over 192 channels or 1152 deep): 1, 7, 49, 100, 256 and 260 positions
+    // (panel tails of 1..48 columns, 16 / 32 / 48 wide), odd K, K over two
+    // 256-deep blocks, rows not a multiple of 8, dilation, 5x5, 1-D, groups,
+    // two images; 193 and 200 channels (full-depth panels, K 90 / 216), 264
+    // (over one left block: K blocks) and 1170 deep (K blocks).
     const std::vector<ConvCase> panels = {
         {.x = {1, 7, 1, 1}, .w = {40, 7, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
         {.x = {1, 5, 1, 7}, .w = {33, 5, 3, 3}, .pads = {1, 1, 1, 1}},
@@ -619,6 +635,10 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 5, 16, 17}, .w = {34, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
         {.x = {1, 4, 100}, .w = {36, 4, 3}, .pads = {1, 1}},
         {.x = {1, 8, 9, 9}, .w = {68, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 10, 16, 17}, .w = {193, 10, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 24, 16, 16}, .w = {200, 24, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 20, 16, 16}, .w = {264, 20, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 130, 16, 16}, .w = {40, 130, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
     };
     for (const ConvCase& c : panels) CheckConv(c, seed++);
     // The same geometry with few positions and >= 64 channels (the
