@@ -377,8 +377,19 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->path == ConvPath::kIm2Col2D && !p->fusion.residual && TransposedPadsLess(p->out_vol)
           ? kTransposedMaxPositionsNoResidual
           : kTransposedMaxPositions;
+  if (p->path == ConvPath::kIm2Col2D) {
+    // Gathers beat im2col panels on every strided layer measured (ResNet-18
+    // stride-2 3x3 157 -> 172 / 141 -> 174 transposed, 7x7 stride-2 conv1
+    // 140 -> 146, 1x1 stride 2 162 -> 167 GFLOP/s, one thread).
+    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], /*gather=*/true,
+                                                   &p->direct_plan);
+  }
+  // 14x14-like planes take the tile rather than the transposed GEMM.
+  const bool small_plane_tile =
+      p->direct && w != nullptr &&
+      gemm_internal::PreferConvDirectTileSmallPlane(p->direct_plan, p->mg, p->kdim);
   p->transposed = gemm_path && w != nullptr && p->kdim > 0 && p->out_vol <= max_transposed &&
-                  p->mg >= kTransposedMinChannels;
+                  p->mg >= kTransposedMinChannels && !small_plane_tile;
   if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0) {
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
       ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PackedGroups> pg,
@@ -406,13 +417,9 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     p->packed = std::static_pointer_cast<const PackedGroups>(got);
   }
   if (p->path == ConvPath::kIm2Col2D) {
-    // Gathers beat im2col panels on every strided layer measured (ResNet-18
-    // stride-2 3x3 157 -> 172 / 141 -> 174 transposed, 7x7 stride-2 conv1
-    // 140 -> 146, 1x1 stride 2 162 -> 167 GFLOP/s, one thread).
-    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], /*gather=*/true,
-                                                   &p->direct_plan);
     p->direct_tile = p->direct && !p->transposed && p->packed != nullptr &&
-                     gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg);
+                     (small_plane_tile ||
+                      gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg));
     p->direct_tile_one_thread =
         p->direct && !p->transposed && p->packed != nullptr &&
         gemm_internal::PreferConvDirectTileOneThread(p->direct_plan, p->mg, p->kdim);

@@ -14,6 +14,10 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // in-cache input: 0.464 -> 0.445 ms; 64 -> 64 in 3 blocks of 192 instead of
 // one cost 4-5% in ResNet-18, 128 -> 128 at 28x28 7-9%).
 constexpr int64_t kMaxKc = 256;
+// The tile's own limit (it runs at every thread count for the shapes of
+// PreferConvDirectTile and ...SmallPlane, so it need not match Sgemm's):
+// 3x3 over 256 channels at 14x14.
+constexpr int64_t kTileFullDepthMax = 2304;
 constexpr int64_t kMcPanels = 32;
 constexpr double kMinParallelFlops = 5e5;
 // The tile reloads its input rows for every 8 output channels, where
@@ -34,6 +38,17 @@ constexpr double kMinParallelFlops = 5e5;
 // worse than Sgemm (ResNet-18 28x28 0.53-0.54 -> 0.57 ms), so there the
 // panels stay; and only with one K block, which Sgemm's full-depth panels
 // sum in the same order (the same bits on one and two threads).
+// Same-size planes of 160..255 positions (14x14, 13x13) with >= 64
+// channels and one K block take the tile too, on any thread count: rows
+// (weights) outer, each weight panel read from L3 once and run over the
+// plane's 4-5 column panels; two threads split the weights in halves, each
+// reading the whole (L2-sized) input. Against the transposed GEMM (zero
+// padding 196 -> 200 rows, 12 passes over C at K = 2304), one thread,
+// in-cache input, ms: 256 -> 256 0.96 (model step 1.04), 160 -> 320 0.74
+// (0.79), 96 -> 208 0.29 (0.33).
+constexpr int64_t kSmallPlaneMinPositions = 160;
+constexpr int64_t kSmallPlaneMinChannels = 64;
+constexpr int64_t kSmallPlaneMaxChannels = 256;
 constexpr int64_t kDirectMinPositions = 256;
 constexpr int64_t kDirectMaxChannels = 32;
 constexpr int64_t kDirectMaxChannelsOneThread = 192;
@@ -116,6 +131,13 @@ bool PreferConvDirectTileOneThread(const ConvDirectPlan& plan, int64_t channels,
          channels <= kDirectMaxChannelsOneThread && depth <= kConvFullDepthMax;
 }
 
+bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,
+                                    int64_t depth) {
+  return plan.linear() && plan.positions() >= kSmallPlaneMinPositions &&
+         plan.positions() < kDirectMinPositions && channels >= kSmallPlaneMinChannels &&
+         channels <= kSmallPlaneMaxChannels && depth <= kTileFullDepthMax;
+}
+
 void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
                      int64_t kc, int64_t j0, int64_t w, float* dst, const GemmKernels& kern) {
   const int64_t q = j0 / kPanelCols;
@@ -163,7 +185,7 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
     threads = nullptr;
   }
   const int64_t nthreads = NumThreads(threads);
-  const int64_t kblocks = k <= kConvFullDepthMax ? 1 : CeilDiv(k, kMaxKc);
+  const int64_t kblocks = k <= kTileFullDepthMax ? 1 : CeilDiv(k, kMaxKc);
   const int64_t kc_max = CeilDiv(k, kblocks);
   const int64_t m_panels = CeilDiv(m, kPanelRows);
   const int64_t n_panels = plan.panels();
@@ -172,9 +194,14 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   // Chunk i of c holds panels [i * panels / c, (i + 1) * panels / c), so
   // sizes differ by at most one panel (a 28x28 plane's 17 panels in 8: 2 or
   // 3 each, where chunks of CeilDiv(17, 8) = 3 made 6 tasks, 3,3,3,3,3,2).
-  const int64_t n_chunks = nthreads > 1 ? std::min(n_panels, 4 * nthreads) : 1;
+  // Small planes (< kDirectMinPositions): one row chunk per thread, rows
+  // outer (PreferConvDirectTileSmallPlane).
+  const bool small = n < kDirectMinPositions;
+  const int64_t n_chunks = nthreads > 1 && !small ? std::min(n_panels, 4 * nthreads) : 1;
   int64_t m_chunks = 1;
-  if (nthreads > 1 && n_chunks < 2 * nthreads) {
+  if (small) {
+    m_chunks = std::min(m_panels, nthreads);
+  } else if (nthreads > 1 && n_chunks < 2 * nthreads) {
     m_chunks = std::min(m_panels, CeilDiv(2 * nthreads, n_chunks));
   }
   const int64_t tasks = n_chunks * m_chunks;
@@ -190,11 +217,15 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
       const bool last = pc + kc == k;
       for (int64_t pb = p0; pb < p1; pb += kMcPanels) {
         const int64_t pe = std::min(p1, pb + kMcPanels);
-        for (int64_t q = q0; q < q1; ++q) {
+        for (int64_t it = 0; it < (q1 - q0) * (pe - pb); ++it) {
+          const int64_t q = small ? q0 + it % (q1 - q0) : q0 + it / (pe - pb);
+          const int64_t p = small ? pb + it / (q1 - q0) : pb + it % (pe - pb);
           const int64_t j0 = q * kPanelCols;
           const int cols = static_cast<int>(std::min(kPanelCols, n - j0));
-          if (prefetch && pb == p0) PrefetchAhead(x, in_vol, pc / plan.k_vol, (pc + kc - 1) / plan.k_vol + 1, j0);
-          for (int64_t p = pb; p < pe; ++p) {
+          if (prefetch && pb == p0 && p == pb) {
+            PrefetchAhead(x, in_vol, pc / plan.k_vol, (pc + kc - 1) / plan.k_vol + 1, j0);
+          }
+          {
             const int64_t i0 = p * kPanelRows;
             const int64_t rows = std::min(kPanelRows, m - i0);
             float* ct = y + i0 * n + j0;

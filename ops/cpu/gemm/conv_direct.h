@@ -54,9 +54,16 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
 // ConvDirectPanel for `channels` output channels per group (measured; see
 // conv_direct.cc).
 bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels);
-// The same on one thread, where the tile wins for more channels when the
-// depth (channels per group x window) is one K block (kConvFullDepthMax):
-// then Sgemm, which two threads use, sums in the same order.
+// Same-size planes a little under the tile's minimum (14x14, 13x13) with
+// 64..256 channels and the depth in one block: the tile on any thread
+// count (rows outer; two threads split the rows), instead of the
+// transposed GEMM.
+bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,
+                                    int64_t depth);
+// Like PreferConvDirectTile, on one thread, where the tile wins for more
+// channels when the depth (channels per group x window) is one K block
+// (kConvFullDepthMax): then Sgemm, which two threads use, sums in the same
+// order.
 bool PreferConvDirectTileOneThread(const ConvDirectPlan& plan, int64_t channels,
                                    int64_t depth);
 

@@ -619,6 +619,24 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 80, 16, 16}, .w = {96, 40, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : wide_tile) CheckConv(c, seed++);
+    // Same-size planes of 160..255 positions with 64..256 channels (the
+    // tile, rows outer, on any thread count): 14x14 with 70 channels (a
+    // 6-row tail) and with 256 channels 2304 deep (one block), 13x13, a
+    // 12x14 5x5, groups of 64; 260 channels and 2340 deep stay off it.
+    const std::vector<ConvCase> small_plane = {
+        {.x = {1, 20, 14, 14}, .w = {70, 20, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 256, 14, 14}, .w = {64, 256, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 16, 13, 13}, .w = {64, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 8, 12, 14}, .w = {100, 8, 5, 5}, .pads = {2, 2, 2, 2}},
+        {.x = {1, 16, 14, 14}, .w = {128, 8, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 4, 14, 14}, .w = {260, 4, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 260, 14, 14}, .w = {64, 260, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+    };
+    // (Sums of 2304+ products of magnitude ~1 reach ~40: float rounding
+    // alone exceeds an absolute 1e-4 there.)
+    for (const ConvCase& c : small_plane) {
+      CheckConv(c, seed++, c.w[1] * c.w[2] * c.w[3] > 2000 ? 1e-3f : 1e-4f);
+    }
     // The same geometry with more channels (AVX-512: Sgemm over masked-load
     // panels; from 256 positions on, on one thread, the tile above unless
     // over 192 channels or 1152 deep): 1, 7, 49, 100, 256 and 260 positions
@@ -655,8 +673,9 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 5, 7, 8}, .w = {66, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
         {.x = {1, 4, 30}, .w = {72, 4, 3}, .pads = {1, 1}},
         {.x = {1, 8, 7, 7}, .w = {136, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
-        // Up to 196 positions without a residual: 14x14 (two images),
-        // 13x11, and a stride-2 layer down to 14x14.
+        // Up to 196 positions without a residual: 14x14 (two images; now
+        // the small-plane tile on AVX-512), 13x11, and a stride-2 layer
+        // down to 14x14.
         {.x = {2, 9, 14, 14}, .w = {66, 9, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
         {.x = {1, 5, 13, 11}, .w = {64, 5, 3, 3}, .pads = {1, 1, 1, 1}},
         {.x = {1, 6, 28, 27}, .w = {70, 6, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},

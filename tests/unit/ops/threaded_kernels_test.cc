@@ -139,6 +139,11 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   pad2.Set("pads", std::vector<int64_t>{2, 2, 2, 2});
   const Tensor w5 = F32({96, 16, 5, 5}, Wave(96 * 16 * 25));
   ExpectSameOnTwoThreads("Conv", {&x28, &w5}, pad2);
+  // A 14x14 plane, 72 channels (the small-plane tile: one row chunk per
+  // thread).
+  const Tensor x14b = F32({1, 32, 14, 14}, Wave(32 * 14 * 14));
+  const Tensor w14b = F32({72, 32, 3, 3}, Wave(72 * 32 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x14b, &w14b}, pad1);
   // Pointwise, 16 channels, 32 deep: the tile on one thread, Sgemm on two.
   const Tensor xq = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
   const Tensor wq = F32({16, 32, 1, 1}, Wave(16 * 32));
