@@ -505,6 +505,20 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   const PanelSource panels(panel);
   LeftOperand a{.data = xg, .ld = p.in_vol, .trans = true};  // pointwise: X_g^T
   if (p.path == ConvPath::kIm2Col2D) a.panels = &panels;
+  // 7x7 planes: 7 tiles of 7 positions, not 7 of 8 with a zero row each
+  // (Zen 5, 8 x 48 tiles from L1 253 GFLOP/s, 7 x 48 249: 49 useful rows
+  // of 56 gave 221). One thread, minima of alternated rounds, ms: ResNet-50
+  // layer4 3x3 1.06-1.19 -> 1.06-1.13, 1x1 0.54-0.67 -> 0.48-0.61;
+  // ResNet-18 layer4 3x3 1.13-1.15 -> 1.06-1.10; GoogLeNet's 7x7 1x1 and
+  // 3x3 5-9% and 2-6%; its 5x5 (48 -> 128) lost 10% and keeps 8 rows.
+  // On two threads the 3x3 layers lost 2-4% (ResNet-18 layer4 0.64 ->
+  // 0.65-0.67 ms) and keep 8 rows there; the 1x1 gained 3-12%. (Rows per
+  // panel change no sum: the same bits either way.)
+  if (p.out_vol % 7 == 0 && p.out_vol % kPanelRows != 0 &&
+      p.out_vol <= kTransposedMaxPositions &&
+      (p.k_vol == 1 || (p.k_vol <= 9 && NumThreads(ctx.threads) == 1))) {
+    a.panel_rows = 7;
+  }
   Sgemm({p.out_vol, p.mg, p.kdim}, a, RightOperand{.packed = wt}, yt, p.mg, Epilogue{},
         ctx.scratch.first(yt_off), ctx.threads);
   // Transpose and epilogue by channel chunks on every thread.

@@ -93,7 +93,8 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
   }
   const int64_t n = p.positions();
   if (!linear) {
-    p.base.assign(static_cast<size_t>(p.panels() * kPanelCols), 0);
+    // + kPanelRows: left panels from any position read 8 entries.
+    p.base.assign(static_cast<size_t>(p.panels() * kPanelCols + kPanelRows), 0);
     for (int64_t pos = 0; pos < n; ++pos) {
       p.base[static_cast<size_t>(pos)] =
           static_cast<int32_t>(pos / p.w * g.sh * g.w_in + pos % p.w * g.sw);
@@ -151,6 +152,26 @@ void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_
                          int64_t kc, int64_t i0, float* dst, const GemmKernels& kern) {
   const int64_t q = i0 / kPanelCols;
   const bool lin = plan.linear();
+  if (i0 % kPanelRows != 0) {
+    // Panels of other heights (LeftOperand::panel_rows): the lanes of the
+    // 8 positions from i0, which may straddle two 48-column mask panels,
+    // as lanes 0..7 of a mask table of their own.
+    uint16_t m[3 * kConvLeftPanelMaxTaps] = {};
+    const int64_t lane = i0 % kPanelCols;
+    const bool next = lane + kPanelRows > kPanelCols && q + 1 < plan.panels();
+    const auto bits = [&](int64_t panel, int64_t t) {  // the panel's 48 lanes of tap t
+      const uint16_t* w = &plan.masks[static_cast<size_t>((panel * plan.k_vol + t) * 3)];
+      return uint64_t{w[0]} | uint64_t{w[1]} << 16 | uint64_t{w[2]} << 32;
+    };
+    for (int64_t t = 0; t < plan.k_vol; ++t) {
+      uint64_t v = bits(q, t) >> lane;
+      if (next) v |= bits(q + 1, t) << (kPanelCols - lane);
+      m[t * 3] = static_cast<uint16_t>(v & 0xffu);
+    }
+    kern.conv_rows(lin ? x + i0 : x, in_vol, plan.k_vol, plan.off.data(), m,
+                   lin ? nullptr : plan.base.data() + i0, 0, k0, kc, dst);
+    return;
+  }
   kern.conv_rows(lin ? x + i0 : x, in_vol, plan.k_vol, plan.off.data(),
                  plan.masks.data() + q * plan.k_vol * 3, lin ? nullptr : plan.base.data() + i0,
                  static_cast<int>(i0 - q * kPanelCols), k0, kc, dst);

@@ -77,7 +77,9 @@ void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol,
 // One left panel of the transposed GEMM (positions as rows, see conv.cc)
 // for Sgemm's PanelSource (kern.conv_rows must be set): dst[k * kPanelRows
 // + i] = im2col(x)[k0 + k][i0 + i] for i < kPanelRows, zero past the plane;
-// i0 must be a multiple of kPanelRows (Sgemm's panels are).
+// i0 a multiple of kPanelRows, or any when the window has at most
+// kConvLeftPanelMaxTaps taps (LeftOperand::panel_rows < 8).
+inline constexpr int64_t kConvLeftPanelMaxTaps = 64;
 void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
                          int64_t kc, int64_t i0, float* dst, const GemmKernels& kern);
 

@@ -156,9 +156,10 @@ int64_t L2Bytes() {
 // second phase read half the packed operand from the other core's cache);
 // only strided 1x1 downsamples, whose gathered panels cost more to pack
 // twice, lost (ResNet-50: +0.03-0.05 ms on 0.7-0.8 ms).
-Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed, int64_t max_kc) {
+Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed, int64_t max_kc,
+                  int64_t panel_rows) {
   Split sp;
-  const int64_t m_panels = CeilDiv(s.m, kPanelRows);
+  const int64_t m_panels = CeilDiv(s.m, panel_rows);
   const int64_t want = 4 * static_cast<int64_t>(nthreads);
   const bool several = nthreads > 1;
   // Wide prepacked weights bigger than L2 and rows fewer than want full
@@ -377,15 +378,18 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     threads = nullptr;
   }
   const int nthreads = NumThreads(threads);
+  // Rows per left panel: a.panel_rows when A is packed here, else 8.
+  const int64_t pr =
+      a.packed != nullptr ? kPanelRows : std::clamp<int64_t>(a.panel_rows, 1, kPanelRows);
   const Split split =
-      ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr, MaxKc(ActiveGemmIsa()));
+      ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr, MaxKc(ActiveGemmIsa()), pr);
   const Blocking& bl = split.bl;
   const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
   const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);
   const size_t stride = scratch.size() / static_cast<size_t>(nthreads);
 
-  const int64_t m_panels = CeilDiv(s.m, kPanelRows);
+  const int64_t m_panels = CeilDiv(s.m, pr);
   const int64_t n_chunks = split.n_chunks;
   const int64_t m_chunks = split.m_chunks;
   const int64_t panels_per_chunk = split.panels_per_chunk;
@@ -427,8 +431,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
         const int64_t pe = std::min(p1, pb + kMcPanels);
         if (a.packed == nullptr) {
           for (int64_t p = pb; p < pe; ++p) {
-            const int64_t i0 = p * kPanelRows;
-            PackLeftBlockPanel(a, i0, std::min(kPanelRows, s.m - i0), pc, kc,
+            const int64_t i0 = p * pr;
+            PackLeftBlockPanel(a, i0, std::min(pr, s.m - i0), pc, kc,
                                abuf + (p - pb) * kc * kPanelRows);
           }
         }
@@ -438,8 +442,8 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
                             : full_depth        ? bbuf
                                                 : bbuf + (q0 - j0) * kc;
           const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
-          const int64_t i0 = p * kPanelRows;
-          const int64_t rows = std::min(kPanelRows, s.m - i0);
+          const int64_t i0 = p * pr;
+          const int64_t rows = std::min(pr, s.m - i0);
           const float* ap = a.packed != nullptr ? a.packed->data() + i0 * s.k + pc * kPanelRows
                                                 : abuf + (p - pb) * kc * kPanelRows;
           float* ct = c + i0 * ldc + q0;

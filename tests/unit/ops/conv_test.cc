@@ -722,6 +722,15 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 65, 16, 16}, .w = {16, 65, 1, 1}},
     };
     for (const ConvCase& c : pointwise) CheckConv(c, seed++);
+    // 7x7 / 1x7 / 7x9 planes: the transposed GEMM in 7-row panels (1x1 and
+    // 3x3; masked, gathered and raw transposed left panels, a 8-position
+    // panel straddling two 48-lane mask panels), a 5x5 in 8-row panels.
+    CheckConv({.x = {1, 40, 7, 7}, .w = {64, 40, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {2, 12, 7, 9}, .w = {70, 12, 3, 3}, .pads = {1, 1, 1, 1}}, seed++);
+    CheckConv({.x = {1, 6, 13, 13}, .w = {66, 6, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+               .bias = true},
+              seed++);
+    CheckConv({.x = {1, 8, 7, 7}, .w = {64, 8, 5, 5}, .pads = {2, 2, 2, 2}}, seed++);
     // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
     CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
               seed++);
