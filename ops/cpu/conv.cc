@@ -249,6 +249,7 @@ struct ConvPrepared final : PreparedKernel {
   // of the masked-load / gather panels, right or (transposed) left
   // (gemm/conv_direct.h), used when the ISA has them.
   bool direct = false, direct_tile = false;
+  bool direct_tile_one_thread = false;  // the tile when the call has one thread
   gemm_internal::ConvDirectPlan direct_plan;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
   // so that the positions, not the channels, pad the 8-row panels; Y^T goes
@@ -376,8 +377,19 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->path == ConvPath::kIm2Col2D && !p->fusion.residual && TransposedPadsLess(p->out_vol)
           ? kTransposedMaxPositionsNoResidual
           : kTransposedMaxPositions;
+  if (p->path == ConvPath::kIm2Col2D) {
+    // Gathers beat im2col panels on every strided layer measured (ResNet-18
+    // stride-2 3x3 157 -> 172 / 141 -> 174 transposed, 7x7 stride-2 conv1
+    // 140 -> 146, 1x1 stride 2 162 -> 167 GFLOP/s, one thread).
+    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], /*gather=*/true,
+                                                   &p->direct_plan);
+  }
+  // 14x14-like planes take the tile rather than the transposed GEMM.
+  const bool small_plane_tile =
+      p->direct && w != nullptr &&
+      gemm_internal::PreferConvDirectTileSmallPlane(p->direct_plan, p->mg, p->kdim);
   p->transposed = gemm_path && w != nullptr && p->kdim > 0 && p->out_vol <= max_transposed &&
-                  p->mg >= kTransposedMinChannels;
+                  p->mg >= kTransposedMinChannels && !small_plane_tile;
   if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0) {
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
       ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PackedGroups> pg,
@@ -405,13 +417,12 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     p->packed = std::static_pointer_cast<const PackedGroups>(got);
   }
   if (p->path == ConvPath::kIm2Col2D) {
-    // Gathers beat im2col panels on every strided layer measured (ResNet-18
-    // stride-2 3x3 157 -> 172 / 141 -> 174 transposed, 7x7 stride-2 conv1
-    // 140 -> 146, 1x1 stride 2 162 -> 167 GFLOP/s, one thread).
-    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], /*gather=*/true,
-                                                   &p->direct_plan);
     p->direct_tile = p->direct && !p->transposed && p->packed != nullptr &&
-                     gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg);
+                     (small_plane_tile ||
+                      gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg));
+    p->direct_tile_one_thread =
+        p->direct && !p->transposed && p->packed != nullptr &&
+        gemm_internal::PreferConvDirectTileOneThread(p->direct_plan, p->mg, p->kdim);
   }
   if (p->path == ConvPath::kPointwise && g.rank() <= 2 && !p->transposed && p->packed != nullptr &&
       p->mg <= kPointwiseTileMaxChannels && p->kdim <= kPointwiseTileMaxDepth) {
@@ -494,6 +505,20 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   const PanelSource panels(panel);
   LeftOperand a{.data = xg, .ld = p.in_vol, .trans = true};  // pointwise: X_g^T
   if (p.path == ConvPath::kIm2Col2D) a.panels = &panels;
+  // 7x7 planes: 7 tiles of 7 positions, not 7 of 8 with a zero row each
+  // (Zen 5, 8 x 48 tiles from L1 253 GFLOP/s, 7 x 48 249: 49 useful rows
+  // of 56 gave 221). One thread, minima of alternated rounds, ms: ResNet-50
+  // layer4 3x3 1.06-1.19 -> 1.06-1.13, 1x1 0.54-0.67 -> 0.48-0.61;
+  // ResNet-18 layer4 3x3 1.13-1.15 -> 1.06-1.10; GoogLeNet's 7x7 1x1 and
+  // 3x3 5-9% and 2-6%; its 5x5 (48 -> 128) lost 10% and keeps 8 rows.
+  // On two threads the 3x3 layers lost 2-4% (ResNet-18 layer4 0.64 ->
+  // 0.65-0.67 ms) and keep 8 rows there; the 1x1 gained 3-12%. (Rows per
+  // panel change no sum: the same bits either way.)
+  if (p.out_vol % 7 == 0 && p.out_vol % kPanelRows != 0 &&
+      p.out_vol <= kTransposedMaxPositions &&
+      (p.k_vol == 1 || (p.k_vol <= 9 && NumThreads(ctx.threads) == 1))) {
+    a.panel_rows = 7;
+  }
   Sgemm({p.out_vol, p.mg, p.kdim}, a, RightOperand{.packed = wt}, yt, p.mg, Epilogue{},
         ctx.scratch.first(yt_off), ctx.threads);
   // Transpose and epilogue by channel chunks on every thread.
@@ -589,7 +614,9 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       } else if (p.path == ConvPath::kPointwise) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
-      } else if (p.path == ConvPath::kIm2Col2D && p.direct_tile && kern.conv_tile != nullptr) {
+      } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr &&
+                 (p.direct_tile ||
+                  (p.direct_tile_one_thread && NumThreads(ctx.threads) == 1))) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
                                      ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kIm2Col2D) {

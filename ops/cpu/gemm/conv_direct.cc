@@ -9,8 +9,15 @@ namespace {
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // As Sgemm: K blocks of at most 256 (the left block of up to 256 rows stays
-// in L2), left blocks of 32 panels.
+// in L2), left blocks of 32 panels; but one block up to kConvFullDepthMax
+// (kernels.h; 32 -> 32 3x3 at 56x56, K = 576, one thread, tiles over
+// in-cache input: 0.464 -> 0.445 ms; 64 -> 64 in 3 blocks of 192 instead of
+// one cost 4-5% in ResNet-18, 128 -> 128 at 28x28 7-9%).
 constexpr int64_t kMaxKc = 256;
+// The tile's own limit (it runs at every thread count for the shapes of
+// PreferConvDirectTile and ...SmallPlane, so it need not match Sgemm's):
+// 3x3 over 256 channels at 14x14.
+constexpr int64_t kTileFullDepthMax = 2304;
 constexpr int64_t kMcPanels = 32;
 constexpr double kMinParallelFlops = 5e5;
 // The tile reloads its input rows for every 8 output channels, where
@@ -21,8 +28,30 @@ constexpr double kMinParallelFlops = 5e5;
 // vs 174, GoogLeNet's 28x28 96 -> 128: 161 vs 176) and faster at 16 / 32
 // (56x56 x 32: 156 vs 148, 112x112 x 16: 157 vs 117, 5x5 16 -> 32: 160 vs
 // 152), one thread, best of 60 runs.
+// With the whole depth in one block the tile beats the panels up to 192
+// channels on one thread too: 8-24 row panels do not repay the panels'
+// packing stores (Zen 5, minima of alternated rounds in the models, ms:
+// ResNet-18 56x56 64 -> 64 0.99 -> 0.86-0.88, 28x28 128 -> 128 0.95 ->
+// 0.85-0.87; GoogLeNet 56x56 64 -> 192 2.81 -> 2.60, 28x28 128 -> 192
+// 1.40 -> 1.30, 96 -> 128 0.71 -> 0.66, 5x5 32 -> 96 0.188 -> 0.170;
+// SqueezeNet's 3x3 expands 0.23-0.24 -> 0.21-0.22). On two threads it split
+// worse than Sgemm (ResNet-18 28x28 0.53-0.54 -> 0.57 ms), so there the
+// panels stay; and only with one K block, which Sgemm's full-depth panels
+// sum in the same order (the same bits on one and two threads).
+// Same-size planes of 160..255 positions (14x14, 13x13) with >= 64
+// channels and one K block take the tile too, on any thread count: rows
+// (weights) outer, each weight panel read from L3 once and run over the
+// plane's 4-5 column panels; two threads split the weights in halves, each
+// reading the whole (L2-sized) input. Against the transposed GEMM (zero
+// padding 196 -> 200 rows, 12 passes over C at K = 2304), one thread,
+// in-cache input, ms: 256 -> 256 0.96 (model step 1.04), 160 -> 320 0.74
+// (0.79), 96 -> 208 0.29 (0.33).
+constexpr int64_t kSmallPlaneMinPositions = 160;
+constexpr int64_t kSmallPlaneMinChannels = 64;
+constexpr int64_t kSmallPlaneMaxChannels = 256;
 constexpr int64_t kDirectMinPositions = 256;
 constexpr int64_t kDirectMaxChannels = 32;
+constexpr int64_t kDirectMaxChannelsOneThread = 192;
 constexpr double kMaxPlanBytes = 8 << 20;
 
 }  // namespace
@@ -64,7 +93,8 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
   }
   const int64_t n = p.positions();
   if (!linear) {
-    p.base.assign(static_cast<size_t>(p.panels() * kPanelCols), 0);
+    // + kPanelRows: left panels from any position read 8 entries.
+    p.base.assign(static_cast<size_t>(p.panels() * kPanelCols + kPanelRows), 0);
     for (int64_t pos = 0; pos < n; ++pos) {
       p.base[static_cast<size_t>(pos)] =
           static_cast<int32_t>(pos / p.w * g.sh * g.w_in + pos % p.w * g.sw);
@@ -96,6 +126,19 @@ bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {
          channels <= kDirectMaxChannels;
 }
 
+bool PreferConvDirectTileOneThread(const ConvDirectPlan& plan, int64_t channels,
+                                   int64_t depth) {
+  return plan.linear() && plan.positions() >= kDirectMinPositions &&
+         channels <= kDirectMaxChannelsOneThread && depth <= kConvFullDepthMax;
+}
+
+bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,
+                                    int64_t depth) {
+  return plan.linear() && plan.positions() >= kSmallPlaneMinPositions &&
+         plan.positions() < kDirectMinPositions && channels >= kSmallPlaneMinChannels &&
+         channels <= kSmallPlaneMaxChannels && depth <= kTileFullDepthMax;
+}
+
 void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
                      int64_t kc, int64_t j0, int64_t w, float* dst, const GemmKernels& kern) {
   const int64_t q = j0 / kPanelCols;
@@ -109,6 +152,26 @@ void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_
                          int64_t kc, int64_t i0, float* dst, const GemmKernels& kern) {
   const int64_t q = i0 / kPanelCols;
   const bool lin = plan.linear();
+  if (i0 % kPanelRows != 0) {
+    // Panels of other heights (LeftOperand::panel_rows): the lanes of the
+    // 8 positions from i0, which may straddle two 48-column mask panels,
+    // as lanes 0..7 of a mask table of their own.
+    uint16_t m[3 * kConvLeftPanelMaxTaps] = {};
+    const int64_t lane = i0 % kPanelCols;
+    const bool next = lane + kPanelRows > kPanelCols && q + 1 < plan.panels();
+    const auto bits = [&](int64_t panel, int64_t t) {  // the panel's 48 lanes of tap t
+      const uint16_t* w = &plan.masks[static_cast<size_t>((panel * plan.k_vol + t) * 3)];
+      return uint64_t{w[0]} | uint64_t{w[1]} << 16 | uint64_t{w[2]} << 32;
+    };
+    for (int64_t t = 0; t < plan.k_vol; ++t) {
+      uint64_t v = bits(q, t) >> lane;
+      if (next) v |= bits(q + 1, t) << (kPanelCols - lane);
+      m[t * 3] = static_cast<uint16_t>(v & 0xffu);
+    }
+    kern.conv_rows(lin ? x + i0 : x, in_vol, plan.k_vol, plan.off.data(), m,
+                   lin ? nullptr : plan.base.data() + i0, 0, k0, kc, dst);
+    return;
+  }
   kern.conv_rows(lin ? x + i0 : x, in_vol, plan.k_vol, plan.off.data(),
                  plan.masks.data() + q * plan.k_vol * 3, lin ? nullptr : plan.base.data() + i0,
                  static_cast<int>(i0 - q * kPanelCols), k0, kc, dst);
@@ -143,7 +206,7 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
     threads = nullptr;
   }
   const int64_t nthreads = NumThreads(threads);
-  const int64_t kblocks = CeilDiv(k, kMaxKc);
+  const int64_t kblocks = k <= kTileFullDepthMax ? 1 : CeilDiv(k, kMaxKc);
   const int64_t kc_max = CeilDiv(k, kblocks);
   const int64_t m_panels = CeilDiv(m, kPanelRows);
   const int64_t n_panels = plan.panels();
@@ -152,9 +215,14 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   // Chunk i of c holds panels [i * panels / c, (i + 1) * panels / c), so
   // sizes differ by at most one panel (a 28x28 plane's 17 panels in 8: 2 or
   // 3 each, where chunks of CeilDiv(17, 8) = 3 made 6 tasks, 3,3,3,3,3,2).
-  const int64_t n_chunks = nthreads > 1 ? std::min(n_panels, 4 * nthreads) : 1;
+  // Small planes (< kDirectMinPositions): one row chunk per thread, rows
+  // outer (PreferConvDirectTileSmallPlane).
+  const bool small = n < kDirectMinPositions;
+  const int64_t n_chunks = nthreads > 1 && !small ? std::min(n_panels, 4 * nthreads) : 1;
   int64_t m_chunks = 1;
-  if (nthreads > 1 && n_chunks < 2 * nthreads) {
+  if (small) {
+    m_chunks = std::min(m_panels, nthreads);
+  } else if (nthreads > 1 && n_chunks < 2 * nthreads) {
     m_chunks = std::min(m_panels, CeilDiv(2 * nthreads, n_chunks));
   }
   const int64_t tasks = n_chunks * m_chunks;
@@ -170,11 +238,15 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
       const bool last = pc + kc == k;
       for (int64_t pb = p0; pb < p1; pb += kMcPanels) {
         const int64_t pe = std::min(p1, pb + kMcPanels);
-        for (int64_t q = q0; q < q1; ++q) {
+        for (int64_t it = 0; it < (q1 - q0) * (pe - pb); ++it) {
+          const int64_t q = small ? q0 + it % (q1 - q0) : q0 + it / (pe - pb);
+          const int64_t p = small ? pb + it / (q1 - q0) : pb + it % (pe - pb);
           const int64_t j0 = q * kPanelCols;
           const int cols = static_cast<int>(std::min(kPanelCols, n - j0));
-          if (prefetch && pb == p0) PrefetchAhead(x, in_vol, pc / plan.k_vol, (pc + kc - 1) / plan.k_vol + 1, j0);
-          for (int64_t p = pb; p < pe; ++p) {
+          if (prefetch && pb == p0 && p == pb) {
+            PrefetchAhead(x, in_vol, pc / plan.k_vol, (pc + kc - 1) / plan.k_vol + 1, j0);
+          }
+          {
             const int64_t i0 = p * kPanelRows;
             const int64_t rows = std::min(kPanelRows, m - i0);
             float* ct = y + i0 * n + j0;

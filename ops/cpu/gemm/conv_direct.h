@@ -54,6 +54,18 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
 // ConvDirectPanel for `channels` output channels per group (measured; see
 // conv_direct.cc).
 bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels);
+// Same-size planes a little under the tile's minimum (14x14, 13x13) with
+// 64..256 channels and the depth in one block: the tile on any thread
+// count (rows outer; two threads split the rows), instead of the
+// transposed GEMM.
+bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,
+                                    int64_t depth);
+// Like PreferConvDirectTile, on one thread, where the tile wins for more
+// channels when the depth (channels per group x window) is one K block
+// (kConvFullDepthMax): then Sgemm, which two threads use, sums in the same
+// order.
+bool PreferConvDirectTileOneThread(const ConvDirectPlan& plan, int64_t channels,
+                                   int64_t depth);
 
 // One right panel for Sgemm's PanelSource (kern.conv_panel must be set):
 // dst[k * w + j] = im2col(x)[k0 + k][j0 + j] for k < kc, j < w, zero past
@@ -65,7 +77,9 @@ void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol,
 // One left panel of the transposed GEMM (positions as rows, see conv.cc)
 // for Sgemm's PanelSource (kern.conv_rows must be set): dst[k * kPanelRows
 // + i] = im2col(x)[k0 + k][i0 + i] for i < kPanelRows, zero past the plane;
-// i0 must be a multiple of kPanelRows (Sgemm's panels are).
+// i0 a multiple of kPanelRows, or any when the window has at most
+// kConvLeftPanelMaxTaps taps (LeftOperand::panel_rows < 8).
+inline constexpr int64_t kConvLeftPanelMaxTaps = 64;
 void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
                          int64_t kc, int64_t i0, float* dst, const GemmKernels& kern);
 

@@ -156,9 +156,10 @@ int64_t L2Bytes() {
 // second phase read half the packed operand from the other core's cache);
 // only strided 1x1 downsamples, whose gathered panels cost more to pack
 // twice, lost (ResNet-50: +0.03-0.05 ms on 0.7-0.8 ms).
-Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed, int64_t max_kc) {
+Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed, int64_t max_kc,
+                  int64_t panel_rows) {
   Split sp;
-  const int64_t m_panels = CeilDiv(s.m, kPanelRows);
+  const int64_t m_panels = CeilDiv(s.m, panel_rows);
   const int64_t want = 4 * static_cast<int64_t>(nthreads);
   const bool several = nthreads > 1;
   // Wide prepacked weights bigger than L2 and rows fewer than want full
@@ -206,6 +207,10 @@ ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
   for (const int64_t max_kc : {kMaxKc, kMaxKcAvx2}) {
     const Blocking bl = ChooseBlocking(s, 1, max_kc);  // the widest nc of any thread count
     if (!b_packed) l.b_floats = std::max(l.b_floats, RoundUp(bl.kc * bl.nc, 16));
+    // One full-depth panel (see full_depth in Sgemm).
+    if (!b_packed && a_packed && s.k <= gemm_internal::kConvFullDepthMax) {
+      l.b_floats = std::max(l.b_floats, RoundUp(s.k * kPanelCols, 16));
+    }
     if (!a_packed) {
       l.a_floats = std::max(l.a_floats, RoundUp(bl.kc * kPanelRows * kMcPanels, 16));
     }
@@ -373,15 +378,18 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     threads = nullptr;
   }
   const int nthreads = NumThreads(threads);
+  // Rows per left panel: a.panel_rows when A is packed here, else 8.
+  const int64_t pr =
+      a.packed != nullptr ? kPanelRows : std::clamp<int64_t>(a.panel_rows, 1, kPanelRows);
   const Split split =
-      ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr, MaxKc(ActiveGemmIsa()));
+      ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr, MaxKc(ActiveGemmIsa()), pr);
   const Blocking& bl = split.bl;
   const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
   const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);
   const size_t stride = scratch.size() / static_cast<size_t>(nthreads);
 
-  const int64_t m_panels = CeilDiv(s.m, kPanelRows);
+  const int64_t m_panels = CeilDiv(s.m, pr);
   const int64_t n_chunks = split.n_chunks;
   const int64_t m_chunks = split.m_chunks;
   const int64_t panels_per_chunk = split.panels_per_chunk;
@@ -396,6 +404,17 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
                           (ep.residual != nullptr || s.k <= kRowsOuterMaxK) &&
                           s.m * s.n > (int64_t{1} << 19);
 
+  // Convolution panels made on demand against prepacked weights of one
+  // left block, on AVX-512: K in one block up to kConvFullDepthMax
+  // (kernels.h), as the im2col-free tile sums it, each panel made right
+  // before the tiles that read it, into one full-depth panel of scratch
+  // read from L2 (ResNet-18's 3x3 layers over these panels, one thread:
+  // 56x56 64 -> 64 1.00 -> 0.97 ms, 28x28 0.96 -> 0.95). The choice depends
+  // on the shape and ISA only, not on the thread count.
+  const bool full_depth = b.panels != nullptr && a.packed != nullptr && !rows_outer &&
+                          s.k <= gemm_internal::kConvFullDepthMax &&
+                          m_panels <= kMcPanels && ActiveGemmIsa() == GemmIsa::kAvx512;
+  const int64_t kc_step = full_depth ? s.k : bl.kc;
   ParallelFor(threads, m_chunks * n_chunks, [&](int64_t task, int thread) {
     std::byte* base = scratch.data() + static_cast<size_t>(thread) * stride;
     float* bbuf = AlignUp(base);
@@ -404,26 +423,27 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     const int64_t p1 = std::min(m_panels, p0 + panels_per_chunk);
     const int64_t j0 = ChunkStart(task / m_chunks, s.n, n_chunks);
     const int64_t j1 = ChunkStart(task / m_chunks + 1, s.n, n_chunks);
-    for (int64_t pc = 0; pc < s.k; pc += bl.kc) {
-      const int64_t kc = std::min(bl.kc, s.k - pc);
+    for (int64_t pc = 0; pc < s.k; pc += kc_step) {
+      const int64_t kc = std::min(kc_step, s.k - pc);
       const bool last = pc + kc == s.k;
-      if (b.packed == nullptr) PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf, kern);
+      if (b.packed == nullptr && !full_depth) PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf, kern);
       for (int64_t pb = p0; pb < p1; pb += kMcPanels) {
         const int64_t pe = std::min(p1, pb + kMcPanels);
         if (a.packed == nullptr) {
           for (int64_t p = pb; p < pe; ++p) {
-            const int64_t i0 = p * kPanelRows;
-            PackLeftBlockPanel(a, i0, std::min(kPanelRows, s.m - i0), pc, kc,
+            const int64_t i0 = p * pr;
+            PackLeftBlockPanel(a, i0, std::min(pr, s.m - i0), pc, kc,
                                abuf + (p - pb) * kc * kPanelRows);
           }
         }
         auto tile = [&](int64_t p, int64_t q0, NextPanel pf) {
           const int64_t w = PanelWidth(s.n - q0);
-          const float* bp =
-              b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w : bbuf + (q0 - j0) * kc;
+          const float* bp = b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w
+                            : full_depth        ? bbuf
+                                                : bbuf + (q0 - j0) * kc;
           const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
-          const int64_t i0 = p * kPanelRows;
-          const int64_t rows = std::min(kPanelRows, s.m - i0);
+          const int64_t i0 = p * pr;
+          const int64_t rows = std::min(pr, s.m - i0);
           const float* ap = a.packed != nullptr ? a.packed->data() + i0 * s.k + pc * kPanelRows
                                                 : abuf + (p - pb) * kc * kPanelRows;
           float* ct = c + i0 * ldc + q0;
@@ -467,8 +487,11 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
         // block (in L2).
         for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
           const NextPanel next =
-              b.packed != nullptr ? NextRightPanel(b.packed->data(), s, bl.kc, pc, q0, j0, j1)
+              b.packed != nullptr ? NextRightPanel(b.packed->data(), s, kc_step, pc, q0, j0, j1)
                                   : NextPanel{};
+          if (full_depth) {
+            PackRightBlock(b, s.n, pc, kc, q0, std::min(j1, q0 + kPanelCols), bbuf, kern);
+          }
           // Prepacked left weights (right operand packed here): on the
           // chunk's last right panel, each tile prefetches its successor in
           // the next left block (ResNet-18's 14x14 layers in the model, where
@@ -477,7 +500,7 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
               b.packed == nullptr && a.packed != nullptr && q0 + kPanelCols >= j1;
           for (int64_t p = pb; p < pe; ++p) {
             tile(p, q0,
-                 next_left ? NextLeftPanel(a.packed->data(), s, bl.kc, pc, p, pb, pe, p0, p1)
+                 next_left ? NextLeftPanel(a.packed->data(), s, kc_step, pc, p, pb, pe, p0, p1)
                            : PrefetchShare(next, p - pb, pe - pb));
           }
         }

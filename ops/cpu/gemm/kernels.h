@@ -143,6 +143,15 @@ using ConvRowsFn = void (*)(const float* x, int64_t in_vol, int64_t k_vol, const
 using PackRightFn = void (*)(const float* b, int64_t ldb, int64_t n, int64_t k0, int64_t kc,
                              int64_t j0, int64_t j1, float* dst);
 
+// Convolutions on AVX-512 whose depth K is at most this run it as one K
+// block, both in the im2col-free tile (RunConvDirect) and in Sgemm over
+// panels made on demand against prepacked weights of <= 256 rows: the
+// tile's accumulators stay in registers over all of K (no pass over C per
+// block), and the two paths sum in the same order, so that one and two
+// threads (tile / Sgemm) give the same bits. 1152: 3x3 over 128 channels;
+// a full-depth panel is then <= 216 KiB of scratch, read from L2.
+inline constexpr int64_t kConvFullDepthMax = 1152;
+
 struct GemmKernels {
   TileFn tile;
   EpilogueFn epilogue;

@@ -25,6 +25,13 @@ void PackLeftPanel(const float* a, int64_t lda, bool trans, int64_t i0, int64_t 
       }
       return;
     }
+    if (rows == kPanelRows - 1) {  // 7-row panels (LeftOperand::panel_rows)
+      for (int64_t k = 0; k < kc; ++k) {
+        std::memcpy(dst + k * kPanelRows, a + (k0 + k) * lda + i0,
+                    (kPanelRows - 1) * sizeof(float));
+      }
+      return;
+    }
     for (int64_t k = 0; k < kc; ++k) {
       std::memcpy(dst + k * kPanelRows, a + (k0 + k) * lda + i0,
                   static_cast<size_t>(rows) * sizeof(float));

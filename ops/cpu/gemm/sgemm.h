@@ -142,6 +142,10 @@ struct LeftOperand {
   bool trans = false;
   const PackedMatrix* packed = nullptr;  // wins when set
   const PanelSource* panels = nullptr;   // wins over data when set
+  // Rows per left panel when packed on the fly (data or panels; 1..8,
+  // kPanelRows for packed): 7 runs a 49-row operand (a 7x7 plane's
+  // positions) as 7 tiles of 7 rows, where 8-row panels computed 56.
+  int panel_rows = kPanelRows;
 };
 
 // A right operand: packed, a raw row-major matrix, or panels made on demand.

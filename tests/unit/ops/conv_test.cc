@@ -606,10 +606,44 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 2, 16, 16}, .w = {1, 2, 3, 3}, .auto_pad = "SAME_LOWER"},
     };
     for (const ConvCase& c : direct) CheckConv(c, seed++);
+    // The same geometry with 33..192 channels and a depth of <= 1152 (one
+    // K block): the tile on one thread (the test's), full-depth Sgemm
+    // panels on two: 64 -> 64 (ResNet's 3x3), 130 channels (a 2-row tail),
+    // 306 positions (a 16-column panel tail), 5x5 into 192, depth 1152
+    // exactly, groups of 48.
+    const std::vector<ConvCase> wide_tile = {
+        {.x = {1, 64, 16, 16}, .w = {64, 64, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 96, 17, 18}, .w = {130, 96, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 16, 20, 20}, .w = {192, 16, 5, 5}, .pads = {2, 2, 2, 2}, .bias = true},
+        {.x = {1, 128, 16, 16}, .w = {33, 128, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 80, 16, 16}, .w = {96, 40, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+    };
+    for (const ConvCase& c : wide_tile) CheckConv(c, seed++);
+    // Same-size planes of 160..255 positions with 64..256 channels (the
+    // tile, rows outer, on any thread count): 14x14 with 70 channels (a
+    // 6-row tail) and with 256 channels 2304 deep (one block), 13x13, a
+    // 12x14 5x5, groups of 64; 260 channels and 2340 deep stay off it.
+    const std::vector<ConvCase> small_plane = {
+        {.x = {1, 20, 14, 14}, .w = {70, 20, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 256, 14, 14}, .w = {64, 256, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 16, 13, 13}, .w = {64, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 8, 12, 14}, .w = {100, 8, 5, 5}, .pads = {2, 2, 2, 2}},
+        {.x = {1, 16, 14, 14}, .w = {128, 8, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 4, 14, 14}, .w = {260, 4, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 260, 14, 14}, .w = {64, 260, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+    };
+    // (Sums of 2304+ products of magnitude ~1 reach ~40: float rounding
+    // alone exceeds an absolute 1e-4 there.)
+    for (const ConvCase& c : small_plane) {
+      CheckConv(c, seed++, c.w[1] * c.w[2] * c.w[3] > 2000 ? 1e-3f : 1e-4f);
+    }
     // The same geometry with more channels (AVX-512: Sgemm over masked-load
-    // panels): 1, 7, 49, 100, 256 and 260 positions (panel tails of 1..48
-    // columns, 16 / 32 / 48 wide), odd K, K over two 256-deep blocks, rows
-    // not a multiple of 8, dilation, 5x5, 1-D, groups, two images.
+    // panels; from 256 positions on, on one thread, the tile above unless
+    // over 192 channels or 1152 deep): 1, 7, 49, 100, 256 and 260 positions
+    // (panel tails of 1..48 columns, 16 / 32 / 48 wide), odd K, K over two
+    // 256-deep blocks, rows not a multiple of 8, dilation, 5x5, 1-D, groups,
+    // two images; 193 and 200 channels (full-depth panels, K 90 / 216), 264
+    // (over one left block: K blocks) and 1170 deep (K blocks).
     const std::vector<ConvCase> panels = {
         {.x = {1, 7, 1, 1}, .w = {40, 7, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
         {.x = {1, 5, 1, 7}, .w = {33, 5, 3, 3}, .pads = {1, 1, 1, 1}},
@@ -619,6 +653,10 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 5, 16, 17}, .w = {34, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
         {.x = {1, 4, 100}, .w = {36, 4, 3}, .pads = {1, 1}},
         {.x = {1, 8, 9, 9}, .w = {68, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
+        {.x = {1, 10, 16, 17}, .w = {193, 10, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 24, 16, 16}, .w = {200, 24, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 20, 16, 16}, .w = {264, 20, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 130, 16, 16}, .w = {40, 130, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
     };
     for (const ConvCase& c : panels) CheckConv(c, seed++);
     // The same geometry with few positions and >= 64 channels (the
@@ -635,8 +673,9 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 5, 7, 8}, .w = {66, 5, 3, 3}, .dilations = {2, 2}, .pads = {2, 2, 2, 2}},
         {.x = {1, 4, 30}, .w = {72, 4, 3}, .pads = {1, 1}},
         {.x = {1, 8, 7, 7}, .w = {136, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
-        // Up to 196 positions without a residual: 14x14 (two images),
-        // 13x11, and a stride-2 layer down to 14x14.
+        // Up to 196 positions without a residual: 14x14 (two images; now
+        // the small-plane tile on AVX-512), 13x11, and a stride-2 layer
+        // down to 14x14.
         {.x = {2, 9, 14, 14}, .w = {66, 9, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
         {.x = {1, 5, 13, 11}, .w = {64, 5, 3, 3}, .pads = {1, 1, 1, 1}},
         {.x = {1, 6, 28, 27}, .w = {70, 6, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
@@ -683,6 +722,15 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 65, 16, 16}, .w = {16, 65, 1, 1}},
     };
     for (const ConvCase& c : pointwise) CheckConv(c, seed++);
+    // 7x7 / 1x7 / 7x9 planes: the transposed GEMM in 7-row panels (1x1 and
+    // 3x3; masked, gathered and raw transposed left panels, a 8-position
+    // panel straddling two 48-lane mask panels), a 5x5 in 8-row panels.
+    CheckConv({.x = {1, 40, 7, 7}, .w = {64, 40, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {2, 12, 7, 9}, .w = {70, 12, 3, 3}, .pads = {1, 1, 1, 1}}, seed++);
+    CheckConv({.x = {1, 6, 13, 13}, .w = {66, 6, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+               .bias = true},
+              seed++);
+    CheckConv({.x = {1, 8, 7, 7}, .w = {64, 8, 5, 5}, .pads = {2, 2, 2, 2}}, seed++);
     // Few positions, many channels: the transposed GEMM (3x3, 1x1, groups).
     CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
               seed++);

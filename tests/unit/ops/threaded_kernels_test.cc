@@ -130,6 +130,20 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor xp = F32({1, 40, 9, 9}, Wave(40 * 9 * 9));
   const Tensor wp = F32({96, 40, 1, 1}, Wave(96 * 40));
   ExpectSameOnTwoThreads("Conv", {&xp, &wp});
+  // 3x3 64 -> 64 (K = 576) and 5x5 16 -> 96 (K = 400): the tile on one
+  // thread, Sgemm over full-depth panels on two, summing in the same order.
+  const Tensor x16 = F32({1, 64, 16, 16}, Wave(64 * 16 * 16));
+  const Tensor w16 = F32({64, 64, 3, 3}, Wave(64 * 64 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x16, &w16, &b64}, pad1);
+  Attributes pad2;
+  pad2.Set("pads", std::vector<int64_t>{2, 2, 2, 2});
+  const Tensor w5 = F32({96, 16, 5, 5}, Wave(96 * 16 * 25));
+  ExpectSameOnTwoThreads("Conv", {&x28, &w5}, pad2);
+  // A 14x14 plane, 72 channels (the small-plane tile: one row chunk per
+  // thread).
+  const Tensor x14b = F32({1, 32, 14, 14}, Wave(32 * 14 * 14));
+  const Tensor w14b = F32({72, 32, 3, 3}, Wave(72 * 32 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x14b, &w14b}, pad1);
   // Pointwise, 16 channels, 32 deep: the tile on one thread, Sgemm on two.
   const Tensor xq = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
   const Tensor wq = F32({16, 32, 1, 1}, Wave(16 * 32));
