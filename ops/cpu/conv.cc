@@ -276,6 +276,14 @@ constexpr int64_t kTransposedMinChannels = 64;
 // a residual (added after the transposition, in a separate pass)
 // ResNet-50's 14x14 1x1 256 -> 1024 got 60% slower.
 constexpr int64_t kTransposedMaxPositionsNoResidual = 196;
+// Pointwise layers without a residual take it there too from this depth,
+// once the transposition became cheap (gemm/transpose.h). Zen 5, one
+// thread, per-step minima of 3 alternated rounds: ResNet-50's layer3
+// 1024 -> 256 0.48-0.50 -> 0.44 ms, GoogLeNet's inception4 1x1 (480-832
+// deep) 5-10% faster; MobileNet-v2's 64 / 96 -> 384 / 576 expansions got
+// 7-13% slower (the transposed left panels cost more than shallow K
+// saves), and with a residual (256 -> 1024) it measured even.
+constexpr int64_t kTransposedMinPointwiseDepth = 256;
 bool TransposedPadsLess(int64_t positions) {
   return (positions + 7) / 8 * 8 < (positions + 15) / 16 * 16;
 }
@@ -373,9 +381,14 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   }
   const Tensor* w = ctx.value(1);
   const bool gemm_path = p->path == ConvPath::kPointwise || p->path == ConvPath::kIm2Col2D;
+  // 14x14 planes (see kTransposedMaxPositionsNoResidual): non-pointwise
+  // layers without a residual, and deep pointwise ones without one.
+  const bool transposed_14x14 =
+      !p->fusion.residual && TransposedPadsLess(p->out_vol) &&
+      (p->path == ConvPath::kIm2Col2D ||
+       (p->path == ConvPath::kPointwise && p->kdim >= kTransposedMinPointwiseDepth));
   const int64_t max_transposed =
-      p->path == ConvPath::kIm2Col2D && !p->fusion.residual && TransposedPadsLess(p->out_vol)
-          ? kTransposedMaxPositionsNoResidual
+      transposed_14x14 ? kTransposedMaxPositionsNoResidual
           : kTransposedMaxPositions;
   p->transposed = gemm_path && w != nullptr && p->kdim > 0 && p->out_vol <= max_transposed &&
                   p->mg >= kTransposedMinChannels;
