@@ -273,8 +273,8 @@ constexpr int64_t kTransposedMinChannels = 64;
 // GoogLeNet's 14x14 3x3 144 -> 288 0.774 -> 0.646, 160 -> 320 0.930 ->
 // 0.798, ResNet-18's layer3 3x3 without the residual 1.08 -> 1.03; but
 // SqueezeNet's 13x13 (169: 176 either way) lost 6% in the model, and with
-// a residual (added after the transposition, in a separate pass)
-// ResNet-50's 14x14 1x1 256 -> 1024 got 60% slower.
+// a residual (then added after the scalar transposition, in a separate
+// pass) ResNet-50's 14x14 1x1 256 -> 1024 got 60% slower.
 constexpr int64_t kTransposedMaxPositionsNoResidual = 196;
 // Pointwise layers without a residual take it there too from this depth,
 // once the transposition became cheap (gemm/transpose.h). Zen 5, one
