@@ -282,7 +282,10 @@ constexpr int64_t kTransposedMaxPositionsNoResidual = 196;
 // 1024 -> 256 0.48-0.50 -> 0.44 ms, GoogLeNet's inception4 1x1 (480-832
 // deep) 5-10% faster; MobileNet-v2's 64 / 96 -> 384 / 576 expansions got
 // 7-13% slower (the transposed left panels cost more than shallow K
-// saves), and with a residual (256 -> 1024) it measured even.
+// saves), and with a residual (256 -> 1024) it measured even. Only layers
+// at least as deep as they are wide: ResNet-50's layer3.0 256 -> 1024
+// without a residual got 7% slower (0.465 -> 0.499 ms; the transposed
+// output is 4x the input).
 constexpr int64_t kTransposedMinPointwiseDepth = 256;
 bool TransposedPadsLess(int64_t positions) {
   return (positions + 7) / 8 * 8 < (positions + 15) / 16 * 16;
@@ -386,7 +389,8 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   const bool transposed_14x14 =
       !p->fusion.residual && TransposedPadsLess(p->out_vol) &&
       (p->path == ConvPath::kIm2Col2D ||
-       (p->path == ConvPath::kPointwise && p->kdim >= kTransposedMinPointwiseDepth));
+       (p->path == ConvPath::kPointwise && p->kdim >= kTransposedMinPointwiseDepth &&
+        p->kdim >= p->mg));
   const int64_t max_transposed =
       transposed_14x14 ? kTransposedMaxPositionsNoResidual
           : kTransposedMaxPositions;
