@@ -41,6 +41,7 @@
 #include "ops/cpu/gemm/fusion.h"
 #include "ops/cpu/gemm/kernels.h"
 #include "ops/cpu/gemm/sgemm.h"
+#include "ops/cpu/gemm/transpose.h"
 #include "ops/cpu/packed_state.h"
 #include "ops/kernel_util.h"
 
@@ -273,9 +274,20 @@ constexpr int64_t kTransposedMinChannels = 64;
 // GoogLeNet's 14x14 3x3 144 -> 288 0.774 -> 0.646, 160 -> 320 0.930 ->
 // 0.798, ResNet-18's layer3 3x3 without the residual 1.08 -> 1.03; but
 // SqueezeNet's 13x13 (169: 176 either way) lost 6% in the model, and with
-// a residual (added after the transposition, in a separate pass)
-// ResNet-50's 14x14 1x1 256 -> 1024 got 60% slower.
+// a residual (then added after the scalar transposition, in a separate
+// pass) ResNet-50's 14x14 1x1 256 -> 1024 got 60% slower.
 constexpr int64_t kTransposedMaxPositionsNoResidual = 196;
+// Pointwise layers without a residual take it there too from this depth,
+// once the transposition became cheap (gemm/transpose.h). Zen 5, one
+// thread, per-step minima of 3 alternated rounds: ResNet-50's layer3
+// 1024 -> 256 0.48-0.50 -> 0.44 ms, GoogLeNet's inception4 1x1 (480-832
+// deep) 5-10% faster; MobileNet-v2's 64 / 96 -> 384 / 576 expansions got
+// 7-13% slower (the transposed left panels cost more than shallow K
+// saves), and with a residual (256 -> 1024) it measured even. Only layers
+// at least as deep as they are wide: ResNet-50's layer3.0 256 -> 1024
+// without a residual got 7% slower (0.465 -> 0.499 ms; the transposed
+// output is 4x the input).
+constexpr int64_t kTransposedMinPointwiseDepth = 256;
 bool TransposedPadsLess(int64_t positions) {
   return (positions + 7) / 8 * 8 < (positions + 15) / 16 * 16;
 }
@@ -373,9 +385,15 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   }
   const Tensor* w = ctx.value(1);
   const bool gemm_path = p->path == ConvPath::kPointwise || p->path == ConvPath::kIm2Col2D;
+  // 14x14 planes (see kTransposedMaxPositionsNoResidual): non-pointwise
+  // layers without a residual, and deep pointwise ones without one.
+  const bool transposed_14x14 =
+      !p->fusion.residual && TransposedPadsLess(p->out_vol) &&
+      (p->path == ConvPath::kIm2Col2D ||
+       (p->path == ConvPath::kPointwise && p->kdim >= kTransposedMinPointwiseDepth &&
+        p->kdim >= p->mg));
   const int64_t max_transposed =
-      p->path == ConvPath::kIm2Col2D && !p->fusion.residual && TransposedPadsLess(p->out_vol)
-          ? kTransposedMaxPositionsNoResidual
+      transposed_14x14 ? kTransposedMaxPositionsNoResidual
           : kTransposedMaxPositions;
   if (p->path == ConvPath::kIm2Col2D) {
     // Gathers beat im2col panels on every strided layer measured (ResNet-18
@@ -521,16 +539,25 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   }
   Sgemm({p.out_vol, p.mg, p.kdim}, a, RightOperand{.packed = wt}, yt, p.mg, Epilogue{},
         ctx.scratch.first(yt_off), ctx.threads);
-  // Transpose and epilogue by channel chunks on every thread.
+  // Transpose and epilogue by channel chunks on every thread, 16 channels
+  // at a time so that the epilogue finds them in L1. AVX-512 transposes
+  // 16 x 16 blocks in registers (ResNet-50's layer4 conv3, 49 x 2048 + the
+  // residual: see transpose.h).
   const int64_t nthreads = NumThreads(ctx.threads);
   const int64_t tasks = nthreads > 1 ? std::min<int64_t>(p.mg, 4 * nthreads) : 1;
+  const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
   ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
     const int64_t c0 = task * p.mg / tasks, c1 = (task + 1) * p.mg / tasks;
-    for (int64_t c = c0; c < c1; ++c) {
-      float* __restrict yr = yg + c * p.out_vol;
-      for (int64_t pos = 0; pos < p.out_vol; ++pos) yr[pos] = yt[pos * p.mg + c];
+    for (int64_t c = c0; c < c1; c += 16) {
+      const int64_t cw = std::min<int64_t>(16, c1 - c);
+      float* yc = yg + c * p.out_vol;
+      if (avx512) {
+        gemm_internal::TransposeAvx512(yt + c, p.mg, p.out_vol, cw, yc, p.out_vol);
+      } else {
+        gemm_internal::TransposePortable(yt + c, p.mg, p.out_vol, cw, yc, p.out_vol);
+      }
+      ApplyEpilogue(ep, yc, p.out_vol, c, 0, cw, p.out_vol);
     }
-    ApplyEpilogue(ep, yg + c0 * p.out_vol, p.out_vol, c0, 0, c1 - c0, p.out_vol);
   });
 }
 

@@ -7,6 +7,8 @@
 // left panel meets every right panel instead). The epilogue runs on each tile right
 // after its last K block, while it is still in L1. Prepacked weights are
 // prefetched one panel (right) or one left block (left) ahead (NextPanel).
+// Against <= 128 rows of prepacked weights a raw row-major right operand is
+// read in place (b_in_place), not packed.
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +44,14 @@ constexpr int64_t kMaxNc = 21 * kPanelCols;  // 1008 columns
 constexpr int64_t kMcPanels = 32;            // 256 rows
 constexpr double kMinParallelFlops = 5e5;
 constexpr int64_t kRowsOuterMaxK = 32;  // see rows_outer in Sgemm
+// Right panels read in place (see b_in_place in Sgemm) up to 128 rows of
+// prepacked weights. Zen 5, one thread, ResNet-50 per-step minima of 3
+// alternated rounds: layer1 1x1 256 -> 64 at 56x56 0.49 -> 0.43-0.44 ms,
+// layer2 512 -> 128 at 28x28 0.450 -> 0.429, 256 -> 128 at 56x56 0.90 ->
+// 0.85; sgemm_bench packed A 64x3136x256 ~208 -> ~244, 128x3136x256 ~230 ->
+// ~249 GFLOP/s. 256 rows and more measured even (each packed panel then
+// serves 32 tiles).
+constexpr int64_t kInPlaceMaxPanels = 16;
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
@@ -415,6 +425,16 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
                           s.k <= gemm_internal::kConvFullDepthMax &&
                           m_panels <= kMcPanels && ActiveGemmIsa() == GemmIsa::kAvx512;
   const int64_t kc_step = full_depth ? s.k : bl.kc;
+  // Few rows of prepacked weights (<= kInPlaceMaxPanels left panels)
+  // against a raw row-major right operand: each packed right panel would
+  // meet only that few tiles, so packing B cost more than the tiles save
+  // on it; they read its full panels in place (ldb = b.ld) instead, only a
+  // partial last panel is packed.
+  // (Not with rows_outer, which was measured with packed panels only.)
+  const bool b_in_place = b.packed == nullptr && b.panels == nullptr && !b.trans &&
+                          a.packed != nullptr && m_panels <= kInPlaceMaxPanels && !rows_outer;
+  const int64_t q_tail = s.n / kPanelCols * kPanelCols;  // first column of a partial panel
+
   ParallelFor(threads, m_chunks * n_chunks, [&](int64_t task, int thread) {
     std::byte* base = scratch.data() + static_cast<size_t>(thread) * stride;
     float* bbuf = AlignUp(base);
@@ -426,7 +446,13 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     for (int64_t pc = 0; pc < s.k; pc += kc_step) {
       const int64_t kc = std::min(kc_step, s.k - pc);
       const bool last = pc + kc == s.k;
-      if (b.packed == nullptr && !full_depth) PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf, kern);
+      if (b_in_place) {
+        if (q_tail < s.n && q_tail >= j0 && q_tail < j1) {
+          PackRightBlock(b, s.n, pc, kc, q_tail, j1, bbuf + (q_tail - j0) * kc, kern);
+        }
+      } else if (b.packed == nullptr && !full_depth) {
+        PackRightBlock(b, s.n, pc, kc, j0, j1, bbuf, kern);
+      }
       for (int64_t pb = p0; pb < p1; pb += kMcPanels) {
         const int64_t pe = std::min(p1, pb + kMcPanels);
         if (a.packed == nullptr) {
@@ -438,8 +464,10 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
         }
         auto tile = [&](int64_t p, int64_t q0, NextPanel pf) {
           const int64_t w = PanelWidth(s.n - q0);
+          const bool in_place = b_in_place && q0 < q_tail;
           const float* bp = b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w
                             : full_depth        ? bbuf
+                            : in_place          ? b.data + pc * b.ld + q0
                                                 : bbuf + (q0 - j0) * kc;
           const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
           const int64_t i0 = p * pr;
@@ -451,7 +479,7 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
                      .a = ap,
                      .b = bp,
                      .w = w,
-                     .ldb = w,
+                     .ldb = in_place ? b.ld : w,
                      .rows = static_cast<int>(rows),
                      .cols = cols,
                      .c = ct,
@@ -486,6 +514,17 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
         // Each right panel (kc x 48, in L1) meets every left panel of the
         // block (in L2).
         for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
+          if (b_in_place && q0 + kPanelCols < q_tail) {
+            // The next in-place panel's rows into L2 (strided: no
+            // hardware prefetcher follows them).
+            const float* nb = b.data + pc * b.ld + q0 + kPanelCols;
+            for (int64_t k = 0; k < kc; ++k) {
+              const float* r = nb + k * b.ld;
+              __builtin_prefetch(r, 0, 2);
+              __builtin_prefetch(r + 16, 0, 2);
+              __builtin_prefetch(r + 32, 0, 2);
+            }
+          }
           const NextPanel next =
               b.packed != nullptr ? NextRightPanel(b.packed->data(), s, kc_step, pc, q0, j0, j1)
                                   : NextPanel{};

@@ -735,6 +735,10 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
     CheckConv({.x = {2, 16, 7, 7}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
               seed++);
     CheckConv({.x = {1, 40, 5, 6}, .w = {64, 40, 1, 1}, .bias = true}, seed++);
+    // Deep pointwise layers up to 196 positions without a residual too
+    // (14x14 and 14x13, channels not a multiple of 16, two K blocks).
+    CheckConv({.x = {2, 256, 14, 14}, .w = {72, 256, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {1, 300, 14, 13}, .w = {65, 300, 1, 1}}, seed++);
     CheckConv({.x = {1, 8, 9, 9}, .w = {128, 4, 3, 3}, .group = 2, .strides = {2, 2}}, seed++);
   }
   cpu::SetGemmIsaCapForTesting(GemmIsa::kAvx512);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/cpu/gemm/sgemm.h"
+#include "ops/cpu/gemm/transpose.h"
 #include "ops/registry.h"
 #include "parallel_test_util.h"
 
@@ -380,6 +381,29 @@ TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
 INSTANTIATE_TEST_SUITE_P(Isa, SgemmIsaTest,
                          ::testing::Values(GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512),
                          [](const auto& info) { return std::string(GemmIsaName(info.param)); });
+
+// The transposed convolution's Y^T -> Y (conv.cc): full 16 x 16 blocks,
+// edges in both directions, strided source and destination; nothing
+// outside the destination rectangle written.
+TEST(TransposeTest, BlocksAndEdgesMatchScalar) {
+  const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {49, 16}, {16, 16},
+                                  {7, 33}, {196, 20}, {17, 48}, {33, 5}}) {
+    const int64_t lds = cols + 3, ldd = rows + 5;
+    std::vector<float> src(static_cast<size_t>(rows * lds));
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) * 0.5f - 7.0f;
+    std::vector<float> want(static_cast<size_t>(cols * ldd), -1.0f), got = want;
+    gemm_internal::TransposePortable(src.data(), lds, rows, cols, want.data(), ldd);
+    for (int64_t j = 0; j < cols; ++j) {
+      for (int64_t i = 0; i < rows; ++i) {
+        ASSERT_EQ(want[static_cast<size_t>(j * ldd + i)], src[static_cast<size_t>(i * lds + j)]);
+      }
+    }
+    if (!avx512) continue;
+    gemm_internal::TransposeAvx512(src.data(), lds, rows, cols, got.data(), ldd);
+    EXPECT_EQ(got, want) << rows << " x " << cols;
+  }
+}
 
 TEST(PackedMatrixTest, SerializeRoundTrip) {
   const std::vector<float> w = Random(13 * 50, 8);

@@ -1,0 +1,28 @@
+// Internal to ops/cpu: the out-of-place float transpose that turns the
+// transposed GEMM's Y^T [positions x channels] into Y [channels x
+// positions] (conv.cc's RunTransposed). A scalar column walk cost ~1-2
+// cycles an element (ResNet-50's layer4 conv3: 49 x 2048); AVX-512 moves
+// 16 x 16 blocks through registers instead.
+#pragma once
+
+#include <cstdint>
+
+namespace orrery::ops::cpu::gemm_internal {
+
+// dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols. Scalar; any
+// host.
+inline void TransposePortable(const float* src, int64_t lds, int64_t rows, int64_t cols,
+                              float* dst, int64_t ldd) {
+  for (int64_t j = 0; j < cols; ++j) {
+    float* __restrict d = dst + j * ldd;
+    for (int64_t i = 0; i < rows; ++i) d[i] = src[i * lds + j];
+  }
+}
+
+// The same by 16 x 16 register blocks (masked at the edges); call only
+// when ActiveGemmIsa() is kAvx512 (transpose_avx512.cc, built with
+// -mavx512f). Reads and writes nothing outside the two rectangles.
+void TransposeAvx512(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+                     int64_t ldd);
+
+}  // namespace orrery::ops::cpu::gemm_internal

@@ -1,0 +1,92 @@
+// AVX-512 16 x 16 block transpose (see transpose.h). Built with
+// -mavx512f; only called after the CPU check (ActiveGemmIsa).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ops/cpu/gemm/transpose.h"
+
+namespace orrery::ops::cpu::gemm_internal {
+namespace {
+
+using V16 = float __attribute__((vector_size(64)));
+
+// The shuffles of _mm512_unpacklo / hi_ps, _mm512_shuffle_ps (0x44, 0xEE)
+// and _mm512_shuffle_f32x4 (0x88, 0xDD) as constant shuffles (GCC 12's
+// intrinsics trip -Wmaybe-uninitialized on their _mm512_undefined_ps).
+inline V16 UnpackLo(V16 a, V16 b) {
+  return __builtin_shufflevector(a, b, 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29);
+}
+inline V16 UnpackHi(V16 a, V16 b) {
+  return __builtin_shufflevector(a, b, 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15,
+                                 31);
+}
+inline V16 Pairs01(V16 a, V16 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+}
+inline V16 Pairs23(V16 a, V16 b) {
+  return __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30,
+                                 31);
+}
+inline V16 LanesEven(V16 a, V16 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+}
+inline V16 LanesOdd(V16 a, V16 b) {
+  return __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
+                                 31);
+}
+
+// r[i] (row i, 16 columns) -> r[j] (column j, 16 rows), in three rounds of
+// shuffles: 2 x 2 within 128-bit lanes, 4 x 4 within lanes, then lanes.
+inline void Transpose16(V16 (&r)[16]) {
+  V16 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = UnpackLo(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = UnpackHi(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4 * i + c], lane l: rows 4i..4i+3 of column 4l + c.
+  V16 u[16];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = Pairs01(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = Pairs23(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = Pairs01(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = Pairs23(t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const V16 x0 = LanesEven(u[c], u[4 + c]);
+    const V16 x1 = LanesEven(u[8 + c], u[12 + c]);
+    const V16 y0 = LanesOdd(u[c], u[4 + c]);
+    const V16 y1 = LanesOdd(u[8 + c], u[12 + c]);
+    r[c] = LanesEven(x0, x1);
+    r[8 + c] = LanesOdd(x0, x1);
+    r[4 + c] = LanesEven(y0, y1);
+    r[12 + c] = LanesOdd(y0, y1);
+  }
+}
+
+}  // namespace
+
+void TransposeAvx512(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+                     int64_t ldd) {
+  for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+    const int nc = static_cast<int>(std::min<int64_t>(16, cols - j0));
+    const __mmask16 cmask = static_cast<__mmask16>((1u << nc) - 1);
+    for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+      const int nr = static_cast<int>(std::min<int64_t>(16, rows - i0));
+      V16 r[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) {
+        r[i] = i < nr ? V16(_mm512_maskz_loadu_ps(cmask, src + (i0 + i) * lds + j0)) : V16{};
+      }
+      Transpose16(r);
+      const __mmask16 rmask = static_cast<__mmask16>((1u << nr) - 1);
+      for (int j = 0; j < nc; ++j) _mm512_mask_storeu_ps(dst + (j0 + j) * ldd + i0, rmask, __m512(r[j]));
+    }
+  }
+}
+
+}  // namespace orrery::ops::cpu::gemm_internal
