@@ -110,7 +110,8 @@ struct Kernels {
   // Pools `planes` consecutive planes; `scratch` holds Pool2dScratchFloats.
   // Separable: each output row folds its window's input rows, then kw
   // columns; 3x3 / 2x2 windows of stride 1 and 2 have their own loops, and
-  // small 3x3 stride-1 planes go flat (Pool2dFlat). It
+  // small 3x3 stride-1 planes go flat (Pool2dFlat); AVX-512 max pools of
+  // 3x3 / 2x2 stride 2 fold rows in registers instead (no scratch). It
   // reads only [x, x + planes * ih * iw) and writes only [y, y + planes *
   // oh * ow). Max ignores NaN (never replaces the running value); a window
   // with no input gives lowest().

@@ -222,7 +222,14 @@ TEST(VecTest, Pool2dMatchesDirectLoops) {
                             // Flattened 3x3 stride-1 planes (Pool2dFlat): several chunks,
                             // one row, one column, sizes off the vector width.
                             {32, 32, 3, 1, 1, 1, 1}, {28, 28, 3, 1, 1, 1, 1}, {1, 5, 3, 1, 1, 1, 1},
-                            {6, 1, 3, 1, 1, 1, 1},   {3, 5, 3, 1, 1, 1, 1},   {2, 2, 3, 1, 1, 1, 1}};
+                            {6, 1, 3, 1, 1, 1, 1},   {3, 5, 3, 1, 1, 1, 1},   {2, 2, 3, 1, 1, 1, 1},
+                            // AVX-512 stride-2 max rows (several 16-output steps, the
+                            // third vector carried, masks at both ends): SqueezeNet's
+                            // 111 (no pad), ResNet's 112 pad 1, GoogLeNet's ceil_mode 112,
+                            // 2x2 windows, rows past the kernel's step table.
+                            {5, 111, 3, 2, 1, 0, 0}, {4, 112, 3, 2, 1, 1, 1}, {5, 112, 3, 2, 1, 0, 1},
+                            {3, 66, 2, 2, 1, 0, 0},  {3, 67, 2, 2, 1, 0, 1},  {4, 47, 3, 2, 1, 1, 2},
+                            {2, 1100, 3, 2, 1, 1, 1}};
   for (const Kernels* k : AllIsas()) {
     for (const PoolCase& c : cases) {
       for (int mode = 0; mode < 3; ++mode) {  // max, average, average with pads counted
