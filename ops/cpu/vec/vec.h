@@ -63,6 +63,9 @@ struct Pool2d {
   // call in scratch.
   const int32_t* flat_masks = nullptr;
   const float* flat_count = nullptr;
+  // Optional Pool2dFlatLaneMasks table (AVX-512 flat MaxPool), else built
+  // per call in scratch.
+  const uint64_t* flat_lane_masks = nullptr;
 };
 
 // Entries of the column tables: ow rounded up to the widest vector.
@@ -83,6 +86,11 @@ inline constexpr int64_t kPool2dFlatChunk = 512;
 // below, left, right exists: -1, else 0) and `count` the average's divisor.
 int64_t Pool2dFlatPeriod(const Pool2d& p);
 void Pool2dFlatTables(const Pool2d& p, int32_t* masks, float* count);
+// The same neighbours as 16-lane bit masks for a vector whose first lane
+// is at position m of the plane, m in [0, ih * iw): bits 0-15 above,
+// 16-31 below, 32-47 left, 48-63 right (lanes past the plane: the next
+// plane's positions).
+void Pool2dFlatLaneMasks(const Pool2d& p, uint64_t* masks);
 
 struct Kernels {
   Isa isa;
