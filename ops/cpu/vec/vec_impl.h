@@ -6,7 +6,9 @@
 //   ORRERY_VEC_ISA    the vec::Isa value
 // Everything here has internal linkage and uses only GCC vector extensions
 // and builtins (no inline library templates), so no code compiled for a
-// wider ISA can be picked by the linker for a narrower build.
+// wider ISA can be picked by the linker for a narrower build; the AVX-512
+// build alone also uses <immintrin.h> intrinsics (always-inline C
+// functions, not templates) for masked loads / stores and vpermt2ps.
 #include <cstddef>
 #include <cstdint>
 #include <utility>
