@@ -6,7 +6,7 @@
 // then allocates nothing. Paths, chosen in Prepare:
 //   - pointwise (1x1, stride 1, no padding): one packed GEMM per (image,
 //     group) straight over NCHW, no copies; on AVX-512 and one thread, <= 16
-//     output channels and <= 32 input channels per group: the im2col-free
+//     output channels and <= 512 input channels per group: the im2col-free
 //     tile below with one tap (nothing packed);
 //   - depthwise (group == C == M, 1-D / 2-D): a direct per-plane kernel whose
 //     tap and output ranges are precomputed, so padding costs no branches,
@@ -300,8 +300,14 @@ bool TransposedPadsLess(int64_t positions) {
 // around it got slower (stem and next layers, +3% whole), hence 32 deep;
 // deeper (128 -> 16, 256 -> 32) or wider (24, 32 channels with 144 / 192
 // deep) lost or tied, and with two threads the GEMM's split won or tied.
+// Later (Zen 5, after the tile's prefetch became opt-in) up to 512 deep
+// won at one thread: SqueezeNet fire3 / fire4 squeeze 64 / 128 -> 16 at
+// 55x55 0.049 / 0.092 -> 0.033 / 0.070 ms, GoogLeNet inception3a 192 -> 16
+// at 28x28 0.037 -> 0.026 (step minima), SqueezeNet's whole-model minimum
+// 3.40 -> 3.34 ms (8 alternated rounds; one profiled A/B of 8 rounds had
+// the rest of the model ~1% slower, another ~1% faster: noise).
 constexpr int64_t kPointwiseTileMaxChannels = 16;
-constexpr int64_t kPointwiseTileMaxDepth = 32;
+constexpr int64_t kPointwiseTileMaxDepth = 512;
 
 // W per group as the left operand W_g [mg x kdim], or transposed as the
 // right operand W_g^T [kdim x mg].

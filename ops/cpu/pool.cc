@@ -276,6 +276,7 @@ struct PreparedPool : PreparedKernel {
   std::vector<float> col_valid, col_padded;
   std::vector<int32_t> flat_masks;  // vec::Pool2dFlatTables, when it applies
   std::vector<float> flat_count;
+  std::vector<uint64_t> flat_lane_masks;  // vec::Pool2dFlatLaneMasks
   vec::Pool2d pool2d;
 };
 
@@ -318,6 +319,9 @@ Result<Prepared> PreparePool(const PrepareContext& ctx) {
       vec::Pool2dFlatTables(v, p->flat_masks.data(), p->flat_count.data());
       v.flat_masks = p->flat_masks.data();
       v.flat_count = p->flat_count.data();
+      p->flat_lane_masks.resize(static_cast<size_t>(g.input[0] * g.input[1]));
+      vec::Pool2dFlatLaneMasks(v, p->flat_lane_masks.data());
+      v.flat_lane_masks = p->flat_lane_masks.data();
     }
     scratch = vec::Pool2dScratchFloats(v) * static_cast<int64_t>(sizeof(float));
   }

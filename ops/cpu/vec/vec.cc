@@ -111,6 +111,22 @@ void Pool2dFlatTables(const Pool2d& p, int32_t* masks, float* count) {
   }
 }
 
+void Pool2dFlatLaneMasks(const Pool2d& p, uint64_t* masks) {
+  const int64_t hw = p.ih * p.iw;
+  for (int64_t m = 0; m < hw; ++m) {
+    uint64_t w = 0;
+    for (int64_t l = 0; l < 16; ++l) {
+      const int64_t q = (m + l) % hw, r = q / p.iw, c = q % p.iw;
+      const uint64_t bit = uint64_t{1} << l;
+      if (r > 0) w |= bit;
+      if (r + 1 < p.ih) w |= bit << 16;
+      if (c > 0) w |= bit << 32;
+      if (c + 1 < p.iw) w |= bit << 48;
+    }
+    masks[m] = w;
+  }
+}
+
 // Flat: four mask tables and the divisors (one plane plus a vector each),
 // then the chunk's vertical fold with a vector and a lane either side.
 int64_t Pool2dScratchFloats(const Pool2d& p) {

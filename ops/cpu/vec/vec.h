@@ -63,6 +63,9 @@ struct Pool2d {
   // call in scratch.
   const int32_t* flat_masks = nullptr;
   const float* flat_count = nullptr;
+  // Optional Pool2dFlatLaneMasks table (AVX-512 flat MaxPool), else built
+  // per call in scratch.
+  const uint64_t* flat_lane_masks = nullptr;
 };
 
 // Entries of the column tables: ow rounded up to the widest vector.
@@ -83,6 +86,11 @@ inline constexpr int64_t kPool2dFlatChunk = 512;
 // below, left, right exists: -1, else 0) and `count` the average's divisor.
 int64_t Pool2dFlatPeriod(const Pool2d& p);
 void Pool2dFlatTables(const Pool2d& p, int32_t* masks, float* count);
+// The same neighbours as 16-lane bit masks for a vector whose first lane
+// is at position m of the plane, m in [0, ih * iw): bits 0-15 above,
+// 16-31 below, 32-47 left, 48-63 right (lanes past the plane: the next
+// plane's positions).
+void Pool2dFlatLaneMasks(const Pool2d& p, uint64_t* masks);
 
 struct Kernels {
   Isa isa;
@@ -110,7 +118,8 @@ struct Kernels {
   // Pools `planes` consecutive planes; `scratch` holds Pool2dScratchFloats.
   // Separable: each output row folds its window's input rows, then kw
   // columns; 3x3 / 2x2 windows of stride 1 and 2 have their own loops, and
-  // small 3x3 stride-1 planes go flat (Pool2dFlat). It
+  // small 3x3 stride-1 planes go flat (Pool2dFlat); AVX-512 max pools of
+  // 3x3 / 2x2 stride 2 fold rows in registers instead (no scratch). It
   // reads only [x, x + planes * ih * iw) and writes only [y, y + planes *
   // oh * ow). Max ignores NaN (never replaces the running value); a window
   // with no input gives lowest().

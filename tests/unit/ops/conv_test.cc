@@ -708,10 +708,11 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
     };
     for (const ConvCase& c : gathers) CheckConv(c, seed++);
     CheckConv({.x = {2, 16, 9, 33}, .w = {24, 16, 1, 1}, .bias = true}, seed++);
-    // Pointwise with <= 16 channels and depth <= 32 on one thread (AVX-512:
+    // Pointwise with <= 16 channels and depth <= 512 on one thread (AVX-512:
     // the im2col-free tile with one tap): 8 / 16 rows and odd channel counts,
-    // depths 1, 7, 9 and 32, 256 and 300 positions (16- and 32-wide last
-    // panels), 1-D, groups, two images; and 64 / 65 deep (Sgemm again).
+    // depths 1, 7, 9, 32, 64, 65, 300 (two K blocks) and 512, 256 and 300
+    // positions (16- and 32-wide last panels), 1-D, groups, two images; and
+    // 513 deep (Sgemm again).
     const std::vector<ConvCase> pointwise = {
         {.x = {1, 32, 16, 16}, .w = {16, 32, 1, 1}, .bias = true},
         {.x = {2, 7, 15, 20}, .w = {5, 7, 1, 1}},
@@ -720,6 +721,9 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 9, 290}, .w = {11, 9, 1}},
         {.x = {1, 12, 17, 16}, .w = {6, 6, 1, 1}, .group = 2, .bias = true},
         {.x = {1, 65, 16, 16}, .w = {16, 65, 1, 1}},
+        {.x = {1, 300, 17, 16}, .w = {16, 300, 1, 1}, .bias = true},
+        {.x = {1, 512, 16, 18}, .w = {9, 512, 1, 1}},
+        {.x = {1, 513, 16, 16}, .w = {16, 513, 1, 1}},
     };
     for (const ConvCase& c : pointwise) CheckConv(c, seed++);
     // 7x7 / 1x7 / 7x9 planes: the transposed GEMM in 7-row panels (1x1 and

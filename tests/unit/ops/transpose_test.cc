@@ -66,13 +66,18 @@ TEST(TransposeTest, AllPermutationsAllElementSizes) {
 }
 
 TEST(TransposeTest, LargeTiledShapes) {
-  // Sizes not multiple of the tile, NCHW <-> NHWC, and a 2-D matrix.
+  // Sizes not multiple of the tile (nor of the 4 x 4 blocks of 4-byte
+  // elements), NCHW <-> NHWC, and a 2-D matrix.
   CheckAllPermutations<float>(DType::kFloat32, {67, 131});
   for (const auto& [shape, perm] :
        std::vector<std::pair<Shape, std::vector<int64_t>>>{{{2, 35, 9, 7}, {0, 2, 3, 1}},
                                                            {{2, 9, 7, 35}, {0, 3, 1, 2}},
                                                            {{3, 40, 50}, {2, 1, 0}},
-                                                           {{5, 33, 6, 70}, {0, 3, 2, 1}}}) {
+                                                           {{5, 33, 6, 70}, {0, 3, 2, 1}},
+                                                           // A transformer's per-head K^T (4-byte
+                                                           // 4 x 4 blocks, whole tiles).
+                                                           {{4, 128, 64}, {0, 2, 1}},
+                                                           {{3, 30, 37}, {0, 2, 1}}}) {
     Tensor x = Iota(shape);
     std::vector<float> data = Values<float>(x);
     Tensor y = Run1("Transpose", {&x}, Attrs({{"perm", perm}}));

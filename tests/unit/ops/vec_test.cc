@@ -166,6 +166,45 @@ TEST(VecTest, RowMaxAndMinFindTheExtremeOrNaNInEveryLane) {
   }
 }
 
+// Softmax rows of whole vectors (two rows interleaved, exp of x - max
+// without the overflow side) on every instruction set: against a double
+// loop, an odd row out of the pairs, -inf (a masked position) exactly 0,
+// terms below e^-87 next to the max, and a NaN row next to a finite one.
+TEST(VecTest, SoftmaxRowsOfWholeVectors) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Kernels* k : AllIsas()) {
+    for (int64_t n : {16, 64, 128}) {
+      const int64_t rows = 5;
+      std::vector<float> x(static_cast<size_t>(rows * n));
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = std::sin(0.77f * static_cast<float>(i)) * 6.0f;
+      }
+      x[3] = -inf;
+      x[static_cast<size_t>(n + 5)] = -95.0f;  // e^(x - max) < 2^-126
+      x[static_cast<size_t>(3 * n + 1)] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<float> y(x.size());
+      k->softmax_rows(x.data(), y.data(), rows, n, false);
+      for (int64_t r : {0, 1, 2, 4}) {
+        const float* xr = x.data() + r * n;
+        double mx = -1e30, sum = 0, got = 0;
+        for (int64_t i = 0; i < n; ++i) mx = std::max(mx, static_cast<double>(xr[i]));
+        for (int64_t i = 0; i < n; ++i) sum += std::exp(xr[i] - mx);
+        for (int64_t i = 0; i < n; ++i) {
+          const float v = y[static_cast<size_t>(r * n + i)];
+          EXPECT_NEAR(v, std::exp(xr[i] - mx) / sum, 1e-6)
+              << IsaName(k->isa) << " n " << n << " row " << r << " at " << i;
+          got += v;
+        }
+        EXPECT_NEAR(got, 1.0, 1e-5) << IsaName(k->isa) << " n " << n << " row " << r;
+      }
+      EXPECT_EQ(y[3], 0.0f) << IsaName(k->isa);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_TRUE(std::isnan(y[static_cast<size_t>(3 * n + i)])) << IsaName(k->isa) << " " << i;
+      }
+    }
+  }
+}
+
 TEST(VecTest, SoftmaxLayerNormAndReductionsMatchLoops) {
   const int64_t rows = 3, n = 45;
   std::vector<float> x(rows * n);
@@ -222,7 +261,14 @@ TEST(VecTest, Pool2dMatchesDirectLoops) {
                             // Flattened 3x3 stride-1 planes (Pool2dFlat): several chunks,
                             // one row, one column, sizes off the vector width.
                             {32, 32, 3, 1, 1, 1, 1}, {28, 28, 3, 1, 1, 1, 1}, {1, 5, 3, 1, 1, 1, 1},
-                            {6, 1, 3, 1, 1, 1, 1},   {3, 5, 3, 1, 1, 1, 1},   {2, 2, 3, 1, 1, 1, 1}};
+                            {6, 1, 3, 1, 1, 1, 1},   {3, 5, 3, 1, 1, 1, 1},   {2, 2, 3, 1, 1, 1, 1},
+                            // AVX-512 stride-2 max rows (several 16-output steps, the
+                            // third vector carried, masks at both ends): SqueezeNet's
+                            // 111 (no pad), ResNet's 112 pad 1, GoogLeNet's ceil_mode 112,
+                            // 2x2 windows, rows past the kernel's step table.
+                            {5, 111, 3, 2, 1, 0, 0}, {4, 112, 3, 2, 1, 1, 1}, {5, 112, 3, 2, 1, 0, 1},
+                            {3, 66, 2, 2, 1, 0, 0},  {3, 67, 2, 2, 1, 0, 1},  {4, 47, 3, 2, 1, 1, 2},
+                            {2, 1100, 3, 2, 1, 1, 1}};
   for (const Kernels* k : AllIsas()) {
     for (const PoolCase& c : cases) {
       for (int mode = 0; mode < 3; ++mode) {  // max, average, average with pads counted
