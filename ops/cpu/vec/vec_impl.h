@@ -66,16 +66,12 @@ inline VF Pow2(VF n) {
   return AsF(e << 23);
 }
 
-// exp(x): x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-6 polynomial
-// (Cephes expf), 2^n applied in two halves so results down to the
-// subnormal range and up to overflow stay right.
-inline VF Exp(VF x) {
-  const VF hi = Splat(88.8f), lo = Splat(-104.0f);
-  VF xc = Sel(x > hi, hi, x);
-  xc = Sel(xc < lo, lo, xc);
-  const VF n = Round(xc * Splat(1.44269504088896341f));
-  VF r = xc - n * Splat(0.693359375f);
-  r = r - n * Splat(-2.12194440e-4f);
+// e^r where x = n ln2 + r, |r| <= ln2 / 2 (Cephes expf's reduction and
+// degree-6 polynomial); *n gets n. x is already clamped by the caller.
+inline VF ExpReduced(VF x, VF* n) {
+  *n = Round(x * Splat(1.44269504088896341f));
+  VF r = x - *n * Splat(0.693359375f);
+  r = r - *n * Splat(-2.12194440e-4f);
   VF p = Splat(1.9875691500e-4f);
   p = p * r + Splat(1.3981999507e-3f);
   p = p * r + Splat(8.3334519073e-3f);
@@ -83,6 +79,17 @@ inline VF Exp(VF x) {
   p = p * r + Splat(1.6666665459e-1f);
   p = p * r + Splat(5.0000001201e-1f);
   p = p * (r * r) + r + Splat(1.0f);
+  return p;
+}
+
+// exp(x): e^r by ExpReduced, 2^n applied in two halves so results down to
+// the subnormal range and up to overflow stay right.
+inline VF Exp(VF x) {
+  const VF hi = Splat(88.8f), lo = Splat(-104.0f);
+  VF xc = Sel(x > hi, hi, x);
+  xc = Sel(xc < lo, lo, xc);
+  VF n;
+  const VF p = ExpReduced(xc, &n);
   // n in [-150, 129]: split into two exponents each within [-75, 65].
   const VF n1 = Round(n * Splat(0.5f));
   const VF n2 = n - n1;
@@ -100,17 +107,8 @@ inline VF Exp(VF x) {
 inline VF ExpNonPositive(VF x) {
   const VF lo = Splat(-87.0f);
   const VI under = x < lo;
-  const VF xc = Sel(under, lo, x);
-  const VF n = Round(xc * Splat(1.44269504088896341f));
-  VF r = xc - n * Splat(0.693359375f);
-  r = r - n * Splat(-2.12194440e-4f);
-  VF p = Splat(1.9875691500e-4f);
-  p = p * r + Splat(1.3981999507e-3f);
-  p = p * r + Splat(8.3334519073e-3f);
-  p = p * r + Splat(4.1665795894e-2f);
-  p = p * r + Splat(1.6666665459e-1f);
-  p = p * r + Splat(5.0000001201e-1f);
-  p = p * (r * r) + r + Splat(1.0f);
+  VF n;
+  const VF p = ExpReduced(Sel(under, lo, x), &n);
   return Sel(under, Splat(0.0f), p * Pow2(n));  // NaN: p is NaN
 }
 
