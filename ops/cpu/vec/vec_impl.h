@@ -768,6 +768,14 @@ inline float FlatVerticalScalar(const Pool2d& p, const float* x, int64_t n, int6
   return acc;
 }
 
+// The plane position of the next vector's first lane in the flat pools
+// (one plane of hw positions, kW lanes a vector), without a division.
+inline int64_t NextFlatPosition(int64_t m, int64_t hw) {
+  m += kW;
+  while (m >= hw) m -= hw;
+  return m;
+}
+
 template <bool kMax>
 void PoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, float* scratch) {
   const int64_t hw = p.ih * p.iw, n = planes * hw, ext = Pool2dFlatPeriod(p);
@@ -788,13 +796,8 @@ void PoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, float* 
   const int32_t* right = left + ext;
   const float low = kMax ? -3.40282347e+38f : 0.0f;
   const VF lowv = Splat(low);
-  // m: position in the plane of the vector's first lane, advanced without
-  // a division per vector (the tables run kW past the period).
-  auto advance = [hw](int64_t m) {
-    m += kW;
-    while (m >= hw) m -= hw;
-    return m;
-  };
+  // m: position in the plane of the vector's first lane (the tables run kW
+  // past the period).
   for (int64_t c0 = 0; c0 < n; c0 += kFlatChunk) {
     const int64_t c1 = c0 + kFlatChunk < n ? c0 + kFlatChunk : n;
     // v over [v0, v1): the chunk and one neighbour either side.
@@ -803,7 +806,7 @@ void PoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, float* 
     float* v = v_buf + 1 - v0;  // v[j] for j in [v0 - 1, v1 + kW)
     v[v0 - 1] = low;
     int64_t m = v0 % hw;
-    for (int64_t j = v0; j < v1; j += kW, m = advance(m)) {
+    for (int64_t j = v0; j < v1; j += kW, m = NextFlatPosition(m, hw)) {
       if (j - p.iw >= 0 && j + p.iw + kW <= n) {
         __builtin_prefetch(x + j + p.iw + kPoolPrefetchFloats);
         VF acc = Fold<kMax>(lowv, Load(x + j));
@@ -815,7 +818,7 @@ void PoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, float* 
       }
     }
     m = c0 % hw;
-    for (int64_t i = c0; i < c1; i += kW, m = advance(m)) {
+    for (int64_t i = c0; i < c1; i += kW, m = NextFlatPosition(m, hw)) {
       VF acc = Load(v + i);
       acc = Fold<kMax>(acc, Sel(LoadI(left + m), Load(v + i - 1), lowv));
       acc = Fold<kMax>(acc, Sel(LoadI(right + m), Load(v + i + 1), lowv));
@@ -967,14 +970,9 @@ void MaxPoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, floa
     acc = MaxInto(_mm512_mask_loadu_ps(low, live & up, x + i - iw), acc);
     return MaxInto(_mm512_mask_loadu_ps(low, live & down, x + i + iw), acc);
   };
-  auto advance = [hw](int64_t m) {
-    m += 16;
-    while (m >= hw) m -= hw;
-    return m;
-  };
   __m512 vp = low;
   __m512 vc = vertical(0, lane_masks[0]);
-  int64_t m = 0, mn = advance(0);
+  int64_t m = 0, mn = NextFlatPosition(0, hw);
   for (int64_t i = 0; i < n; i += 16) {
     const uint64_t w = lane_masks[m];
     const __m512 vn = i + 16 < n ? vertical(i + 16, lane_masks[mn]) : low;
@@ -994,7 +992,7 @@ void MaxPoolFlat(const Pool2d& p, const float* x, float* y, int64_t planes, floa
     vp = vc;
     vc = vn;
     m = mn;
-    mn = advance(mn);
+    mn = NextFlatPosition(mn, hw);
   }
 }
 #endif
