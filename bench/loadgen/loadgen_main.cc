@@ -465,8 +465,8 @@ int Main(int argc, char** argv) {
       std::vector<Record> slice = RunWorkload(targets, arrivals, eo);
       ours.insert(ours.end(), slice.begin(), slice.end());
       for (size_t i = 0; i < o.echo.size(); ++i) {
-        std::vector<Record> slice = RunWorkload(echo_targets[i], arrivals, eo);
-        echo_records[i].insert(echo_records[i].end(), slice.begin(), slice.end());
+        std::vector<Record> echo_slice = RunWorkload(echo_targets[i], arrivals, eo);
+        echo_records[i].insert(echo_records[i].end(), echo_slice.begin(), echo_slice.end());
       }
     }
     // The overhead as the main run's summary computes it, over the rounds.
