@@ -23,11 +23,24 @@ double ScaledFrom(const std::map<int, double>& by_batch, int batch) {
   return nearest->second * static_cast<double>(std::max(batch, 1)) / std::max(nearest->first, 1);
 }
 
+// Nearest-rank index (0-based) of quantile p in n values.
+size_t NearestRank(size_t n, double p) {
+  const size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(n)));
+  return std::clamp<size_t>(i, 1, n) - 1;
+}
+
 double Percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(sorted.size()))) ;
-  i = std::clamp<size_t>(i, 1, sorted.size());
-  return sorted[i - 1];
+  return sorted.empty() ? 0 : sorted[NearestRank(sorted.size(), p)];
+}
+
+// The same value without sorting all of `values` (which it reorders): O(n).
+// Runs on a lane after every 16th run of a model, where sorting the 512
+// ratios was ~0.7% of the lane's time serving a 20 us model.
+double SelectPercentile(std::vector<double>* values, double p) {
+  if (values->empty()) return 0;
+  const auto nth = values->begin() + static_cast<std::ptrdiff_t>(NearestRank(values->size(), p));
+  std::nth_element(values->begin(), nth, values->end());
+  return *nth;
 }
 
 }  // namespace
@@ -103,9 +116,8 @@ void CostModel::Record(const std::string& model_id, int batch, int64_t predicted
     e.ratios.push_back(static_cast<double>(measured_ns) / static_cast<double>(planned));
     while (e.ratios.size() > options_.slowdown_window) e.ratios.pop_front();
     if (e.ratios.size() >= options_.slowdown_min_samples && e.samples % 16 == 0) {
-      std::vector<double> sorted(e.ratios.begin(), e.ratios.end());
-      std::sort(sorted.begin(), sorted.end());
-      e.slowdown_bound = std::clamp(Percentile(sorted, options_.slowdown_quantile), 1.0, options_.slowdown_max);
+      std::vector<double> ratios(e.ratios.begin(), e.ratios.end());
+      e.slowdown_bound = std::clamp(SelectPercentile(&ratios, options_.slowdown_quantile), 1.0, options_.slowdown_max);
     }
     e.sum_predicted += static_cast<double>(predicted_ns);
     e.sum_measured += static_cast<double>(measured_ns);

@@ -115,6 +115,20 @@ TEST(CostModelTest, SlowdownBoundIsAHighQuantileOfMeasuredOverPredicted) {
   EXPECT_EQ(fast.SlowdownBound("f"), 3.0);
 }
 
+// The bound is the nearest-rank quantile of the window, whatever order the
+// runs came in (it is selected, not sorted, on the lane).
+TEST(CostModelTest, SlowdownBoundIsTheNearestRankQuantileOfDistinctRatios) {
+  CostModel m(CostModelOptions{.ewma_alpha = 0.0, .slowdown_quantile = 0.9, .slowdown_window = 100,
+                               .slowdown_min_samples = 20, .slowdown_max = 3.0});
+  m.Calibrate("m", 1, 1000);
+  // Ratios 1.00, 1.01, ..., 1.99 in a scrambled order (37 is coprime to 100);
+  // 112 runs, so the last bound update (every 16th run) sees the last 100.
+  for (int i = 0; i < 112; ++i) m.Record("m", 1, 1000, 1000 + 10 * ((i * 37) % 100));
+  // The window holds runs 12..111: ratios 1 + ((i * 37) % 100) / 100, every
+  // value once; the 90th of 100 ranks is 1.89.
+  EXPECT_DOUBLE_EQ(m.SlowdownBound("m"), 1.89);
+}
+
 // A lane's prediction (the estimate x the lane's speed) can be right while
 // the estimate alone was off: errors compare the prediction, the slowdown
 // bound the estimate, since admission plans the estimate x that bound.
