@@ -34,10 +34,14 @@ constexpr double kMinParallelFlops = 5e5;
 // ResNet-18 56x56 64 -> 64 0.99 -> 0.86-0.88, 28x28 128 -> 128 0.95 ->
 // 0.85-0.87; GoogLeNet 56x56 64 -> 192 2.81 -> 2.60, 28x28 128 -> 192
 // 1.40 -> 1.30, 96 -> 128 0.71 -> 0.66, 5x5 32 -> 96 0.188 -> 0.170;
-// SqueezeNet's 3x3 expands 0.23-0.24 -> 0.21-0.22). On two threads it split
-// worse than Sgemm (ResNet-18 28x28 0.53-0.54 -> 0.57 ms), so there the
-// panels stay; and only with one K block, which Sgemm's full-depth panels
-// sum in the same order (the same bits on one and two threads).
+// SqueezeNet's 3x3 expands 0.23-0.24 -> 0.21-0.22). Only with one K block,
+// which Sgemm's full-depth panels sum in the same order. On two threads,
+// since the column chunks differ by at most a panel, the tile beats those
+// panels too (Zen 5, per-step minima of alternated rounds, ms: ResNet-18
+// 56x56 64 -> 64 0.489 -> 0.456, 28x28 128 -> 128 0.473 -> 0.459; model
+// p50 GoogLeNet -3%, SqueezeNet -2%, ResNet-50 -1%), where an older split
+// (chunks of CeilDiv(panels, 8): 17 panels in 6 tasks) had measured it
+// slower (0.53-0.54 -> 0.57).
 // Same-size planes of 160..255 positions (14x14, 13x13) with >= 64
 // channels and one K block take the tile too, on any thread count: rows
 // (weights) outer, each weight panel read from L3 once and run over the
@@ -51,7 +55,7 @@ constexpr int64_t kSmallPlaneMinChannels = 64;
 constexpr int64_t kSmallPlaneMaxChannels = 256;
 constexpr int64_t kDirectMinPositions = 256;
 constexpr int64_t kDirectMaxChannels = 32;
-constexpr int64_t kDirectMaxChannelsOneThread = 192;
+constexpr int64_t kDirectMaxChannelsFullDepth = 192;
 constexpr double kMaxPlanBytes = 8 << 20;
 
 }  // namespace
@@ -126,10 +130,10 @@ bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {
          channels <= kDirectMaxChannels;
 }
 
-bool PreferConvDirectTileOneThread(const ConvDirectPlan& plan, int64_t channels,
+bool PreferConvDirectTileFullDepth(const ConvDirectPlan& plan, int64_t channels,
                                    int64_t depth) {
   return plan.linear() && plan.positions() >= kDirectMinPositions &&
-         channels <= kDirectMaxChannelsOneThread && depth <= kConvFullDepthMax;
+         channels <= kDirectMaxChannelsFullDepth && depth <= kConvFullDepthMax;
 }
 
 bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,

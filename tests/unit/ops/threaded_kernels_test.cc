@@ -100,8 +100,8 @@ TEST(ThreadedKernelsTest, RowsAndPlanes) {
 // (transposed: weights in column chunks, each packing the positions), 14x14
 // with 24 channels (column chunks) and with 224 (weights bigger than the
 // panels: one row chunk per thread), masked panels per task (32x32 plane,
-// 40 channels), the im2col-free tile (20x20 plane, 16 channels: 9 panels in
-// 8 chunks; 28x28, 32 channels: 17 in 8), stride 2 (im2col panels),
+// 200 channels), the im2col-free tile (20x20 plane, 16 channels: 9 panels in
+// 8 chunks; 28x28, 32 channels: 17 in 8; 32x32, 40 channels), stride 2,
 // depthwise planes in chunks (two images) and flat small planes.
 TEST(ThreadedKernelsTest, ConvolutionPaths) {
   Attributes pad1;
@@ -118,6 +118,8 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor x32 = F32({1, 24, 32, 32}, Wave(24 * 32 * 32));
   const Tensor w32 = F32({40, 24, 3, 3}, Wave(40 * 24 * 9));
   ExpectSameOnTwoThreads("Conv", {&x32, &w32}, pad1);
+  const Tensor w32_wide = F32({200, 24, 3, 3}, Wave(200 * 24 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x32, &w32_wide}, pad1);
   const Tensor x20 = F32({1, 8, 20, 20}, Wave(8 * 20 * 20));
   const Tensor w20 = F32({16, 8, 3, 3}, Wave(16 * 8 * 9));
   ExpectSameOnTwoThreads("Conv", {&x20, &w20}, pad1);
@@ -130,11 +132,17 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor xp = F32({1, 40, 9, 9}, Wave(40 * 9 * 9));
   const Tensor wp = F32({96, 40, 1, 1}, Wave(96 * 40));
   ExpectSameOnTwoThreads("Conv", {&xp, &wp});
-  // 3x3 64 -> 64 (K = 576) and 5x5 16 -> 96 (K = 400): the tile on one
-  // thread, Sgemm over full-depth panels on two, summing in the same order.
+  // 3x3 64 -> 64 (K = 576) and 5x5 16 -> 96 (K = 400): the full-depth
+  // tile on one and on two threads (6 panels in 6 column chunks).
   const Tensor x16 = F32({1, 64, 16, 16}, Wave(64 * 16 * 16));
   const Tensor w16 = F32({64, 64, 3, 3}, Wave(64 * 64 * 9));
   ExpectSameOnTwoThreads("Conv", {&x16, &w16, &b64}, pad1);
+  // 24x24 (12 panels in 8 chunks of 1 or 2), 64 -> 136 channels (17 row
+  // panels, the last one partial) with a bias.
+  const Tensor x24 = F32({1, 64, 24, 24}, Wave(64 * 24 * 24));
+  const Tensor w24 = F32({136, 64, 3, 3}, Wave(136 * 64 * 9));
+  const Tensor b136 = F32({136}, Wave(136));
+  ExpectSameOnTwoThreads("Conv", {&x24, &w24, &b136}, pad1);
   Attributes pad2;
   pad2.Set("pads", std::vector<int64_t>{2, 2, 2, 2});
   const Tensor w5 = F32({96, 16, 5, 5}, Wave(96 * 16 * 25));
