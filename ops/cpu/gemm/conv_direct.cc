@@ -8,6 +8,29 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Guided chunks of `units` for `threads` threads claiming them in order:
+// chunk i takes CeilDiv(remaining, 2 * threads) units (at least one), so
+// the first chunks are large and the last ones single units. A thread
+// whose core runs slower for the step (another guest's load on that core:
+// traced at T=2, the worker 20% slower per chunk over a whole GoogLeNet
+// 56x56 layer, so that with 8 equal chunks the caller sat idle for a
+// chunk) then takes fewer units, and the step ends within about one unit
+// of balance. Writes bounds[0..count] (bounds[0] = 0, bounds[count] =
+// units); count <= kMaxGuidedChunks.
+constexpr int64_t kMaxGuidedChunks = 64;
+int64_t GuidedBounds(int64_t units, int64_t threads, int64_t* bounds) {
+  int64_t count = 0, b = 0;
+  bounds[0] = 0;
+  while (b < units) {
+    const int64_t size = count == kMaxGuidedChunks - 1
+                             ? units - b
+                             : std::max<int64_t>(1, CeilDiv(units - b, 2 * threads));
+    b += size;
+    bounds[++count] = b;
+  }
+  return count;
+}
+
 // As Sgemm: K blocks of at most 256 (the left block of up to 256 rows stays
 // in L2), left blocks of 32 panels; but one block up to kConvFullDepthMax
 // (kernels.h; 32 -> 32 3x3 at 56x56, K = 576, one thread, tiles over
@@ -214,19 +237,19 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   const int64_t kc_max = CeilDiv(k, kblocks);
   const int64_t m_panels = CeilDiv(m, kPanelRows);
   const int64_t n_panels = plan.panels();
-  // Column chunks first (each thread walks distinct input), then row
-  // chunks when the columns are too few to give every thread two tasks.
-  // Chunk i of c holds panels [i * panels / c, (i + 1) * panels / c), so
-  // sizes differ by at most one panel (a 28x28 plane's 17 panels in 8: 2 or
-  // 3 each, where chunks of CeilDiv(17, 8) = 3 made 6 tasks, 3,3,3,3,3,2).
-  // Small planes (< kDirectMinPositions): one row chunk per thread, rows
-  // outer (PreferConvDirectTileSmallPlane).
+  // Column chunks first (each thread walks distinct input), guided
+  // (GuidedBounds: 66 panels of a 56x56 plane at two threads in 13 chunks,
+  // 17, 13, 9, ... 1), then row chunks when the columns are too few to give
+  // every thread two tasks; chunk i of c rows holds row panels [i * panels
+  // / c, (i + 1) * panels / c). Small planes (< kDirectMinPositions): guided
+  // row chunks, rows outer (PreferConvDirectTileSmallPlane); each thread
+  // reads the whole (L2-sized) input once and keeps it.
   const bool small = n < kDirectMinPositions;
-  const int64_t n_chunks = nthreads > 1 && !small ? std::min(n_panels, 4 * nthreads) : 1;
-  int64_t m_chunks = 1;
-  if (small) {
-    m_chunks = std::min(m_panels, nthreads);
-  } else if (nthreads > 1 && n_chunks < 2 * nthreads) {
+  int64_t bounds[kMaxGuidedChunks + 1] = {0, small ? m_panels : n_panels};
+  const int64_t guided = nthreads > 1 ? GuidedBounds(small ? m_panels : n_panels, nthreads, bounds) : 1;
+  const int64_t n_chunks = small ? 1 : guided;
+  int64_t m_chunks = small ? guided : 1;
+  if (!small && nthreads > 1 && n_chunks < 2 * nthreads) {
     m_chunks = std::min(m_panels, CeilDiv(2 * nthreads, n_chunks));
   }
   const int64_t tasks = n_chunks * m_chunks;
@@ -235,8 +258,9 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   const bool post_after = ep.has_post() && !post_in_tile;
   ParallelFor(threads, tasks, [&](int64_t task, int) {
     const int64_t ni = task % n_chunks, mi = task / n_chunks;
-    const int64_t q0 = ni * n_panels / n_chunks, q1 = (ni + 1) * n_panels / n_chunks;
-    const int64_t p0 = mi * m_panels / m_chunks, p1 = (mi + 1) * m_panels / m_chunks;
+    const int64_t q0 = small ? 0 : bounds[ni], q1 = small ? n_panels : bounds[ni + 1];
+    const int64_t p0 = small ? bounds[mi] : mi * m_panels / m_chunks;
+    const int64_t p1 = small ? bounds[mi + 1] : (mi + 1) * m_panels / m_chunks;
     for (int64_t pc = 0; pc < k; pc += kc_max) {
       const int64_t kc = std::min(kc_max, k - pc);
       const bool last = pc + kc == k;
