@@ -596,9 +596,9 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (p.stem && ActiveGemmIsa() == GemmIsa::kAvx512) {
     const gemm_internal::ConvStemGeometry& sg = p.stem_geo;
     const int64_t blocks = (sg.m + 15) / 16;
-    // Row chunks, a few per thread to balance.
-    const int64_t nthreads = NumThreads(ctx.threads);
-    const int64_t row_chunks = nthreads > 1 ? std::min<int64_t>(sg.h_out, 4 * nthreads) : 1;
+    // Guided row chunks (ops/parallel.h), so that a slower core takes fewer.
+    int64_t bounds[kMaxGuidedChunks + 1];
+    const int64_t row_chunks = GuidedBounds(sg.h_out, NumThreads(ctx.threads), bounds);
     for (int64_t n = 0; n < s.n; ++n) {
       Epilogue e = ep;
       e.row_bias = bd;
@@ -606,8 +606,8 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       const float* xn = xd + n * s.c * p.in_vol;
       float* yn = yd + n * s.m * p.out_vol;
       ParallelFor(ctx.threads, row_chunks, [&](int64_t r, int) {
-        gemm_internal::ConvStemAvx512(sg, xn, p.stem_w.data(), yn, r * sg.h_out / row_chunks,
-                                      (r + 1) * sg.h_out / row_chunks, 0, blocks, e);
+        gemm_internal::ConvStemAvx512(sg, xn, p.stem_w.data(), yn, bounds[r], bounds[r + 1], 0,
+                                      blocks, e);
       });
     }
     return Status::Ok();

@@ -8,28 +8,6 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Guided chunks of `units` for `threads` threads claiming them in order:
-// chunk i takes CeilDiv(remaining, 2 * threads) units (at least one), so
-// the first chunks are large and the last ones single units. A thread
-// whose core runs slower for the step (another guest's load on that core:
-// traced at T=2, the worker 20% slower per chunk over a whole GoogLeNet
-// 56x56 layer, so that with 8 equal chunks the caller sat idle for a
-// chunk) then takes fewer units, and the step ends within about one unit
-// of balance. Writes bounds[0..count] (bounds[0] = 0, bounds[count] =
-// units); count <= kMaxGuidedChunks.
-constexpr int64_t kMaxGuidedChunks = 64;
-int64_t GuidedBounds(int64_t units, int64_t threads, int64_t* bounds) {
-  int64_t count = 0, b = 0;
-  bounds[0] = 0;
-  while (b < units) {
-    const int64_t size = count == kMaxGuidedChunks - 1
-                             ? units - b
-                             : std::max<int64_t>(1, CeilDiv(units - b, 2 * threads));
-    b += size;
-    bounds[++count] = b;
-  }
-  return count;
-}
 
 // As Sgemm: K blocks of at most 256 (the left block of up to 256 rows stays
 // in L2), left blocks of 32 panels; but one block up to kConvFullDepthMax
@@ -245,8 +223,8 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   // row chunks, rows outer (PreferConvDirectTileSmallPlane); each thread
   // reads the whole (L2-sized) input once and keeps it.
   const bool small = n < kDirectMinPositions;
-  int64_t bounds[kMaxGuidedChunks + 1] = {0, small ? m_panels : n_panels};
-  const int64_t guided = nthreads > 1 ? GuidedBounds(small ? m_panels : n_panels, nthreads, bounds) : 1;
+  int64_t bounds[kMaxGuidedChunks + 1];
+  const int64_t guided = GuidedBounds(small ? m_panels : n_panels, nthreads, bounds);
   const int64_t n_chunks = small ? 1 : guided;
   int64_t m_chunks = small ? guided : 1;
   if (!small && nthreads > 1 && n_chunks < 2 * nthreads) {

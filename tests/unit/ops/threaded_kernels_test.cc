@@ -156,6 +156,15 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor xq = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
   const Tensor wq = F32({16, 32, 1, 1}, Wave(16 * 32));
   ExpectSameOnTwoThreads("Conv", {&xq, &wq});
+  // A 7x7 stride-2 stem on 3 channels (AVX-512: the direct stem kernel in
+  // guided row chunks, 29 output rows at two threads).
+  Attributes stem;
+  stem.Set("pads", std::vector<int64_t>{3, 3, 3, 3});
+  stem.Set("strides", std::vector<int64_t>{2, 2});
+  const Tensor xs = F32({1, 3, 58, 40}, Wave(3 * 58 * 40));
+  const Tensor ws = F32({24, 3, 7, 7}, Wave(24 * 3 * 49));
+  const Tensor b24s = F32({24}, Wave(24));
+  ExpectSameOnTwoThreads("Conv", {&xs, &ws, &b24s}, stem);
   Attributes dw = pad1;
   dw.Set("group", int64_t{24});
   dw.Set("strides", std::vector<int64_t>{2, 2});
