@@ -47,6 +47,23 @@ void ExpectSameOnTwoThreads(const std::string& op, const std::vector<const Tenso
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "at " << i;
 }
 
+// Guided chunks cover the units once, largest first (claim order), single
+// units last; one chunk for one thread.
+TEST(ThreadedKernelsTest, GuidedBounds) {
+  int64_t b[kMaxGuidedChunks + 1];
+  ASSERT_EQ(GuidedBounds(66, 1, b), 1);
+  EXPECT_EQ(b[1], 66);
+  const int64_t n = GuidedBounds(66, 2, b);
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < n; ++i) sizes.push_back(b[i + 1] - b[i]);
+  EXPECT_EQ(b[n], 66);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{17, 13, 9, 7, 5, 4, 3, 2, 2, 1, 1, 1, 1}));
+  // Far more units than kMaxGuidedChunks allows: the last chunk takes the rest.
+  const int64_t many = GuidedBounds(1'000'000, 2, b);
+  EXPECT_LE(many, kMaxGuidedChunks);
+  EXPECT_EQ(b[many], 1'000'000);
+}
+
 TEST(ThreadedKernelsTest, ElementwiseAndBroadcast) {
   const int64_t big = (int64_t{1} << 21) + 37;  // above the memory-bound threshold
   const Tensor x = F32({big}, Wave(static_cast<size_t>(big)));
