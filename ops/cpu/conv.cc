@@ -250,7 +250,6 @@ struct ConvPrepared final : PreparedKernel {
   // of the masked-load / gather panels, right or (transposed) left
   // (gemm/conv_direct.h), used when the ISA has them.
   bool direct = false, direct_tile = false;
-  bool direct_tile_one_thread = false;  // the tile when the call has one thread
   gemm_internal::ConvDirectPlan direct_plan;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
   // so that the positions, not the channels, pad the 8-row panels; Y^T goes
@@ -441,12 +440,10 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     p->packed = std::static_pointer_cast<const PackedGroups>(got);
   }
   if (p->path == ConvPath::kIm2Col2D) {
-    p->direct_tile = p->direct && !p->transposed && p->packed != nullptr &&
-                     (small_plane_tile ||
-                      gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg));
-    p->direct_tile_one_thread =
+    p->direct_tile =
         p->direct && !p->transposed && p->packed != nullptr &&
-        gemm_internal::PreferConvDirectTileOneThread(p->direct_plan, p->mg, p->kdim);
+        (small_plane_tile || gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg) ||
+         gemm_internal::PreferConvDirectTileFullDepth(p->direct_plan, p->mg, p->kdim));
   }
   if (p->path == ConvPath::kPointwise && g.rank() <= 2 && !p->transposed && p->packed != nullptr &&
       p->mg <= kPointwiseTileMaxChannels && p->kdim <= kPointwiseTileMaxDepth) {
@@ -599,9 +596,9 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (p.stem && ActiveGemmIsa() == GemmIsa::kAvx512) {
     const gemm_internal::ConvStemGeometry& sg = p.stem_geo;
     const int64_t blocks = (sg.m + 15) / 16;
-    // Row chunks, a few per thread to balance.
-    const int64_t nthreads = NumThreads(ctx.threads);
-    const int64_t row_chunks = nthreads > 1 ? std::min<int64_t>(sg.h_out, 4 * nthreads) : 1;
+    // Guided row chunks (ops/parallel.h), so that a slower core takes fewer.
+    int64_t bounds[kMaxGuidedChunks + 1];
+    const int64_t row_chunks = GuidedBounds(sg.h_out, NumThreads(ctx.threads), bounds);
     for (int64_t n = 0; n < s.n; ++n) {
       Epilogue e = ep;
       e.row_bias = bd;
@@ -609,8 +606,8 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       const float* xn = xd + n * s.c * p.in_vol;
       float* yn = yd + n * s.m * p.out_vol;
       ParallelFor(ctx.threads, row_chunks, [&](int64_t r, int) {
-        gemm_internal::ConvStemAvx512(sg, xn, p.stem_w.data(), yn, r * sg.h_out / row_chunks,
-                                      (r + 1) * sg.h_out / row_chunks, 0, blocks, e);
+        gemm_internal::ConvStemAvx512(sg, xn, p.stem_w.data(), yn, bounds[r], bounds[r + 1], 0,
+                                      blocks, e);
       });
     }
     return Status::Ok();
@@ -647,9 +644,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       } else if (p.path == ConvPath::kPointwise) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
-      } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr &&
-                 (p.direct_tile ||
-                  (p.direct_tile_one_thread && NumThreads(ctx.threads) == 1))) {
+      } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr && p.direct_tile) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
                                      ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kIm2Col2D) {

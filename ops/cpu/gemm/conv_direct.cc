@@ -8,6 +8,7 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+
 // As Sgemm: K blocks of at most 256 (the left block of up to 256 rows stays
 // in L2), left blocks of 32 panels; but one block up to kConvFullDepthMax
 // (kernels.h; 32 -> 32 3x3 at 56x56, K = 576, one thread, tiles over
@@ -34,10 +35,14 @@ constexpr double kMinParallelFlops = 5e5;
 // ResNet-18 56x56 64 -> 64 0.99 -> 0.86-0.88, 28x28 128 -> 128 0.95 ->
 // 0.85-0.87; GoogLeNet 56x56 64 -> 192 2.81 -> 2.60, 28x28 128 -> 192
 // 1.40 -> 1.30, 96 -> 128 0.71 -> 0.66, 5x5 32 -> 96 0.188 -> 0.170;
-// SqueezeNet's 3x3 expands 0.23-0.24 -> 0.21-0.22). On two threads it split
-// worse than Sgemm (ResNet-18 28x28 0.53-0.54 -> 0.57 ms), so there the
-// panels stay; and only with one K block, which Sgemm's full-depth panels
-// sum in the same order (the same bits on one and two threads).
+// SqueezeNet's 3x3 expands 0.23-0.24 -> 0.21-0.22). Only with one K block,
+// which Sgemm's full-depth panels sum in the same order. On two threads,
+// since the column chunks differ by at most a panel, the tile beats those
+// panels too (Zen 5, per-step minima of alternated rounds, ms: ResNet-18
+// 56x56 64 -> 64 0.489 -> 0.456, 28x28 128 -> 128 0.473 -> 0.459; model
+// p50 GoogLeNet -3%, SqueezeNet -2%, ResNet-50 -1%), where an older split
+// (chunks of CeilDiv(panels, 8): 17 panels in 6 tasks) had measured it
+// slower (0.53-0.54 -> 0.57).
 // Same-size planes of 160..255 positions (14x14, 13x13) with >= 64
 // channels and one K block take the tile too, on any thread count: rows
 // (weights) outer, each weight panel read from L3 once and run over the
@@ -51,7 +56,7 @@ constexpr int64_t kSmallPlaneMinChannels = 64;
 constexpr int64_t kSmallPlaneMaxChannels = 256;
 constexpr int64_t kDirectMinPositions = 256;
 constexpr int64_t kDirectMaxChannels = 32;
-constexpr int64_t kDirectMaxChannelsOneThread = 192;
+constexpr int64_t kDirectMaxChannelsFullDepth = 192;
 constexpr double kMaxPlanBytes = 8 << 20;
 
 }  // namespace
@@ -126,10 +131,10 @@ bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {
          channels <= kDirectMaxChannels;
 }
 
-bool PreferConvDirectTileOneThread(const ConvDirectPlan& plan, int64_t channels,
+bool PreferConvDirectTileFullDepth(const ConvDirectPlan& plan, int64_t channels,
                                    int64_t depth) {
   return plan.linear() && plan.positions() >= kDirectMinPositions &&
-         channels <= kDirectMaxChannelsOneThread && depth <= kConvFullDepthMax;
+         channels <= kDirectMaxChannelsFullDepth && depth <= kConvFullDepthMax;
 }
 
 bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,
@@ -210,19 +215,19 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   const int64_t kc_max = CeilDiv(k, kblocks);
   const int64_t m_panels = CeilDiv(m, kPanelRows);
   const int64_t n_panels = plan.panels();
-  // Column chunks first (each thread walks distinct input), then row
-  // chunks when the columns are too few to give every thread two tasks.
-  // Chunk i of c holds panels [i * panels / c, (i + 1) * panels / c), so
-  // sizes differ by at most one panel (a 28x28 plane's 17 panels in 8: 2 or
-  // 3 each, where chunks of CeilDiv(17, 8) = 3 made 6 tasks, 3,3,3,3,3,2).
-  // Small planes (< kDirectMinPositions): one row chunk per thread, rows
-  // outer (PreferConvDirectTileSmallPlane).
+  // Column chunks first (each thread walks distinct input), guided
+  // (GuidedBounds: 66 panels of a 56x56 plane at two threads in 13 chunks,
+  // 17, 13, 9, ... 1), then row chunks when the columns are too few to give
+  // every thread two tasks; chunk i of c rows holds row panels [i * panels
+  // / c, (i + 1) * panels / c). Small planes (< kDirectMinPositions): guided
+  // row chunks, rows outer (PreferConvDirectTileSmallPlane); each thread
+  // reads the whole (L2-sized) input once and keeps it.
   const bool small = n < kDirectMinPositions;
-  const int64_t n_chunks = nthreads > 1 && !small ? std::min(n_panels, 4 * nthreads) : 1;
-  int64_t m_chunks = 1;
-  if (small) {
-    m_chunks = std::min(m_panels, nthreads);
-  } else if (nthreads > 1 && n_chunks < 2 * nthreads) {
+  int64_t bounds[kMaxGuidedChunks + 1];
+  const int64_t guided = GuidedBounds(small ? m_panels : n_panels, nthreads, bounds);
+  const int64_t n_chunks = small ? 1 : guided;
+  int64_t m_chunks = small ? guided : 1;
+  if (!small && nthreads > 1 && n_chunks < 2 * nthreads) {
     m_chunks = std::min(m_panels, CeilDiv(2 * nthreads, n_chunks));
   }
   const int64_t tasks = n_chunks * m_chunks;
@@ -231,8 +236,9 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   const bool post_after = ep.has_post() && !post_in_tile;
   ParallelFor(threads, tasks, [&](int64_t task, int) {
     const int64_t ni = task % n_chunks, mi = task / n_chunks;
-    const int64_t q0 = ni * n_panels / n_chunks, q1 = (ni + 1) * n_panels / n_chunks;
-    const int64_t p0 = mi * m_panels / m_chunks, p1 = (mi + 1) * m_panels / m_chunks;
+    const int64_t q0 = small ? 0 : bounds[ni], q1 = small ? n_panels : bounds[ni + 1];
+    const int64_t p0 = small ? bounds[mi] : mi * m_panels / m_chunks;
+    const int64_t p1 = small ? bounds[mi + 1] : (mi + 1) * m_panels / m_chunks;
     for (int64_t pc = 0; pc < k; pc += kc_max) {
       const int64_t kc = std::min(kc_max, k - pc);
       const bool last = pc + kc == k;

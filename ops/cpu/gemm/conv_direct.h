@@ -60,11 +60,10 @@ bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels);
 // transposed GEMM.
 bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,
                                     int64_t depth);
-// Like PreferConvDirectTile, on one thread, where the tile wins for more
-// channels when the depth (channels per group x window) is one K block
-// (kConvFullDepthMax): then Sgemm, which two threads use, sums in the same
-// order.
-bool PreferConvDirectTileOneThread(const ConvDirectPlan& plan, int64_t channels,
+// Like PreferConvDirectTile, for more channels when the depth (channels
+// per group x window) is one K block (kConvFullDepthMax), on any thread
+// count (column chunks per thread, see RunConvDirect).
+bool PreferConvDirectTileFullDepth(const ConvDirectPlan& plan, int64_t channels,
                                    int64_t depth);
 
 // One right panel for Sgemm's PanelSource (kern.conv_panel must be set):

@@ -126,10 +126,24 @@ int64_t ChunkStart(int64_t i, int64_t n, int64_t chunks) {
   return std::max(nearest, panels - (chunks - i) * most) * kPanelCols;
 }
 
-// The split: N chunks (ChunkStart) times M chunks of whole left panels.
+// First column of N chunk i of `chunks` for prepacked right operands
+// (ChooseSplit's few_rows): i * n / chunks rounded to the nearest multiple
+// of 16, so that a chunk may start inside a packed panel (a tile then
+// reads the panel's last 32 or 16 columns, TileArgs::w < ldb). Two chunks
+// of 512 columns are 256 + 256, where whole panels made 240 + 272 (ResNet's
+// 7x7 layers, the thread with 272 finishing 13% later).
+int64_t FineChunkStart(int64_t i, int64_t n, int64_t chunks) {
+  if (i >= chunks) return n;
+  constexpr int64_t kStep = 16;
+  return std::min(n, (2 * i * n + chunks * kStep) / (2 * chunks * kStep) * kStep);
+}
+
+// The split: N chunks (ChunkStart, or FineChunkStart when `fine`) times M
+// chunks of whole left panels.
 struct Split {
   Blocking bl;
   int64_t n_chunks = 1, m_chunks = 1, panels_per_chunk = 1;
+  bool fine = false;
 };
 
 // The L2 cache of one core (sysconf), 1 MiB when the OS does not say.
@@ -155,7 +169,8 @@ int64_t L2Bytes() {
 // - the same with fewer rows or wider weights over L2 (the transposed GEMM of 7x7
 //   convolutions, a classifier's GEMV, a transformer's 128 x 1024 x 256
 //   linear1): N chunks of the weights, rounded up to a multiple of the
-//   threads, each packing the rows of A for itself;
+//   threads, each packing the rows of A for itself; the chunks split at
+//   multiples of 16 columns (FineChunkStart), not whole panels;
 // - prepacked left weights bigger than the packed right operand (3x3
 //   convolutions on 14x14 and 7x7 planes): one M chunk per thread, N
 //   blocked as for one thread, each thread packing the whole right operand
@@ -193,6 +208,7 @@ Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed, int64
   // Few rows: one thread's N chunks, rounded up to a multiple of the threads.
   sp.n_chunks = few_rows ? std::min(RoundUp(sp.bl.nchunks, nthreads), std::max<int64_t>(1, s.n / kPanelCols))
                          : sp.bl.nchunks;
+  sp.fine = few_rows;
   if (rows_first) {
     sp.m_chunks = want;
   } else if (split_weights) {
@@ -287,9 +303,10 @@ struct NextPanel {
 // first one in the next K block.
 NextPanel NextRightPanel(const float* b, GemmShape s, int64_t max_kc, int64_t pc,
                          int64_t q0, int64_t j0, int64_t j1) {
-  int64_t q = q0 + kPanelCols, k0 = pc;
+  // Panel starts: a fine chunk (FineChunkStart) may start or end inside one.
+  int64_t q = q0 - q0 % kPanelCols + kPanelCols, k0 = pc;
   if (q >= j1) {
-    q = j0;
+    q = j0 - j0 % kPanelCols;
     k0 = pc + max_kc;
     if (k0 >= s.k) return {};
   }
@@ -441,8 +458,14 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
     float* abuf = AlignUp(reinterpret_cast<std::byte*>(bbuf + layout.b_floats));
     const int64_t p0 = (task % m_chunks) * panels_per_chunk;
     const int64_t p1 = std::min(m_panels, p0 + panels_per_chunk);
-    const int64_t j0 = ChunkStart(task / m_chunks, s.n, n_chunks);
-    const int64_t j1 = ChunkStart(task / m_chunks + 1, s.n, n_chunks);
+    const auto chunk_start = split.fine ? FineChunkStart : ChunkStart;
+    const int64_t j0 = chunk_start(task / m_chunks, s.n, n_chunks);
+    const int64_t j1 = chunk_start(task / m_chunks + 1, s.n, n_chunks);
+    // The end of the piece of [j0, j1) that starts at q0: the end of q0's
+    // panel or j1 (q0 is a panel start unless the chunk is fine).
+    const auto piece_end = [&](int64_t q0) {
+      return std::min(j1, q0 - q0 % kPanelCols + kPanelCols);
+    };
     for (int64_t pc = 0; pc < s.k; pc += kc_step) {
       const int64_t kc = std::min(kc_step, s.k - pc);
       const bool last = pc + kc == s.k;
@@ -463,13 +486,16 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
           }
         }
         auto tile = [&](int64_t p, int64_t q0, NextPanel pf) {
-          const int64_t w = PanelWidth(s.n - q0);
+          // Columns [q0, piece_end(q0)) of the panel starting at `panel`:
+          // `off` > 0 only in a fine chunk's piece of a prepacked panel.
+          const int64_t off = q0 % kPanelCols, panel = q0 - off;
+          const int64_t w = PanelWidth(s.n - panel);
           const bool in_place = b_in_place && q0 < q_tail;
-          const float* bp = b.packed != nullptr ? b.packed->data() + q0 * s.k + pc * w
+          const float* bp = b.packed != nullptr ? b.packed->data() + panel * s.k + pc * w + off
                             : full_depth        ? bbuf
                             : in_place          ? b.data + pc * b.ld + q0
                                                 : bbuf + (q0 - j0) * kc;
-          const int cols = static_cast<int>(std::min(kPanelCols, s.n - q0));
+          const int cols = static_cast<int>(std::min(piece_end(q0), s.n) - q0);
           const int64_t i0 = p * pr;
           const int64_t rows = std::min(pr, s.m - i0);
           const float* ap = a.packed != nullptr ? a.packed->data() + i0 * s.k + pc * kPanelRows
@@ -478,7 +504,7 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
           kern.tile({.kc = kc,
                      .a = ap,
                      .b = bp,
-                     .w = w,
+                     .w = w - off,
                      .ldb = in_place ? b.ld : w,
                      .rows = static_cast<int>(rows),
                      .cols = cols,
@@ -513,7 +539,7 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
         }
         // Each right panel (kc x 48, in L1) meets every left panel of the
         // block (in L2).
-        for (int64_t q0 = j0; q0 < j1; q0 += kPanelCols) {
+        for (int64_t q0 = j0; q0 < j1; q0 = piece_end(q0)) {
           if (b_in_place && q0 + kPanelCols < q_tail) {
             // The next in-place panel's rows into L2 (strided: no
             // hardware prefetcher follows them).

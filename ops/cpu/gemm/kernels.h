@@ -147,8 +147,8 @@ using PackRightFn = void (*)(const float* b, int64_t ldb, int64_t n, int64_t k0,
 // block, both in the im2col-free tile (RunConvDirect) and in Sgemm over
 // panels made on demand against prepacked weights of <= 256 rows: the
 // tile's accumulators stay in registers over all of K (no pass over C per
-// block), and the two paths sum in the same order, so that one and two
-// threads (tile / Sgemm) give the same bits. 1152: 3x3 over 128 channels;
+// block), and the two paths sum in the same order (the same bits
+// whichever runs, on any thread count). 1152: 3x3 over 128 channels;
 // a full-depth panel is then <= 216 KiB of scratch, read from L2.
 inline constexpr int64_t kConvFullDepthMax = 1152;
 

@@ -315,9 +315,11 @@ TEST_P(SgemmIsaTest, EverySplitMatchesOneThreadExactly) {
                         {{49, 160, 200, true}, false, true}, {{20, 2100, 64}, false, true},
                         {{104, 49, 300}, true, false},
                         // Few rows on prepacked weights: chunks start inside
-                        // packed panels (80 of 150 at two threads) and end in
-                        // a partial tail panel.
-                        {{9, 150, 70}, false, true}, {{30, 40, 33}, false, true}};
+                        // packed panels at multiples of 16 (80 of 150 at two
+                        // threads; 256 of 512, ResNet's 7x7 layers; 496 of a
+                        // classifier's 1000) and end in a partial tail panel.
+                        {{9, 150, 70}, false, true}, {{30, 40, 33}, false, true},
+                        {{49, 512, 40}, false, true}, {{1, 1000, 24}, false, true}};
   for (const Form& f : forms) {
     std::vector<float> one;
     Check(f.cs, f.pack_a, f.pack_b, false, Epilogue{}, nullptr, &one);

@@ -47,6 +47,23 @@ void ExpectSameOnTwoThreads(const std::string& op, const std::vector<const Tenso
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "at " << i;
 }
 
+// Guided chunks cover the units once, largest first (claim order), single
+// units last; one chunk for one thread.
+TEST(ThreadedKernelsTest, GuidedBounds) {
+  int64_t b[kMaxGuidedChunks + 1];
+  ASSERT_EQ(GuidedBounds(66, 1, b), 1);
+  EXPECT_EQ(b[1], 66);
+  const int64_t n = GuidedBounds(66, 2, b);
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i < n; ++i) sizes.push_back(b[i + 1] - b[i]);
+  EXPECT_EQ(b[n], 66);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{17, 13, 9, 7, 5, 4, 3, 2, 2, 1, 1, 1, 1}));
+  // Far more units than kMaxGuidedChunks allows: the last chunk takes the rest.
+  const int64_t many = GuidedBounds(1'000'000, 2, b);
+  EXPECT_LE(many, kMaxGuidedChunks);
+  EXPECT_EQ(b[many], 1'000'000);
+}
+
 TEST(ThreadedKernelsTest, ElementwiseAndBroadcast) {
   const int64_t big = (int64_t{1} << 21) + 37;  // above the memory-bound threshold
   const Tensor x = F32({big}, Wave(static_cast<size_t>(big)));
@@ -100,8 +117,8 @@ TEST(ThreadedKernelsTest, RowsAndPlanes) {
 // (transposed: weights in column chunks, each packing the positions), 14x14
 // with 24 channels (column chunks) and with 224 (weights bigger than the
 // panels: one row chunk per thread), masked panels per task (32x32 plane,
-// 40 channels), the im2col-free tile (20x20 plane, 16 channels: 9 panels in
-// 8 chunks; 28x28, 32 channels: 17 in 8), stride 2 (im2col panels),
+// 200 channels), the im2col-free tile (20x20 plane, 16 channels: 9 panels in
+// 8 chunks; 28x28, 32 channels: 17 in 8; 32x32, 40 channels), stride 2,
 // depthwise planes in chunks (two images) and flat small planes.
 TEST(ThreadedKernelsTest, ConvolutionPaths) {
   Attributes pad1;
@@ -118,6 +135,8 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor x32 = F32({1, 24, 32, 32}, Wave(24 * 32 * 32));
   const Tensor w32 = F32({40, 24, 3, 3}, Wave(40 * 24 * 9));
   ExpectSameOnTwoThreads("Conv", {&x32, &w32}, pad1);
+  const Tensor w32_wide = F32({200, 24, 3, 3}, Wave(200 * 24 * 9));
+  ExpectSameOnTwoThreads("Conv", {&x32, &w32_wide}, pad1);
   const Tensor x20 = F32({1, 8, 20, 20}, Wave(8 * 20 * 20));
   const Tensor w20 = F32({16, 8, 3, 3}, Wave(16 * 8 * 9));
   ExpectSameOnTwoThreads("Conv", {&x20, &w20}, pad1);
@@ -130,11 +149,17 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor xp = F32({1, 40, 9, 9}, Wave(40 * 9 * 9));
   const Tensor wp = F32({96, 40, 1, 1}, Wave(96 * 40));
   ExpectSameOnTwoThreads("Conv", {&xp, &wp});
-  // 3x3 64 -> 64 (K = 576) and 5x5 16 -> 96 (K = 400): the tile on one
-  // thread, Sgemm over full-depth panels on two, summing in the same order.
+  // 3x3 64 -> 64 (K = 576) and 5x5 16 -> 96 (K = 400): the full-depth
+  // tile on one and on two threads (6 panels in 6 column chunks).
   const Tensor x16 = F32({1, 64, 16, 16}, Wave(64 * 16 * 16));
   const Tensor w16 = F32({64, 64, 3, 3}, Wave(64 * 64 * 9));
   ExpectSameOnTwoThreads("Conv", {&x16, &w16, &b64}, pad1);
+  // 24x24 (12 panels in 8 chunks of 1 or 2), 64 -> 136 channels (17 row
+  // panels, the last one partial) with a bias.
+  const Tensor x24 = F32({1, 64, 24, 24}, Wave(64 * 24 * 24));
+  const Tensor w24 = F32({136, 64, 3, 3}, Wave(136 * 64 * 9));
+  const Tensor b136 = F32({136}, Wave(136));
+  ExpectSameOnTwoThreads("Conv", {&x24, &w24, &b136}, pad1);
   Attributes pad2;
   pad2.Set("pads", std::vector<int64_t>{2, 2, 2, 2});
   const Tensor w5 = F32({96, 16, 5, 5}, Wave(96 * 16 * 25));
@@ -148,6 +173,15 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor xq = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
   const Tensor wq = F32({16, 32, 1, 1}, Wave(16 * 32));
   ExpectSameOnTwoThreads("Conv", {&xq, &wq});
+  // A 7x7 stride-2 stem on 3 channels (AVX-512: the direct stem kernel in
+  // guided row chunks, 29 output rows at two threads).
+  Attributes stem;
+  stem.Set("pads", std::vector<int64_t>{3, 3, 3, 3});
+  stem.Set("strides", std::vector<int64_t>{2, 2});
+  const Tensor xs = F32({1, 3, 58, 40}, Wave(3 * 58 * 40));
+  const Tensor ws = F32({24, 3, 7, 7}, Wave(24 * 3 * 49));
+  const Tensor b24s = F32({24}, Wave(24));
+  ExpectSameOnTwoThreads("Conv", {&xs, &ws, &b24s}, stem);
   Attributes dw = pad1;
   dw.Set("group", int64_t{24});
   dw.Set("strides", std::vector<int64_t>{2, 2});
