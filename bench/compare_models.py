@@ -345,6 +345,8 @@ def latency(args):
     ratios = {t: [] for t in threads}
     bratios = {t: [] for t in threads}
     jitter = []
+    round_trips = []  # (model, T, the larger of the two vCPU round trips, ns)
+    build_dir = os.path.dirname(os.path.abspath(args.orrery_run))
     ort_version = ""
     load_before = os.getloadavg()
     tmpdir = tempfile.mkdtemp(prefix="orrery-bench-")
@@ -379,6 +381,10 @@ def latency(args):
                 # p99 is the single slowest run.
                 n = (max(iters, args.min_p99_runs) if batch == 1
                      else max(args.min_iters, iters // batch))
+                # Where the host put our vCPUs, before Orrery's runs and after ORT's:
+                # a two-thread row timed while they were far apart is ~10-15% slower
+                # on both sides, ours more (h-t2, docs/benchmarks.md).
+                trip_before = machine_jitter.vcpu_round_trip_ns(build_dir) if t > 1 and batch == 1 else None
                 o, err = orrery_bench(args, model, shape_flags, t, n)
                 r = None
                 if not err:
@@ -391,6 +397,10 @@ def latency(args):
                     starved.append(f"{name} T={t} batch {batch}")
                 ratio50 = o["p50_ms"] / r["p50_ms"]
                 if batch == 1:
+                    trip_after = machine_jitter.vcpu_round_trip_ns(build_dir) if t > 1 else None
+                    trips = [x for x in (trip_before, trip_after) if x is not None]
+                    if trips:
+                        round_trips.append((name, t, max(trips)))
                     host = host_probe(args, o)
                     ratio99 = o["p99_ms"] / r["p99_ms"]
                     gflops = o.get("flops", 0) / (o["p50_ms"] * 1e6) if o["p50_ms"] > 0 else 0
@@ -403,14 +413,17 @@ def latency(args):
                                  f"{r['p50_ms']:.3f}", f"{r['p99_ms']:.3f}",
                                  f"{r['p99_ms'] / r['p50_ms']:.2f}",
                                  f"{ratio50:.2f}", f"{ratio99:.2f}",
-                                 f"{o['cores']:.2f} / {r['cores']:.2f}"])
+                                 f"{o['cores']:.2f} / {r['cores']:.2f}",
+                                 " / ".join("-" if x is None else f"{x:.0f}"
+                                            for x in (trip_before, trip_after)) if t > 1 else "-"])
                 else:
                     bratios[t].append(ratio50)
                     brows.append([name, t, batch, n,
                                   f"{batch * 1000 / o['p50_ms']:.1f}",
                                   f"{batch * 1000 / r['p50_ms']:.1f}", f"{ratio50:.2f}"])
                 extra = (f" (on-CPU {host['cpu_text']}, steal {host['steal_text']}, host loop "
-                         f"{host['loop_text']})" if batch == 1 else "")
+                         f"{host['loop_text']}{', vCPU round trip ' + rows[-1][-1] + ' ns' if t > 1 else ''})"
+                         if batch == 1 else "")
                 print(f"{name} T={t} batch={batch} runs={n}: orrery p50 {o['p50_ms']:.3f} ms "
                       f"p99 {o['p99_ms']:.3f}, p99/p50 {o['p99_ms'] / o['p50_ms']:.2f}{extra}, "
                       f"ORT p50 {r['p50_ms']:.3f} ms, ratio {ratio50:.2f}", flush=True)
@@ -421,7 +434,7 @@ def latency(args):
     header = ["model", "T", "runs", "Orrery p50 ms", "Orrery p99 ms", "Orrery p99/p50",
               "on-CPU p99/p50", "host steal", "host loop p99/p50",
               "Orrery GFLOP/s", "ORT p50 ms", "ORT p99 ms", "ORT p99/p50", "p50 ratio",
-              "p99 ratio", "cores Orrery / ORT"]
+              "p99 ratio", "cores Orrery / ORT", "vCPU round trip ns"]
     bheader = ["model", "T", "batch", "runs", "Orrery images/s", "ORT images/s",
                "latency ratio"]
     print()
@@ -443,12 +456,14 @@ def latency(args):
         write_doc(args, dict(header=header, rows=rows, bheader=bheader, brows=brows, gm=gm,
                              bgm=bgm, ratios=ratios, jitter=jitter, skipped=skipped,
                              ort_version=ort_version, load_before=load_before,
-                             load_after=load_after, starved=starved, machine=machine))
+                             load_after=load_after, starved=starved, machine=machine,
+                             round_trips=round_trips))
         print(f"wrote {args.doc}")
     return 0
 
 
 BEGIN, END = "<!-- latency:begin -->", "<!-- latency:end -->"
+FAR_ROUND_TRIP_NS = 250  # between the host's ~100-140 ns and ~400 ns vCPU placements
 
 
 def write_doc(args, r):
@@ -515,6 +530,14 @@ def write_doc(args, r):
                "`bench/cpu_jitter --runs N --ms min(1, Orrery's p50)` (worst of its kernels) right after Orrery's "
                "runs, before ORT's. With fewer than 100 runs the nearest-rank p99 is the "
                "slowest run."]
+    if r["round_trips"]:
+        far = [f"{m} T={t}" for m, t, ns in r["round_trips"] if ns >= FAR_ROUND_TRIP_NS]
+        md += ["", f"vCPU round trip ns: `bench/cpu_pingpong` (median of 20,000 cache-line "
+               "round trips between CPU 0 and CPU 1) before Orrery's runs / after ORT's, for "
+               "T>1 rows. This host switches between ~100-140 ns (the two vCPUs share an L3) and "
+               "~400 ns (they do not): two-thread plans run ~10-15% slower in the second state, "
+               f"ours more than ORT's. Rows with a round trip >= {FAR_ROUND_TRIP_NS} ns: " +
+               (", ".join(far) if far else "none") + "."]
     if r["skipped"]:
         md += ["", "### Not timed", "", "Models (or settings) Orrery or ORT could not run:", ""]
         md += [f"- {n}: {e}" for n, e in r["skipped"]]

@@ -26,7 +26,7 @@ models=${ORRERY_BENCH_MODELS:-$cache/models}
 build=${ORRERY_BUILD_DIR:-$root/build}
 orrery_run="$build/orrery-run"
 if [ ! -x "$orrery_run" ]; then
-  echo "no $orrery_run: build it first (ninja -C $build orrery-run cpu_jitter) or set ORRERY_BUILD_DIR" >&2
+  echo "no $orrery_run: build it first (ninja -C $build orrery-run cpu_jitter cpu_pingpong) or set ORRERY_BUILD_DIR" >&2
   exit 2
 fi
 
