@@ -405,6 +405,33 @@ TEST(TransposeTest, BlocksAndEdgesMatchScalar) {
   }
 }
 
+// The AVX-512 left panel packing (dispatch.cc, raw row-major left
+// operands): every row count of a panel, depths around the 16-column
+// blocks; missing rows are zero and nothing past the panel is written.
+TEST(TransposeTest, PackLeftRowsMatchesLayout) {
+  if (ActiveGemmIsa() != GemmIsa::kAvx512) GTEST_SKIP() << "no AVX-512";
+  for (int64_t rows = 1; rows <= 8; ++rows) {
+    for (const int64_t kc : {1, 2, 7, 15, 16, 17, 31, 32, 33, 40}) {
+      const int64_t lda = kc + 5;
+      // Exactly the rows read: the last row ends at column kc.
+      std::vector<float> a(static_cast<size_t>((rows - 1) * lda + kc));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i) + 1.0f;
+      std::vector<float> got(static_cast<size_t>(kc * 8 + 24), -1.0f);
+      gemm_internal::PackLeftRowsAvx512(a.data(), lda, rows, kc, got.data());
+      for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t i = 0; i < 8; ++i) {
+          const float want = i < rows ? a[static_cast<size_t>(i * lda + k)] : 0.0f;
+          ASSERT_EQ(got[static_cast<size_t>(k * 8 + i)], want)
+              << "rows " << rows << " kc " << kc << " k " << k << " i " << i;
+        }
+      }
+      for (size_t j = static_cast<size_t>(kc * 8); j < got.size(); ++j) {
+        ASSERT_EQ(got[j], -1.0f) << "rows " << rows << " kc " << kc << " wrote past the panel";
+      }
+    }
+  }
+}
+
 TEST(PackedMatrixTest, SerializeRoundTrip) {
   const std::vector<float> w = Random(13 * 50, 8);
   for (bool left : {true, false}) {
