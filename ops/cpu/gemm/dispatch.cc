@@ -53,6 +53,16 @@ constexpr int64_t kRowsOuterMaxK = 32;  // see rows_outer in Sgemm
 // ~249 GFLOP/s. 256 rows and more measured even (each packed panel then
 // serves 32 tiles).
 constexpr int64_t kInPlaceMaxPanels = 16;
+// Prepacked left weights against a right operand packed here, with a
+// residual to add: K up to this runs as one K block on AVX-512, rows
+// outer (the 256 x 48 right panel overflows L1 a little, but C is stored
+// once, with the residual, instead of stored, reloaded and stored again).
+// Zen 5, per-step minima of 4-5 alternated rounds, ResNet-50's layer3
+// conv3 (1x1 256 -> 1024 at 14x14 + Add): one thread 0.462-0.468 ->
+// 0.438-0.446 ms (one block without rows outer: 0.450-0.461), two threads
+// 0.244-0.245 -> 0.227-0.230. kc 256 everywhere was even over the model
+// (layer4's transposed GEMMs on prepacked right weights 1-2% slower).
+constexpr int64_t kResidualOneBlockMaxK = 256;
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
@@ -86,6 +96,14 @@ struct Blocking {
 // The K block limit of the active kernels (the same for every thread count,
 // so that results do not depend on it).
 int64_t MaxKc(GemmIsa isa) { return isa == GemmIsa::kAvx2 ? kMaxKcAvx2 : kMaxKc; }
+
+// Whether the shape runs as one K block of kResidualOneBlockMaxK (see
+// there) given a residual; shape, operand kinds and ISA only, so that
+// every thread count sums in the same order.
+bool ResidualOneBlock(GemmShape s, bool a_packed, bool b_packed, GemmIsa isa) {
+  return a_packed && !b_packed && s.k > kMaxKc && s.k <= kResidualOneBlockMaxK &&
+         isa == GemmIsa::kAvx512;
+}
 
 // Even K blocks of at most max_kc; N chunks of at most kMaxNc, more of them
 // (down to 4 panels) when several threads need tasks.
@@ -215,7 +233,11 @@ struct ScratchLayout {
 // sizing the scratch and running.
 ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
   ScratchLayout l;
-  for (const int64_t max_kc : {kMaxKc, kMaxKcAvx2}) {
+  for (const int64_t max_kc : {kMaxKc, kMaxKcAvx2, kResidualOneBlockMaxK}) {
+    if (max_kc == kResidualOneBlockMaxK &&
+        !ResidualOneBlock(s, a_packed, b_packed, GemmIsa::kAvx512)) {
+      continue;
+    }
     const Blocking bl = ChooseBlocking(s, 1, max_kc);  // the widest nc of any thread count
     if (!b_packed) l.b_floats = std::max(l.b_floats, RoundUp(bl.kc * bl.nc, 16));
     // One full-depth panel (see full_depth in Sgemm).
@@ -397,8 +419,12 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   // Rows per left panel: a.panel_rows when A is packed here, else 8.
   const int64_t pr =
       a.packed != nullptr ? kPanelRows : std::clamp<int64_t>(a.panel_rows, 1, kPanelRows);
+  const bool one_block = ep.residual != nullptr &&
+                         ResidualOneBlock(s, a.packed != nullptr, b.packed != nullptr,
+                                          ActiveGemmIsa());
   const Split split =
-      ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr, MaxKc(ActiveGemmIsa()), pr);
+      ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr,
+                  one_block ? kResidualOneBlockMaxK : MaxKc(ActiveGemmIsa()), pr);
   const Blocking& bl = split.bl;
   const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
@@ -416,9 +442,10 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   // except for a tiny K, where the short tiles wait on their stores
   // (SqueezeNet's 3x3 stem, K = 27, 64 x 12321, 8 images: 5.2 -> 4.3 ms;
   // one image and ResNet's 7x7 stem, K = 147, even).
+  // Also the one K block of kResidualOneBlockMaxK at any size.
   const bool rows_outer = b.packed == nullptr && bl.kc >= s.k &&
                           (ep.residual != nullptr || s.k <= kRowsOuterMaxK) &&
-                          s.m * s.n > (int64_t{1} << 19);
+                          (s.m * s.n > (int64_t{1} << 19) || one_block);
 
   // Convolution panels made on demand against prepacked weights of one
   // left block, on AVX-512: K in one block up to kConvFullDepthMax

@@ -251,6 +251,48 @@ TEST_P(SgemmIsaTest, ResidualOneDepthBlockRowsFirst) {
   }
 }
 
+// Prepacked weights, a residual and K in (192, 256] (ResNet-50's 1x1 256
+// -> 1024 at 14x14 + Add): one K block on AVX-512, rows first, at any C
+// size; the scratch SgemmScratchBytes asks for is enough (nothing written
+// past it); right operand raw or made by panels; the same bits at 1-3
+// threads.
+TEST_P(SgemmIsaTest, ResidualDepthUpTo256OneBlock) {
+  for (const Case& cs : {Case{264, 196, 256}, Case{40, 100, 200}}) {
+    const std::vector<float> residual = Random(cs.m * (cs.n + 3), 17);
+    const std::vector<float> row_bias = Random(cs.m, 18);
+    Epilogue ep;
+    ep.residual = residual.data();
+    ep.ld_residual = cs.n + 3;
+    ep.row_bias = row_bias.data();
+    ep.act = Activation::kRelu;
+    const GemmShape shape{cs.m, cs.n, cs.k};
+    const std::vector<float> a = Random(cs.m * cs.k, 19), b = Random(cs.k * cs.n, 20);
+    const PackedMatrix pa = PackedMatrix::PackLeft(a.data(), cs.k, false, cs.m, cs.k);
+    std::vector<float> c(static_cast<size_t>(cs.m * cs.n));
+    const size_t bytes = static_cast<size_t>(SgemmScratchBytes(shape, true, false));
+    constexpr size_t kGuard = size_t{256} << 10;  // more than a K block too few
+    std::vector<std::byte> heap(bytes + 64 + kGuard, std::byte{0x5a});
+    auto* base = reinterpret_cast<std::byte*>(
+        (reinterpret_cast<uintptr_t>(heap.data()) + 63) & ~uintptr_t{63});
+    Sgemm(shape, {.packed = &pa}, {.data = b.data(), .ld = cs.n}, c.data(), cs.n, ep,
+          std::span<std::byte>(base, bytes), nullptr);
+    for (size_t i = 0; i < kGuard; ++i) {
+      ASSERT_EQ(base[bytes + i], std::byte{0x5a}) << "scratch overrun at +" << i;
+    }
+    for (bool use_rows : {false, true}) {
+      std::vector<float> one;
+      Check(cs, true, false, use_rows, ep, nullptr, &one);
+      if (HasFatalFailure()) return;
+      for (int n : {2, 3}) {
+        testing::SpawnThreads lanes(n);
+        std::vector<float> got;
+        Check(cs, true, false, use_rows, ep, &lanes, &got);
+        ASSERT_EQ(got, one) << "m=" << cs.m << " k=" << cs.k << ", " << n << " threads";
+      }
+    }
+  }
+}
+
 // The same order without a residual for a tiny K (<= 32, a 3-channel
 // stem): bias and Relu only, and no epilogue at all.
 TEST_P(SgemmIsaTest, TinyDepthRowsFirst) {
