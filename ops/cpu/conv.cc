@@ -24,6 +24,8 @@
 //     stride 1 with the output plane the input's size, masked gathers
 //     otherwise (AVX2: row loads where 8 positions share an output row;
 //     gemm/conv_direct.h), also in the transposed GEMM for few positions;
+//     1x1 stride 2 on a plane twice the output's size reads a subsample
+//     (the even-even parity plane) split into scratch, by masked loads;
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
 // Bias, residual and activation are the GEMM's epilogue.
 #include <algorithm>
