@@ -53,6 +53,14 @@ constexpr int64_t kRowsOuterMaxK = 32;  // see rows_outer in Sgemm
 // ~249 GFLOP/s. 256 rows and more measured even (each packed panel then
 // serves 32 tiles).
 constexpr int64_t kInPlaceMaxPanels = 16;
+// With rows outer (a residual, C over 2 MiB) and K up to this, the right
+// operand is read in place for one left block of weights (<= 256 rows):
+// each tile streams its 3 x K lines from L2 instead of a packed copy made
+// first. Zen 5, per-step minima of two A/Bs of 8 alternated rounds,
+// ResNet-50's layer1 conv3 (1x1 64 -> 256 at 56x56 + Add): one thread
+// 0.476-0.482 -> 0.466 ms, the downsample + Add 0.498-0.511 -> 0.492-0.500;
+// two threads even.
+constexpr int64_t kInPlaceRowsOuterMaxK = 64;
 // Prepacked left weights against a right operand packed here, with a
 // residual to add: K up to this runs as one K block on AVX-512, rows
 // outer (the 256 x 48 right panel overflows L1 a little, but C is stored
@@ -463,9 +471,12 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   // meet only that few tiles, so packing B cost more than the tiles save
   // on it; they read its full panels in place (ldb = b.ld) instead, only a
   // partial last panel is packed.
-  // (Not with rows_outer, which was measured with packed panels only.)
+  // Rows outer reads them in place too for a shallow K and one left block
+  // (see kInPlaceRowsOuterMaxK).
   const bool b_in_place = b.packed == nullptr && b.panels == nullptr && !b.trans &&
-                          a.packed != nullptr && m_panels <= kInPlaceMaxPanels && !rows_outer;
+                          a.packed != nullptr &&
+                          (rows_outer ? s.k <= kInPlaceRowsOuterMaxK && m_panels <= kMcPanels
+                                      : m_panels <= kInPlaceMaxPanels);
   const int64_t q_tail = s.n / kPanelCols * kPanelCols;  // first column of a partial panel
 
   ParallelFor(threads, m_chunks * n_chunks, [&](int64_t task, int thread) {

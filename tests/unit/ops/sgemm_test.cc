@@ -230,23 +230,26 @@ TEST_P(SgemmIsaTest, EpilogueAfterSeveralDepthBlocks) {
 // several N chunks, a tail panel, packed and raw left operands, and the
 // same bits at 1-3 threads.
 TEST_P(SgemmIsaTest, ResidualOneDepthBlockRowsFirst) {
-  const Case cs{264, 2000, 64};
-  const std::vector<float> residual = Random(cs.m * (cs.n + 3), 7);
-  const std::vector<float> row_bias = Random(cs.m, 8);
-  Epilogue ep;
-  ep.residual = residual.data();
-  ep.ld_residual = cs.n + 3;
-  ep.row_bias = row_bias.data();
-  ep.act = Activation::kRelu;
-  for (bool pack_a : {true, false}) {
-    std::vector<float> one;
-    Check(cs, pack_a, false, false, ep, nullptr, &one);
-    if (HasFatalFailure()) return;
-    for (int n : {2, 3}) {
-      testing::SpawnThreads lanes(n);
-      std::vector<float> got;
-      Check(cs, pack_a, false, false, ep, &lanes, &got);
-      ASSERT_EQ(got, one) << "pack_a=" << pack_a << ", " << n << " threads";
+  // 264 rows: two left blocks (right panels packed); 256 (one block, K <=
+  // 64): the right operand read in place, its last partial panel packed.
+  for (const Case& cs : {Case{264, 2000, 64}, Case{256, 2100, 64}, Case{200, 2700, 40}}) {
+    const std::vector<float> residual = Random(cs.m * (cs.n + 3), 7);
+    const std::vector<float> row_bias = Random(cs.m, 8);
+    Epilogue ep;
+    ep.residual = residual.data();
+    ep.ld_residual = cs.n + 3;
+    ep.row_bias = row_bias.data();
+    ep.act = Activation::kRelu;
+    for (bool pack_a : {true, false}) {
+      std::vector<float> one;
+      Check(cs, pack_a, false, false, ep, nullptr, &one);
+      if (HasFatalFailure()) return;
+      for (int n : {2, 3}) {
+        testing::SpawnThreads lanes(n);
+        std::vector<float> got;
+        Check(cs, pack_a, false, false, ep, &lanes, &got);
+        ASSERT_EQ(got, one) << "pack_a=" << pack_a << ", " << n << " threads";
+      }
     }
   }
 }
