@@ -24,6 +24,8 @@
 //     stride 1 with the output plane the input's size, masked gathers
 //     otherwise (AVX2: row loads where 8 positions share an output row;
 //     gemm/conv_direct.h), also in the transposed GEMM for few positions;
+//     1x1 stride 2 on a plane twice the output's size reads a subsample
+//     (the even-even parity plane) split into scratch, by masked loads;
 //   - 3-D and beyond: im2col tiles into a heap buffer, then the GEMM.
 // Bias, residual and activation are the GEMM's epilogue.
 #include <algorithm>
@@ -251,6 +253,11 @@ struct ConvPrepared final : PreparedKernel {
   // (gemm/conv_direct.h), used when the ISA has them.
   bool direct = false, direct_tile = false;
   gemm_internal::ConvDirectPlan direct_plan;
+  // Stride-2 planes of twice the output's size: direct_plan reads the
+  // input's parity planes (gemm/conv_direct.h), split into the tail of the
+  // scratch per image and group, when the ISA has a direct kernel.
+  bool phase = false;
+  gemm_internal::PhaseSplit phase_split;
   // Few output positions (e.g. 7x7) and many channels: Y^T = im2col^T W^T,
   // so that the positions, not the channels, pad the 8-row panels; Y^T goes
   // to scratch after the GEMM's own part and is transposed into Y.
@@ -306,6 +313,9 @@ bool TransposedPadsLess(int64_t positions) {
 // 3.40 -> 3.34 ms (8 alternated rounds; one profiled A/B of 8 rounds had
 // the rest of the model ~1% slower, another ~1% faster: noise).
 constexpr int64_t kPointwiseTileMaxChannels = 16;
+// The largest subsample of a 1x1 stride-2 input taken as parity planes
+// (see BuildConvPhasePlan in PrepareConv).
+constexpr int64_t kPhaseMaxBytes = int64_t{512} << 10;
 constexpr int64_t kPointwiseTileMaxDepth = 512;
 
 // W per group as the left operand W_g [mg x kdim], or transposed as the
@@ -404,12 +414,38 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     // Gathers beat im2col panels on every strided layer measured (ResNet-18
     // stride-2 3x3 157 -> 172 / 141 -> 174 transposed, 7x7 stride-2 conv1
     // 140 -> 146, 1x1 stride 2 162 -> 167 GFLOP/s, one thread).
-    p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], /*gather=*/true,
-                                                   &p->direct_plan);
+    // 1x1 stride 2 on a plane twice the output's size: the input's
+    // even-even parity plane (a subsample, split per call into scratch)
+    // read by the linear plan's masked loads instead of stride-2 runs and
+    // gathers, when the subsample stays within kPhaseMaxBytes (ResNet-50,
+    // step minima of two A/Bs of 6-8 alternated rounds, ms: layer3.0
+    // downsample (512 channels, 14x14 out) T=1 0.954-0.968 -> 0.930-0.962,
+    // T=2 0.591-0.617 -> 0.517-0.571; layer4.0 (1024, 7x7) T=1 0.995-0.999
+    // -> 0.933-0.964, T=2 0.618-0.649 -> 0.539-0.610; layer2.0 (256, 28x28:
+    // 784 KiB) even at T=1, +7% at T=2, hence the bound).
+    // 3x3 stride 2 over its four parity planes lost: the split (4x the
+    // output plane, out of L2) cost more than the runs (layer2.0 1.04 ->
+    // 1.13 ms, the tile over the planes 1.06; layer3.0 even).
+    gemm_internal::ConvDirectPlan phase_plan;
+    gemm_internal::PhaseSplit phase_split;
+    if (gemm_internal::BuildConvPhasePlan(p->im2col, p->g2.output[0], &phase_plan,
+                                          &phase_split) &&
+        phase_split.phases == 1 &&
+        p->cg * phase_split.plane_vol() * static_cast<int64_t>(sizeof(float)) <=
+            kPhaseMaxBytes) {
+      p->phase = true;
+      p->phase_split = phase_split;
+      p->direct_plan = std::move(phase_plan);
+      p->direct = true;
+    } else {
+      p->direct = gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0],
+                                                     /*gather=*/true, &p->direct_plan);
+    }
   }
   // 14x14-like planes take the tile rather than the transposed GEMM.
+  // (Not over parity planes: the paths stay those measured with gathers.)
   const bool small_plane_tile =
-      p->direct && w != nullptr &&
+      p->direct && !p->phase && w != nullptr &&
       gemm_internal::PreferConvDirectTileSmallPlane(p->direct_plan, p->mg, p->kdim);
   p->transposed = gemm_path && w != nullptr && p->kdim > 0 && p->out_vol <= max_transposed &&
                   p->mg >= kTransposedMinChannels && !small_plane_tile;
@@ -441,7 +477,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   }
   if (p->path == ConvPath::kIm2Col2D) {
     p->direct_tile =
-        p->direct && !p->transposed && p->packed != nullptr &&
+        p->direct && !p->phase && !p->transposed && p->packed != nullptr &&
         (small_plane_tile || gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg) ||
          gemm_internal::PreferConvDirectTileFullDepth(p->direct_plan, p->mg, p->kdim));
   }
@@ -485,6 +521,11 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   } else if (gemm_path) {
     scratch = SgemmScratchBytes({p->mg, p->out_vol, p->kdim}, p->packed != nullptr, false);
   }
+  if (p->phase) {
+    // The parity planes of one image's group, at the tail (see ComputeConv).
+    scratch += (p->cg * p->phase_split.plane_vol() * static_cast<int64_t>(sizeof(float)) + 63) /
+               64 * 64;
+  }
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
 
@@ -507,9 +548,11 @@ Status RunDepthwise(const KernelContext& ctx, const ConvPrepared& p, const float
 
 // Y_g = (im2col(X_g)^T W_g^T)^T with the epilogue applied to Y_g after the
 // transposition (the GEMM's rows are output positions here).
+// `xd` / `dvol`: what the direct plan reads (the parity planes when split)
+// and its channel stride; the im2col fallback reads xg.
 void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
-                   const gemm_internal::GemmKernels& kern, const float* xg,
-                   const PackedMatrix* wt, float* yg, const Epilogue& ep) {
+                   const gemm_internal::GemmKernels& kern, const float* xg, const float* xd,
+                   int64_t dvol, const PackedMatrix* wt, float* yg, const Epilogue& ep) {
   // Y^T [pos x mg] at the end of the scratch; the GEMM gets the rest, at
   // least gemm_scratch bytes per thread (each slice has its own Y^T share).
   const size_t yt_bytes = static_cast<size_t>(p.out_vol * p.mg) * sizeof(float);
@@ -518,7 +561,7 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   const bool masked = p.direct && kern.conv_rows != nullptr;
   auto panel = [&](int64_t k0, int64_t kc, int64_t i0, int64_t rows, int64_t w, float* dst) {
     if (masked) {
-      gemm_internal::ConvDirectLeftPanel(p.direct_plan, xg, p.in_vol, k0, kc, i0, dst, kern);
+      gemm_internal::ConvDirectLeftPanel(p.direct_plan, xd, dvol, k0, kc, i0, dst, kern);
     } else {
       kern.im2col(p.im2col, xg, k0, kc, i0, rows, w, dst);
     }
@@ -621,8 +664,21 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (p.path == ConvPath::kIm2ColND) im2col_nd.emplace(s.geo, p.cg);
   // The im2col-free tile's input is likely out of L2 with a batch or over
   // 1 MiB of channels: prefetch it in software (gemm/conv_direct.h).
+  // Parity planes (p.phase) whenever a direct kernel may read them; the
+  // GEMM and the tile get the scratch before them.
+  const bool split = p.phase && (kern.conv_tile != nullptr || kern.conv_panel != nullptr ||
+                                 kern.conv_rows != nullptr);
+  const int64_t dvol = split ? p.phase_split.plane_vol() : p.in_vol;
+  KernelContext gctx = ctx;
+  float* planes = nullptr;
+  if (split) {
+    const size_t bytes = static_cast<size_t>(p.cg * dvol) * sizeof(float);
+    const size_t off = (ctx.scratch.size() - bytes) & ~size_t{63};
+    planes = reinterpret_cast<float*>(ctx.scratch.data() + off);
+    gctx.scratch = ctx.scratch.first(off);
+  }
   const bool prefetch_direct =
-      s.n > 1 || p.cg * p.in_vol * static_cast<int64_t>(sizeof(float)) > (int64_t{1} << 20);
+      s.n > 1 || p.cg * dvol * static_cast<int64_t>(sizeof(float)) > (int64_t{1} << 20);
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t gi = 0; gi < s.group; ++gi) {
       const float* xg = xd + (n * s.c + gi * p.cg) * p.in_vol;
@@ -630,8 +686,28 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       Epilogue e = ep;
       e.row_bias = bd != nullptr ? bd + gi * p.mg : nullptr;
       e.residual = zd != nullptr ? zd + (n * s.m + gi * p.mg) * p.out_vol : nullptr;
+      // What the direct plan reads: the parity planes, split by channel
+      // chunks on every thread, or the input itself.
+      const float* xp = xg;
+      if (split) {
+        const int64_t nthreads = NumThreads(ctx.threads);
+        const int64_t tasks = nthreads > 1 ? std::min<int64_t>(p.cg, 4 * nthreads) : 1;
+        const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
+        ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
+          const int64_t c0 = task * p.cg / tasks, c1 = (task + 1) * p.cg / tasks;
+          const float* src = xg + c0 * p.in_vol;
+          float* dst = planes + c0 * dvol;
+          if (avx512) {
+            gemm_internal::SplitPhasesAvx512(p.phase_split, src, c1 - c0, dst);
+          } else {
+            gemm_internal::SplitPhases(p.phase_split, src, c1 - c0, dst);
+          }
+        });
+        xp = planes;
+      }
       if (p.transposed) {
-        RunTransposed(ctx, p, kern, xg, &p.packed->groups[static_cast<size_t>(gi)], yg, e);
+        RunTransposed(gctx, p, kern, xg, xp, dvol, &p.packed->groups[static_cast<size_t>(gi)], yg,
+                      e);
         continue;
       }
       LeftOperand a{.data = wd + gi * p.mg * p.kdim, .ld = p.kdim};
@@ -645,20 +721,20 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
       } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr && p.direct_tile) {
-        gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
+        gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, dvol, xp, yg, e,
                                      ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kIm2Col2D) {
         const bool masked = p.direct && kern.conv_panel != nullptr;
         auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
                          float* dst) {
           if (masked) {
-            gemm_internal::ConvDirectPanel(p.direct_plan, xg, p.in_vol, k0, kc, j0, w, dst, kern);
+            gemm_internal::ConvDirectPanel(p.direct_plan, xp, dvol, k0, kc, j0, w, dst, kern);
           } else {
             kern.im2col(p.im2col, xg, k0, kc, j0, cols, w, dst);
           }
         };
         const PanelSource panels(panel);
-        Sgemm(shape, a, RightOperand{.panels = &panels}, yg, p.out_vol, e, ctx.scratch,
+        Sgemm(shape, a, RightOperand{.panels = &panels}, yg, p.out_vol, e, gctx.scratch,
               ctx.threads);
       } else {
         // Rare: 3-D and higher convolutions use heap buffers.

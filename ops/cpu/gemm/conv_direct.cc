@@ -126,6 +126,73 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
   return true;
 }
 
+bool BuildConvPhasePlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan,
+                        PhaseSplit* split) {
+  if (g.sh != 2 || g.sw != 2 || g.dh != 1 || g.dw != 1 || h_out <= 0 || g.w_out <= 0 ||
+      g.h_in != 2 * h_out || g.w_in != 2 * g.w_out || g.kh <= 0 || g.kw <= 0) {
+    return false;
+  }
+  // Tap offset t (kernel index - pad) reads parity t mod 2, shifted by
+  // floor(t / 2) rows / columns of the parity plane.
+  const auto parity = [](int64_t t) { return ((t % 2) + 2) % 2; };
+  const auto shift = [&](int64_t t) { return (t - parity(t)) / 2; };
+  PhaseSplit sp;
+  sp.h_in = g.h_in;
+  sp.w_in = g.w_in;
+  sp.h_out = h_out;
+  sp.w_out = g.w_out;
+  for (int64_t i = 0; i < g.kh; ++i) {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t par = 2 * parity(i - g.ph) + parity(j - g.pw);
+      if (sp.slot[par] < 0) sp.slot[par] = static_cast<int8_t>(sp.phases++);
+    }
+  }
+  const int64_t vol = h_out * g.w_out;
+  // The masks and panels of the linear plan over one parity plane.
+  ConvDirectPlan p;
+  p.h = h_out;
+  p.w = g.w_out;
+  p.k_vol = g.kh * g.kw;
+  if (static_cast<double>(p.panels()) * static_cast<double>(p.k_vol) * 3 * sizeof(uint16_t) >
+      kMaxPlanBytes) {
+    return false;
+  }
+  p.masks.assign(static_cast<size_t>(p.panels() * p.k_vol * 3), 0);
+  for (int64_t i = 0; i < g.kh; ++i) {
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t tap = i * g.kw + j;
+      const int64_t dr = shift(i - g.ph), dc = shift(j - g.pw);
+      const int64_t par = 2 * parity(i - g.ph) + parity(j - g.pw);
+      p.off.push_back(sp.slot[par] * vol + dr * g.w_out + dc);
+      for (int64_t pos = 0; pos < vol; ++pos) {
+        const int64_t r = pos / g.w_out + dr, c = pos % g.w_out + dc;
+        if (r < 0 || r >= h_out || c < 0 || c >= g.w_out) continue;
+        const int64_t q = pos / kPanelCols, l = pos % kPanelCols;
+        uint16_t* m = &p.masks[static_cast<size_t>((q * p.k_vol + tap) * 3)];
+        m[l / 16] = static_cast<uint16_t>(m[l / 16] | (1u << (l % 16)));
+      }
+    }
+  }
+  *plan = std::move(p);
+  *split = sp;
+  return true;
+}
+
+void SplitPhases(const PhaseSplit& s, const float* x, int64_t channels, float* dst) {
+  const int64_t in_vol = s.h_in * s.w_in, vol = s.h_out * s.w_out;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int par = 0; par < 4; ++par) {
+      if (s.slot[par] < 0) continue;
+      const float* src = x + c * in_vol + (par / 2) * s.w_in + par % 2;
+      float* d = dst + (c * s.phases + s.slot[par]) * vol;
+      for (int64_t i = 0; i < s.h_out; ++i) {
+        const float* row = src + 2 * i * s.w_in;
+        for (int64_t j = 0; j < s.w_out; ++j) d[i * s.w_out + j] = row[2 * j];
+      }
+    }
+  }
+}
+
 bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {
   return plan.linear() && plan.positions() >= kDirectMinPositions &&
          channels <= kDirectMaxChannels;

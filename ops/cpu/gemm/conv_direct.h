@@ -50,6 +50,32 @@ struct ConvDirectPlan {
 bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
                          ConvDirectPlan* plan);
 
+// Stride-2 convolutions whose input plane is twice the output along both
+// axes (3x3 pad 1 or 1x1 pad 0 on an even plane: ResNet's downsampling
+// layers), undilated: split into its (row, column) parity planes, each the
+// output's size, the input makes every tap a shifted read of one of them,
+// i.e. the linear plan over those planes (masked loads, the im2col-free
+// tile), where the gather plan read each position's inputs by stride-2
+// runs. The planes of each channel (only the parities some tap reads) are
+// stored consecutively: channel c's plane `slot` at (c * phases + slot) *
+// h_out * w_out.
+struct PhaseSplit {
+  int64_t phases = 0;                // parity planes per channel (1..4)
+  int8_t slot[4] = {-1, -1, -1, -1};  // plane index of parity 2 * (row odd) + (col odd)
+  int64_t h_in = 0, w_in = 0, h_out = 0, w_out = 0;
+  int64_t plane_vol() const { return phases * h_out * w_out; }  // per channel
+};
+// The plan over the parity planes (a linear plan: read with plan_vol() as
+// the channel stride) and the split, when the geometry fits; else false.
+bool BuildConvPhasePlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan,
+                        PhaseSplit* split);
+// dst[(c * phases + slot) * h_out * w_out + i * w_out + j] = x[c * h_in *
+// w_in + (2 i + row parity) * w_in + 2 j + column parity] for c < channels.
+// Portable, and AVX-512 (transpose_avx512.cc; only when ActiveGemmIsa() is
+// kAvx512): one pass over the input, two loads and a permute per 16 outputs.
+void SplitPhases(const PhaseSplit& s, const float* x, int64_t channels, float* dst);
+void SplitPhasesAvx512(const PhaseSplit& s, const float* x, int64_t channels, float* dst);
+
 // Whether the tile (RunConvDirect; linear plans only) beats Sgemm over
 // ConvDirectPanel for `channels` output channels per group (measured; see
 // conv_direct.cc).

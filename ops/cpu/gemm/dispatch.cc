@@ -20,6 +20,7 @@
 
 #include "ops/cpu/gemm/kernels.h"
 #include "ops/cpu/gemm/sgemm.h"
+#include "ops/cpu/gemm/transpose.h"
 
 namespace orrery::ops::cpu {
 namespace {
@@ -52,6 +53,24 @@ constexpr int64_t kRowsOuterMaxK = 32;  // see rows_outer in Sgemm
 // ~249 GFLOP/s. 256 rows and more measured even (each packed panel then
 // serves 32 tiles).
 constexpr int64_t kInPlaceMaxPanels = 16;
+// With rows outer (a residual, C over 2 MiB) and K up to this, the right
+// operand is read in place for one left block of weights (<= 256 rows):
+// each tile streams its 3 x K lines from L2 instead of a packed copy made
+// first. Zen 5, per-step minima of two A/Bs of 8 alternated rounds,
+// ResNet-50's layer1 conv3 (1x1 64 -> 256 at 56x56 + Add): one thread
+// 0.476-0.482 -> 0.466 ms, the downsample + Add 0.498-0.511 -> 0.492-0.500;
+// two threads even.
+constexpr int64_t kInPlaceRowsOuterMaxK = 64;
+// Prepacked left weights against a right operand packed here, with a
+// residual to add: K up to this runs as one K block on AVX-512, rows
+// outer (the 256 x 48 right panel overflows L1 a little, but C is stored
+// once, with the residual, instead of stored, reloaded and stored again).
+// Zen 5, per-step minima of 4-5 alternated rounds, ResNet-50's layer3
+// conv3 (1x1 256 -> 1024 at 14x14 + Add): one thread 0.462-0.468 ->
+// 0.438-0.446 ms (one block without rows outer: 0.450-0.461), two threads
+// 0.244-0.245 -> 0.227-0.230. kc 256 everywhere was even over the model
+// (layer4's transposed GEMMs on prepacked right weights 1-2% slower).
+constexpr int64_t kResidualOneBlockMaxK = 256;
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
@@ -85,6 +104,14 @@ struct Blocking {
 // The K block limit of the active kernels (the same for every thread count,
 // so that results do not depend on it).
 int64_t MaxKc(GemmIsa isa) { return isa == GemmIsa::kAvx2 ? kMaxKcAvx2 : kMaxKc; }
+
+// Whether the shape runs as one K block of kResidualOneBlockMaxK (see
+// there) given a residual; shape, operand kinds and ISA only, so that
+// every thread count sums in the same order.
+bool ResidualOneBlock(GemmShape s, bool a_packed, bool b_packed, GemmIsa isa) {
+  return a_packed && !b_packed && s.k > kMaxKc && s.k <= kResidualOneBlockMaxK &&
+         isa == GemmIsa::kAvx512;
+}
 
 // Even K blocks of at most max_kc; N chunks of at most kMaxNc, more of them
 // (down to 4 panels) when several threads need tasks.
@@ -230,7 +257,11 @@ struct ScratchLayout {
 // sizing the scratch and running.
 ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
   ScratchLayout l;
-  for (const int64_t max_kc : {kMaxKc, kMaxKcAvx2}) {
+  for (const int64_t max_kc : {kMaxKc, kMaxKcAvx2, kResidualOneBlockMaxK}) {
+    if (max_kc == kResidualOneBlockMaxK &&
+        !ResidualOneBlock(s, a_packed, b_packed, GemmIsa::kAvx512)) {
+      continue;
+    }
     const Blocking bl = ChooseBlocking(s, 1, max_kc);  // the widest nc of any thread count
     if (!b_packed) l.b_floats = std::max(l.b_floats, RoundUp(bl.kc * bl.nc, 16));
     // One full-depth panel (see full_depth in Sgemm).
@@ -284,6 +315,11 @@ void PackLeftBlockPanel(const LeftOperand& a, int64_t i0, int64_t rows, int64_t 
     for (int64_t k = 0; rows < kPanelRows && k < kc; ++k) {
       for (int64_t i = rows; i < kPanelRows; ++i) dst[k * kPanelRows + i] = 0.0f;
     }
+  } else if (!a.trans && ActiveGemmIsa() == GemmIsa::kAvx512) {
+    // By 8 x 16 register transposes: the scalar walk cost ~20% of a
+    // MatMul on activations (transformer, one thread, step minima: linear2
+    // 128 x 256 x 1024 0.286 -> 0.266 ms, attention context 0.0475 -> 0.0376).
+    gemm_internal::PackLeftRowsAvx512(a.data + i0 * a.ld + pc, a.ld, rows, kc, dst);
   } else {
     gemm_internal::PackLeftPanel(a.data, a.ld, a.trans, i0, rows, pc, kc, dst);
   }
@@ -408,8 +444,12 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   // Rows per left panel: a.panel_rows when A is packed here, else 8.
   const int64_t pr =
       a.packed != nullptr ? kPanelRows : std::clamp<int64_t>(a.panel_rows, 1, kPanelRows);
+  const bool one_block = ep.residual != nullptr &&
+                         ResidualOneBlock(s, a.packed != nullptr, b.packed != nullptr,
+                                          ActiveGemmIsa());
   const Split split =
-      ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr, MaxKc(ActiveGemmIsa()), pr);
+      ChooseSplit(s, nthreads, a.packed != nullptr, b.packed != nullptr,
+                  one_block ? kResidualOneBlockMaxK : MaxKc(ActiveGemmIsa()), pr);
   const Blocking& bl = split.bl;
   const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
@@ -427,9 +467,10 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   // except for a tiny K, where the short tiles wait on their stores
   // (SqueezeNet's 3x3 stem, K = 27, 64 x 12321, 8 images: 5.2 -> 4.3 ms;
   // one image and ResNet's 7x7 stem, K = 147, even).
+  // Also the one K block of kResidualOneBlockMaxK at any size.
   const bool rows_outer = b.packed == nullptr && bl.kc >= s.k &&
                           (ep.residual != nullptr || s.k <= kRowsOuterMaxK) &&
-                          s.m * s.n > (int64_t{1} << 19);
+                          (s.m * s.n > (int64_t{1} << 19) || one_block);
 
   // Convolution panels made on demand against prepacked weights of one
   // left block, on AVX-512: K in one block up to kConvFullDepthMax
@@ -447,9 +488,12 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   // meet only that few tiles, so packing B cost more than the tiles save
   // on it; they read its full panels in place (ldb = b.ld) instead, only a
   // partial last panel is packed.
-  // (Not with rows_outer, which was measured with packed panels only.)
+  // Rows outer reads them in place too for a shallow K and one left block
+  // (see kInPlaceRowsOuterMaxK).
   const bool b_in_place = b.packed == nullptr && b.panels == nullptr && !b.trans &&
-                          a.packed != nullptr && m_panels <= kInPlaceMaxPanels && !rows_outer;
+                          a.packed != nullptr &&
+                          (rows_outer ? s.k <= kInPlaceRowsOuterMaxK && m_panels <= kMcPanels
+                                      : m_panels <= kInPlaceMaxPanels);
   const int64_t q_tail = s.n / kPanelCols * kPanelCols;  // first column of a partial panel
 
   ParallelFor(threads, m_chunks * n_chunks, [&](int64_t task, int thread) {

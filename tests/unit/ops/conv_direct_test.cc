@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <vector>
+
+#include "ops/cpu/gemm/sgemm.h"
 
 namespace orrery::ops::cpu::gemm_internal {
 namespace {
@@ -71,6 +74,67 @@ TEST(ConvDirectPlanTest, RefusesOffsetsBeyondInt32) {
   // Huge padding: the most negative tap offset does not fit either.
   EXPECT_FALSE(BuildConvDirectPlan(Geometry(4, 4, 5, 1, 1, int64_t{1} << 40), 4,
                                    /*gather=*/true, &plan));
+}
+
+// Stride 2 on a plane twice the output: a 3x3 pad 1 window reads all four
+// parity planes (tap (0, 0): the odd-odd plane one row and column up), a
+// 1x1 only the even-even one; odd planes and stride 1 do not fit.
+TEST(ConvDirectPlanTest, StrideTwoParityPlanes) {
+  ConvDirectPlan plan;
+  PhaseSplit split;
+  ASSERT_TRUE(BuildConvPhasePlan(Geometry(14, 14, 7, 3, 2, 1), 7, &plan, &split));
+  EXPECT_TRUE(plan.linear());
+  EXPECT_EQ(split.phases, 4);
+  EXPECT_EQ(split.plane_vol(), 4 * 49);
+  // Tap (1, 1) reads the even-even plane at the position itself.
+  EXPECT_EQ(plan.off[4], split.slot[0] * 49);
+  // Tap (0, 0): input (2 oh - 1, 2 ow - 1), odd-odd, one row and column up.
+  EXPECT_EQ(plan.off[0], split.slot[3] * 49 - 7 - 1);
+  // Tap (2, 1): input (2 oh + 1, 2 ow), odd-even, no shift.
+  EXPECT_EQ(plan.off[7], split.slot[2] * 49);
+  const uint16_t* corner = &plan.masks[0];
+  EXPECT_EQ(corner[0] & 0x7fu, 0u);      // row 0 is padding
+  EXPECT_EQ((corner[0] >> 7) & 1u, 0u);  // row 1, column 0
+  EXPECT_EQ((corner[0] >> 8) & 1u, 1u);  // row 1, column 1
+  EXPECT_EQ(plan.masks[4 * 3 + 2] & 1u, 1u);  // centre, position 32
+  ASSERT_TRUE(BuildConvPhasePlan(Geometry(56, 56, 28, 1, 2, 0), 28, &plan, &split));
+  EXPECT_EQ(split.phases, 1);
+  EXPECT_EQ(split.slot[0], 0);
+  EXPECT_EQ(plan.off[0], 0);
+  EXPECT_FALSE(BuildConvPhasePlan(Geometry(13, 13, 7, 3, 2, 1), 7, &plan, &split));
+  EXPECT_FALSE(BuildConvPhasePlan(Geometry(14, 14, 14, 3, 1, 1), 14, &plan, &split));
+}
+
+// The parity planes, portable and AVX-512 (widths around the 16-lane
+// vectors, the 32 inputs they read), against the definition.
+TEST(ConvDirectPlanTest, SplitPhasesMatchesDefinition) {
+  for (const int64_t w_out : {1, 7, 14, 15, 16, 17, 28, 33}) {
+    ConvDirectPlan plan;
+    PhaseSplit split;
+    const int64_t h_out = 3, channels = 2;
+    ASSERT_TRUE(BuildConvPhasePlan(Geometry(2 * h_out, 2 * w_out, w_out, 3, 2, 1), h_out, &plan,
+                                   &split));
+    std::vector<float> x(static_cast<size_t>(channels * 4 * h_out * w_out));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) + 0.5f;
+    std::vector<float> want(static_cast<size_t>(channels * split.plane_vol()) + 16, -1.0f);
+    std::vector<float> got = want;
+    SplitPhases(split, x.data(), channels, want.data());
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int par = 0; par < 4; ++par) {
+        for (int64_t i = 0; i < h_out; ++i) {
+          for (int64_t j = 0; j < w_out; ++j) {
+            const float v = want[static_cast<size_t>(
+                (c * split.phases + split.slot[par]) * h_out * w_out + i * w_out + j)];
+            ASSERT_EQ(v, x[static_cast<size_t>(c * 4 * h_out * w_out +
+                                               (2 * i + par / 2) * 2 * w_out + 2 * j + par % 2)]);
+          }
+        }
+      }
+    }
+    if (ActiveGemmIsa() != GemmIsa::kAvx512) continue;
+    SplitPhasesAvx512(split, x.data(), channels, got.data());
+    EXPECT_EQ(got, want) << "w_out " << w_out;  // the tail past the planes untouched too
+  }
 }
 
 TEST(ConvDirectPlanTest, HugePlanesKeepIm2Col) {

@@ -3,6 +3,8 @@
 // ops: the op, then Add for the residual, then the activation's own op.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdint>
 #include <random>
 #include <string>
@@ -103,6 +105,11 @@ TEST(FusedConvTest, EveryActivationWithAndWithoutResidual) {
       {{1, 24, 17, 17}, {13, 24, 1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise tile
       {{1, 3, 20, 33}, {3, 1, 3, 3}, {1, 1}, {1, 0, 1, 0}, 3},  // depthwise, row groups
       {{2, 3, 12, 40}, {20, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}},    // stem (AVX-512 direct)
+      // 1x1 stride 2 on even planes: the even-even parity plane (masked
+      // panels, transposed left panels, groups).
+      {{2, 12, 10, 14}, {24, 12, 1, 1}, {2, 2}, {0, 0, 0, 0}},
+      {{1, 16, 14, 14}, {72, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}},
+      {{1, 8, 8, 8}, {8, 4, 1, 1}, {2, 2}, {0, 0, 0, 0}, 2},
   };
   uint32_t seed = 1;
   for (const ConvCase& cc : cases) {
@@ -262,6 +269,40 @@ TEST(MatMulTest, ThreadsMatchSingleThread) {
     ASSERT_TRUE(
         PrepareAndCompute(def->prepare, def->compute, ctx, {&out_type, 1}, outs).ok());
     EXPECT_EQ(Values<float>(outs[0]), Values<float>((*want)[0]));
+  }
+}
+
+// 1x1 stride-2 convolutions over the even-even parity plane (split by
+// channel chunks on every thread, then the GEMM on the rest of the
+// scratch): two threads give the one-thread bits, also with a residual.
+TEST(FusedConvTest, StrideTwoParityPlaneThreadsMatchSingleThread) {
+  const KernelDef* def = OpRegistry::Global().Find("Conv", Backend::kCpu);
+  ASSERT_NE(def, nullptr);
+  for (const Shape& xs : {Shape{2, 40, 28, 28}, Shape{1, 64, 14, 14}}) {
+    const Tensor x = RandomTensor(xs, 71);
+    const Tensor w = RandomTensor({96, xs[1], 1, 1}, 72);
+    const Tensor b = RandomTensor({96}, 73);
+    Attributes attrs;
+    attrs.Set("strides", std::vector<int64_t>{2, 2});
+    auto plain = RunOp("Conv", {&x, &w, &b}, attrs);
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    const Tensor z = RandomTensor((*plain)[0].shape(), 74);
+    attrs.Set("_fused_residual", int64_t{1});
+    attrs.Set("_fused_activation", std::string("Relu"));
+    const std::vector<const Tensor*> ins = {&x, &w, &b, &z};
+    auto want = RunOp("Conv", ins, attrs);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    const Tensor pre = AddTensors((*plain)[0], z);
+    std::vector<float> relu = Values<float>(pre);
+    for (float& v : relu) v = std::max(v, 0.0f);
+    ExpectNear(Values<float>((*want)[0]), relu, 2e-5f);
+    testing::SpawnThreads threads(2);
+    const KernelContext ctx{.inputs = ins, .attrs = attrs, .opset = 11, .threads = &threads};
+    const TensorType out_type{DType::kFloat32, (*want)[0].shape()};
+    std::vector<Tensor> outs(1);
+    outs[0] = *Tensor::Allocate(DType::kFloat32, out_type.shape);
+    ASSERT_TRUE(PrepareAndCompute(def->prepare, def->compute, ctx, {&out_type, 1}, outs).ok());
+    EXPECT_EQ(Values<float>(outs[0]), Values<float>((*want)[0])) << ShapeToString(xs);
   }
 }
 

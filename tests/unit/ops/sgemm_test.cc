@@ -230,23 +230,68 @@ TEST_P(SgemmIsaTest, EpilogueAfterSeveralDepthBlocks) {
 // several N chunks, a tail panel, packed and raw left operands, and the
 // same bits at 1-3 threads.
 TEST_P(SgemmIsaTest, ResidualOneDepthBlockRowsFirst) {
-  const Case cs{264, 2000, 64};
-  const std::vector<float> residual = Random(cs.m * (cs.n + 3), 7);
-  const std::vector<float> row_bias = Random(cs.m, 8);
-  Epilogue ep;
-  ep.residual = residual.data();
-  ep.ld_residual = cs.n + 3;
-  ep.row_bias = row_bias.data();
-  ep.act = Activation::kRelu;
-  for (bool pack_a : {true, false}) {
-    std::vector<float> one;
-    Check(cs, pack_a, false, false, ep, nullptr, &one);
-    if (HasFatalFailure()) return;
-    for (int n : {2, 3}) {
-      testing::SpawnThreads lanes(n);
-      std::vector<float> got;
-      Check(cs, pack_a, false, false, ep, &lanes, &got);
-      ASSERT_EQ(got, one) << "pack_a=" << pack_a << ", " << n << " threads";
+  // 264 rows: two left blocks (right panels packed); 256 (one block, K <=
+  // 64): the right operand read in place, its last partial panel packed.
+  for (const Case& cs : {Case{264, 2000, 64}, Case{256, 2100, 64}, Case{200, 2700, 40}}) {
+    const std::vector<float> residual = Random(cs.m * (cs.n + 3), 7);
+    const std::vector<float> row_bias = Random(cs.m, 8);
+    Epilogue ep;
+    ep.residual = residual.data();
+    ep.ld_residual = cs.n + 3;
+    ep.row_bias = row_bias.data();
+    ep.act = Activation::kRelu;
+    for (bool pack_a : {true, false}) {
+      std::vector<float> one;
+      Check(cs, pack_a, false, false, ep, nullptr, &one);
+      if (HasFatalFailure()) return;
+      for (int n : {2, 3}) {
+        testing::SpawnThreads lanes(n);
+        std::vector<float> got;
+        Check(cs, pack_a, false, false, ep, &lanes, &got);
+        ASSERT_EQ(got, one) << "pack_a=" << pack_a << ", " << n << " threads";
+      }
+    }
+  }
+}
+
+// Prepacked weights, a residual and K in (192, 256] (ResNet-50's 1x1 256
+// -> 1024 at 14x14 + Add): one K block on AVX-512, rows first, at any C
+// size; the scratch SgemmScratchBytes asks for is enough (nothing written
+// past it); right operand raw or made by panels; the same bits at 1-3
+// threads.
+TEST_P(SgemmIsaTest, ResidualDepthUpTo256OneBlock) {
+  for (const Case& cs : {Case{264, 196, 256}, Case{40, 100, 200}}) {
+    const std::vector<float> residual = Random(cs.m * (cs.n + 3), 17);
+    const std::vector<float> row_bias = Random(cs.m, 18);
+    Epilogue ep;
+    ep.residual = residual.data();
+    ep.ld_residual = cs.n + 3;
+    ep.row_bias = row_bias.data();
+    ep.act = Activation::kRelu;
+    const GemmShape shape{cs.m, cs.n, cs.k};
+    const std::vector<float> a = Random(cs.m * cs.k, 19), b = Random(cs.k * cs.n, 20);
+    const PackedMatrix pa = PackedMatrix::PackLeft(a.data(), cs.k, false, cs.m, cs.k);
+    std::vector<float> c(static_cast<size_t>(cs.m * cs.n));
+    const size_t bytes = static_cast<size_t>(SgemmScratchBytes(shape, true, false));
+    constexpr size_t kGuard = size_t{256} << 10;  // more than a K block too few
+    std::vector<std::byte> heap(bytes + 64 + kGuard, std::byte{0x5a});
+    auto* base = reinterpret_cast<std::byte*>(
+        (reinterpret_cast<uintptr_t>(heap.data()) + 63) & ~uintptr_t{63});
+    Sgemm(shape, {.packed = &pa}, {.data = b.data(), .ld = cs.n}, c.data(), cs.n, ep,
+          std::span<std::byte>(base, bytes), nullptr);
+    for (size_t i = 0; i < kGuard; ++i) {
+      ASSERT_EQ(base[bytes + i], std::byte{0x5a}) << "scratch overrun at +" << i;
+    }
+    for (bool use_rows : {false, true}) {
+      std::vector<float> one;
+      Check(cs, true, false, use_rows, ep, nullptr, &one);
+      if (HasFatalFailure()) return;
+      for (int n : {2, 3}) {
+        testing::SpawnThreads lanes(n);
+        std::vector<float> got;
+        Check(cs, true, false, use_rows, ep, &lanes, &got);
+        ASSERT_EQ(got, one) << "m=" << cs.m << " k=" << cs.k << ", " << n << " threads";
+      }
     }
   }
 }
@@ -404,6 +449,33 @@ TEST(TransposeTest, BlocksAndEdgesMatchScalar) {
     if (!avx512) continue;
     gemm_internal::TransposeAvx512(src.data(), lds, rows, cols, got.data(), ldd);
     EXPECT_EQ(got, want) << rows << " x " << cols;
+  }
+}
+
+// The AVX-512 left panel packing (dispatch.cc, raw row-major left
+// operands): every row count of a panel, depths around the 16-column
+// blocks; missing rows are zero and nothing past the panel is written.
+TEST(TransposeTest, PackLeftRowsMatchesLayout) {
+  if (ActiveGemmIsa() != GemmIsa::kAvx512) GTEST_SKIP() << "no AVX-512";
+  for (int64_t rows = 1; rows <= 8; ++rows) {
+    for (const int64_t kc : {1, 2, 7, 15, 16, 17, 31, 32, 33, 40}) {
+      const int64_t lda = kc + 5;
+      // Exactly the rows read: the last row ends at column kc.
+      std::vector<float> a(static_cast<size_t>((rows - 1) * lda + kc));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i) + 1.0f;
+      std::vector<float> got(static_cast<size_t>(kc * 8 + 24), -1.0f);
+      gemm_internal::PackLeftRowsAvx512(a.data(), lda, rows, kc, got.data());
+      for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t i = 0; i < 8; ++i) {
+          const float want = i < rows ? a[static_cast<size_t>(i * lda + k)] : 0.0f;
+          ASSERT_EQ(got[static_cast<size_t>(k * 8 + i)], want)
+              << "rows " << rows << " kc " << kc << " k " << k << " i " << i;
+        }
+      }
+      for (size_t j = static_cast<size_t>(kc * 8); j < got.size(); ++j) {
+        ASSERT_EQ(got[j], -1.0f) << "rows " << rows << " kc " << kc << " wrote past the panel";
+      }
+    }
   }
 }
 
