@@ -179,18 +179,9 @@ bool BuildConvPhasePlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* 
 }
 
 void SplitPhases(const PhaseSplit& s, const float* x, int64_t channels, float* dst) {
-  const int64_t in_vol = s.h_in * s.w_in, vol = s.h_out * s.w_out;
-  for (int64_t c = 0; c < channels; ++c) {
-    for (int par = 0; par < 4; ++par) {
-      if (s.slot[par] < 0) continue;
-      const float* src = x + c * in_vol + (par / 2) * s.w_in + par % 2;
-      float* d = dst + (c * s.phases + s.slot[par]) * vol;
-      for (int64_t i = 0; i < s.h_out; ++i) {
-        const float* row = src + 2 * i * s.w_in;
-        for (int64_t j = 0; j < s.w_out; ++j) d[i * s.w_out + j] = row[2 * j];
-      }
-    }
-  }
+  ForEachPhaseRow(s, x, channels, dst, [&](const float* row, float* out) {
+    for (int64_t j = 0; j < s.w_out; ++j) out[j] = row[2 * j];
+  });
 }
 
 bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {

@@ -75,6 +75,21 @@ bool BuildConvPhasePlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* 
 // kAvx512): one pass over the input, two loads and a permute per 16 outputs.
 void SplitPhases(const PhaseSplit& s, const float* x, int64_t channels, float* dst);
 void SplitPhasesAvx512(const PhaseSplit& s, const float* x, int64_t channels, float* dst);
+// The walk both share: row_fn(row, out) for every output row of every
+// stored parity plane, `row` the input row's first element of that parity
+// (read every other element), `out` the plane's row of w_out floats.
+template <class RowFn>
+void ForEachPhaseRow(const PhaseSplit& s, const float* x, int64_t channels, float* dst, RowFn row_fn) {
+  const int64_t in_vol = s.h_in * s.w_in, vol = s.h_out * s.w_out;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int par = 0; par < 4; ++par) {
+      if (s.slot[par] < 0) continue;
+      const float* src = x + c * in_vol + (par / 2) * s.w_in + par % 2;
+      float* d = dst + (c * s.phases + s.slot[par]) * vol;
+      for (int64_t i = 0; i < s.h_out; ++i) row_fn(src + 2 * i * s.w_in, d + i * s.w_out);
+    }
+  }
+}
 
 // Whether the tile (RunConvDirect; linear plans only) beats Sgemm over
 // ConvDirectPanel for `channels` output channels per group (measured; see

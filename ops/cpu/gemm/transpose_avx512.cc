@@ -159,32 +159,21 @@ void TransposeAvx512(const float* src, int64_t lds, int64_t rows, int64_t cols, 
 }
 
 void SplitPhasesAvx512(const PhaseSplit& s, const float* x, int64_t channels, float* dst) {
-  const int64_t in_vol = s.h_in * s.w_in, vol = s.h_out * s.w_out;
   const __m512i evens =
       _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  for (int64_t c = 0; c < channels; ++c) {
-    for (int par = 0; par < 4; ++par) {
-      if (s.slot[par] < 0) continue;
-      const float* src = x + c * in_vol + (par / 2) * s.w_in + par % 2;
-      float* d = dst + (c * s.phases + s.slot[par]) * vol;
-      for (int64_t i = 0; i < s.h_out; ++i) {
-        const float* row = src + 2 * i * s.w_in;
-        float* out = d + i * s.w_out;
-        for (int64_t j = 0; j < s.w_out; j += 16) {
-          // Outputs j.. read inputs 2 j .. 2 j + 2 n - 2 of the row.
-          const int64_t n = std::min<int64_t>(16, s.w_out - j);
-          const int64_t in = 2 * n - 1;
-          const __mmask16 lo = static_cast<__mmask16>(in >= 16 ? 0xffff : (1u << in) - 1);
-          const __mmask16 hi =
-              static_cast<__mmask16>(in <= 16 ? 0 : (1u << (in - 16)) - 1);
-          const __m512 a = _mm512_maskz_loadu_ps(lo, row + 2 * j);
-          const __m512 b = _mm512_maskz_loadu_ps(hi, row + 2 * j + 16);
-          _mm512_mask_storeu_ps(out + j, static_cast<__mmask16>((1u << n) - 1),
-                                _mm512_permutex2var_ps(a, evens, b));
-        }
-      }
+  ForEachPhaseRow(s, x, channels, dst, [&](const float* row, float* out) {
+    for (int64_t j = 0; j < s.w_out; j += 16) {
+      // Outputs j.. read inputs 2 j .. 2 j + 2 n - 2 of the row.
+      const int64_t n = std::min<int64_t>(16, s.w_out - j);
+      const int64_t in = 2 * n - 1;
+      const __mmask16 lo = static_cast<__mmask16>(in >= 16 ? 0xffff : (1u << in) - 1);
+      const __mmask16 hi = static_cast<__mmask16>(in <= 16 ? 0 : (1u << (in - 16)) - 1);
+      const __m512 a = _mm512_maskz_loadu_ps(lo, row + 2 * j);
+      const __m512 b = _mm512_maskz_loadu_ps(hi, row + 2 * j + 16);
+      _mm512_mask_storeu_ps(out + j, static_cast<__mmask16>((1u << n) - 1),
+                            _mm512_permutex2var_ps(a, evens, b));
     }
-  }
+  });
 }
 
 }  // namespace orrery::ops::cpu::gemm_internal
