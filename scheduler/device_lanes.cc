@@ -227,7 +227,10 @@ void DeviceLanes::Abandon(uint64_t ticket) {
 bool DeviceLanes::WaitSettledLocked(std::unique_lock<std::mutex>& lock, const ModelKey& key, int64_t timeout_ns) {
   // Real time, not the injected clock: this is how long a caller blocks.
   return cv_.wait_for(lock, std::chrono::nanoseconds(timeout_ns),
-                      [&] { return cache_->state(key) != Residency::kMoving; });
+                      [&] {
+                        return cache_->state(key) != Residency::kMoving &&
+                               !(transfers_in_flight_ > 0 && in_flight_key_ == key);
+                      });
 }
 
 Status DeviceLanes::AfterOperatorMove(const Status& started, const ModelKey& key, int64_t timeout_ns) {
@@ -270,6 +273,7 @@ void DeviceLanes::TransferLoop() {
     const uint64_t seq = transfers_.top().seq;
     transfers_.pop();
     ++transfers_in_flight_;
+    in_flight_key_ = action.key;
     const int64_t started = clock_->NowNs();
     link_starts_.emplace_back(seq, started);
     while (link_starts_.size() > kMaxLinkStarts ||

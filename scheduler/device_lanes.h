@@ -248,6 +248,10 @@ class DeviceLanes {
   std::deque<Job> jobs_;  // in reservation order
   std::priority_queue<Transfer> transfers_;
   int transfers_in_flight_ = 0;
+  // The model the transfer worker is moving (while transfers_in_flight_ >
+  // 0): a caller waiting for it returns only once the worker has counted
+  // the move (Stats), not as soon as the cache shows it settled.
+  ModelKey in_flight_key_;
   uint64_t transfers_queued_ = 0;
   // Transfers as they went onto the link: (seq, measured start), recent ones.
   std::deque<std::pair<uint64_t, int64_t>> link_starts_;
