@@ -61,6 +61,16 @@ constexpr double kMaxPlanBytes = 8 << 20;
 
 }  // namespace
 
+// Output position `pos` reads tap `tap` (inside the input): its bit in the
+// mask table, 3 x 16 lanes per (48-column panel, tap). p->masks sized.
+namespace {
+void MarkTap(ConvDirectPlan* p, int64_t pos, int64_t tap) {
+  const int64_t q = pos / kPanelCols, l = pos % kPanelCols;
+  uint16_t* m = &p->masks[static_cast<size_t>((q * p->k_vol + tap) * 3)];
+  m[l / 16] = static_cast<uint16_t>(m[l / 16] | (1u << (l % 16)));
+}
+}  // namespace
+
 bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
                          ConvDirectPlan* plan) {
   if (g.h_in <= 0 || g.w_in <= 0 || h_out <= 0 || g.w_out <= 0 || g.kh <= 0 || g.kw <= 0) {
@@ -110,14 +120,13 @@ bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,
     for (int64_t i = 0; i < g.kh; ++i) {
       for (int64_t j = 0; j < g.kw; ++j) {
         const int64_t tap = i * g.kw + j;
-        uint16_t* m = &p.masks[static_cast<size_t>((q * p.k_vol + tap) * 3)];
         for (int64_t l = 0; l < kPanelCols; ++l) {
           const int64_t pos = q * kPanelCols + l;
           if (pos >= n) break;
           const int64_t ih = pos / p.w * g.sh + i * g.dh - g.ph;
           const int64_t iw = pos % p.w * g.sw + j * g.dw - g.pw;
           if (ih < 0 || ih >= g.h_in || iw < 0 || iw >= g.w_in) continue;
-          m[l / 16] = static_cast<uint16_t>(m[l / 16] | (1u << (l % 16)));
+          MarkTap(&p, pos, tap);
         }
       }
     }
@@ -167,9 +176,7 @@ bool BuildConvPhasePlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* 
       for (int64_t pos = 0; pos < vol; ++pos) {
         const int64_t r = pos / g.w_out + dr, c = pos % g.w_out + dc;
         if (r < 0 || r >= h_out || c < 0 || c >= g.w_out) continue;
-        const int64_t q = pos / kPanelCols, l = pos % kPanelCols;
-        uint16_t* m = &p.masks[static_cast<size_t>((q * p.k_vol + tap) * 3)];
-        m[l / 16] = static_cast<uint16_t>(m[l / 16] | (1u << (l % 16)));
+        MarkTap(&p, pos, tap);
       }
     }
   }
