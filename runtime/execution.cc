@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstring>
 #include <span>
 
 #include "runtime/executor.h"
@@ -12,6 +13,40 @@
 #include "runtime/specialize.h"
 
 namespace orrery {
+
+struct Execution::RowSplit {
+  int64_t rows = 0;
+  int64_t row = 0;  // the row running now
+  size_t steps_per_row = 0;
+  std::vector<Tensor> batch_inputs;  // graph-input order
+  std::vector<Tensor> row_inputs;    // row `row` of each
+  std::vector<const Tensor*> row_refs;
+  std::vector<NamedTensor> outputs;  // the batch's, filled row by row
+  std::vector<int64_t> step_ns;      // per step of the whole batch
+  PlanStats stats;                   // the row plan's, times the rows
+
+  // Points row_inputs at row `r` of each batch input: a view when the row
+  // starts where a tensor buffer may (kTensorAlignment), else a copy.
+  Status BindRow(int64_t r) {
+    row_inputs.resize(batch_inputs.size());
+    row_refs.resize(batch_inputs.size());
+    for (size_t i = 0; i < batch_inputs.size(); ++i) {
+      const Tensor& batch = batch_inputs[i];
+      Shape shape = batch.shape();
+      shape[0] = 1;
+      const size_t row_bytes = batch.byte_size() / static_cast<size_t>(rows);
+      const size_t offset = row_bytes * static_cast<size_t>(r);
+      if (offset % kTensorAlignment == 0) {
+        ORRERY_ASSIGN_OR_RETURN(row_inputs[i], Tensor::ViewOf(batch, offset, batch.dtype(), std::move(shape)));
+      } else {
+        ORRERY_ASSIGN_OR_RETURN(row_inputs[i],
+                                Tensor::FromBytes(batch.dtype(), std::move(shape), batch.bytes().substr(offset, row_bytes)));
+      }
+      row_refs[i] = &row_inputs[i];
+    }
+    return Status::Ok();
+  }
+};
 
 Result<Execution> Execution::Start(const CompiledModel& model,
                                    const std::vector<NamedTensor>& inputs) {
@@ -28,6 +63,34 @@ Result<Execution> Execution::Start(const CompiledModel& model,
 
   ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::SpecializedPlan> plan,
                           impl.cache->Get(ordered));
+  if (plan->split_rows > 1) {
+    auto split = std::make_unique<RowSplit>();
+    split->rows = plan->split_rows;
+    for (const Tensor* t : ordered) split->batch_inputs.push_back(*t);  // shares the buffer
+    ORRERY_RETURN_IF_ERROR(split->BindRow(0));
+    ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::SpecializedPlan> row_plan,
+                            impl.cache->Get(split->row_refs));
+    if (!row_plan->steps.empty() && row_plan->output_entries.size() == plan->output_entries.size()) {
+      for (size_t o = 0; o < plan->output_entries.size(); ++o) {
+        const ops::TensorType& t = plan->entries[static_cast<size_t>(plan->output_entries[o])].type;
+        ORRERY_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(t.dtype, t.shape));
+        split->outputs.push_back(NamedTensor{plan->output_names[o], std::move(out)});
+      }
+      ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<runtime::RunState> state, row_plan->AcquireState());
+      Execution ex(std::move(row_plan), std::move(state));
+      split->steps_per_row = ex.num_steps_;
+      ex.num_steps_ *= static_cast<size_t>(split->rows);
+      split->step_ns.assign(ex.num_steps_, 0);
+      split->stats = ex.plan_->stats;
+      split->stats.num_steps = ex.num_steps_;
+      split->stats.dynamic_steps *= static_cast<size_t>(split->rows);
+      split->stats.flops *= split->rows;
+      split->stats.output_bytes *= split->rows;
+      ex.rows_ = std::move(split);
+      ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*ex.plan_, ex.rows_->row_refs, *ex.state_));
+      return ex;
+    }
+  }
   ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<runtime::RunState> state, plan->AcquireState());
   Execution ex(std::move(plan), std::move(state));
   ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*ex.plan_, ordered, *ex.state_));
@@ -50,6 +113,7 @@ Execution& Execution::operator=(Execution&& other) noexcept {
     taken_ = other.taken_;
     run_ended_ = other.run_ended_;
     error_ = std::move(other.error_);
+    rows_ = std::move(other.rows_);
   }
   return *this;
 }
@@ -67,12 +131,12 @@ void Execution::Finish() {
 // its cost per step; the groups' spin time is the real limit).
 constexpr size_t kExpectLookaheadSteps = 16;
 
-void Execution::ExpectParallelStep(ops::ThreadGroup& threads) const {
+void Execution::ExpectParallelStep(ops::ThreadGroup& threads, size_t index) const {
   // A parallel step wakes the workers itself and leaves them spinning.
-  if (state_->step_parallel[next_] != 0) return;
+  if (state_->step_parallel[index] != 0) return;
   int64_t in_ns = 0;
-  const size_t end = std::min(num_steps_, next_ + kExpectLookaheadSteps);
-  for (size_t s = next_; s < end; ++s) {
+  const size_t end = std::min(plan_->steps.size(), index + kExpectLookaheadSteps);
+  for (size_t s = index; s < end; ++s) {
     if (state_->step_parallel[s] != 0) return threads.ExpectJob(in_ns);
     in_ns += state_->step_ns[s];  // the previous run's time
   }
@@ -84,14 +148,17 @@ Status Execution::Step(ops::ThreadGroup* threads) {
     return Status::FailedPrecondition("execution is done (" + std::to_string(num_steps_) +
                                       " steps)");
   }
+  // The step of the plan (of the row, when the batch runs row by row).
+  const size_t index = rows_ != nullptr ? next_ % rows_->steps_per_row : next_;
   const auto t0 = std::chrono::steady_clock::now();
   const bool group = threads != nullptr && threads->size() > 1;
   const int64_t jobs = group ? threads->jobs() : 0;
-  if (group) ExpectParallelStep(*threads);
-  Status st = runtime::RunPlannedStep(*plan_, next_, *state_, threads);
-  if (group) state_->step_parallel[next_] = threads->jobs() != jobs ? 1 : 0;
+  if (group) ExpectParallelStep(*threads, index);
+  Status st = runtime::RunPlannedStep(*plan_, index, *state_, threads);
+  if (group) state_->step_parallel[index] = threads->jobs() != jobs ? 1 : 0;
   const auto t1 = std::chrono::steady_clock::now();
-  state_->step_ns[next_] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+  state_->step_ns[index] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+  if (rows_ != nullptr) rows_->step_ns[next_] = state_->step_ns[index];
   if (!st.ok()) {
     error_ = st;
     runtime::EndRun(*plan_, *state_);
@@ -99,6 +166,39 @@ Status Execution::Step(ops::ThreadGroup* threads) {
     return st;
   }
   ++next_;
+  if (rows_ != nullptr && index + 1 == rows_->steps_per_row) {
+    st = FinishRow();
+    if (!st.ok()) {
+      error_ = st;
+      return st;
+    }
+  }
+  return Status::Ok();
+}
+
+Status Execution::FinishRow() {
+  RowSplit& split = *rows_;
+  Result<std::vector<NamedTensor>> outs = runtime::CollectOutputs(*plan_, *state_);
+  runtime::EndRun(*plan_, *state_);
+  run_ended_ = true;
+  if (!outs.ok()) return outs.status();
+  for (size_t o = 0; o < outs->size(); ++o) {
+    const Tensor& row = (*outs)[o].tensor;
+    Tensor& batch = split.outputs[o].tensor;
+    if (row.dtype() != batch.dtype() || row.byte_size() * static_cast<size_t>(split.rows) != batch.byte_size()) {
+      return Status::Internal("output '" + split.outputs[o].name + "': row " + std::to_string(split.row) +
+                              " gave " + ShapeToString(row.shape()) + " for a batch of " +
+                              ShapeToString(batch.shape()));
+    }
+    if (row.byte_size() > 0) {
+      std::memcpy(static_cast<std::byte*>(batch.raw_data()) + row.byte_size() * static_cast<size_t>(split.row),
+                  row.raw_data(), row.byte_size());
+    }
+  }
+  if (++split.row == split.rows) return Status::Ok();
+  ORRERY_RETURN_IF_ERROR(split.BindRow(split.row));
+  ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*plan_, split.row_refs, *state_));
+  run_ended_ = false;
   return Status::Ok();
 }
 
@@ -110,6 +210,7 @@ Result<std::vector<NamedTensor>> Execution::TakeOutputs() {
                                       std::to_string(num_steps_) + " steps run");
   }
   taken_ = true;
+  if (rows_ != nullptr) return std::move(rows_->outputs);  // every row already ended its run
   Result<std::vector<NamedTensor>> outputs = runtime::CollectOutputs(*plan_, *state_);
   runtime::EndRun(*plan_, *state_);
   run_ended_ = true;
@@ -123,20 +224,22 @@ std::vector<StepProfile> Execution::Profile() const {
   const size_t n = std::min(num_steps_, next_ + (error_.ok() ? 0 : 1));
   out.reserve(n);
   for (size_t s = 0; s < n; ++s) {
-    const runtime::Step& step = *plan_->steps[s].step;
+    const size_t index = rows_ != nullptr ? s % rows_->steps_per_row : s;
+    const runtime::Step& step = *plan_->steps[index].step;
     out.push_back(StepProfile{.op_type = step.op_type,
                               .name = step.name,
-                              .ns = state_->step_ns[s],
-                              .flops = state_->step_cost[s].flops,
-                              .bytes = state_->step_cost[s].bytes});
+                              .ns = step_ns(s),
+                              .flops = state_->step_cost[index].flops,
+                              .bytes = state_->step_cost[index].bytes});
   }
   return out;
 }
 
 int64_t Execution::step_ns(size_t step) const {
-  return state_ != nullptr && step < num_steps_ ? state_->step_ns[step] : 0;
+  if (state_ == nullptr || step >= num_steps_) return 0;
+  return rows_ != nullptr ? rows_->step_ns[step] : state_->step_ns[step];
 }
 
-const PlanStats& Execution::plan_stats() const { return plan_->stats; }
+const PlanStats& Execution::plan_stats() const { return rows_ != nullptr ? rows_->stats : plan_->stats; }
 
 }  // namespace orrery

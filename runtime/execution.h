@@ -15,6 +15,12 @@
 // An Execution is move-only and used by one thread at a time; different
 // Executions of one model run concurrently, each with its own arena. It
 // keeps its plan (and the inputs' buffers) alive, not the CompiledModel.
+//
+// A large batch whose rows the model computes apart (runtime/row_split.h)
+// runs one row at a time on the plan for one row: its steps are that plan's
+// steps once per row (num_steps() = rows x steps per row; Profile() names
+// them so), each row's outputs are copied into the batch's, and plan_stats()
+// describes the row plan times the rows (its arena is the row plan's).
 #pragma once
 
 #include <cstddef>
@@ -97,8 +103,14 @@ class Execution {
   Execution(std::shared_ptr<const runtime::SpecializedPlan> plan,
             std::unique_ptr<runtime::RunState> state);
   void Finish();  // drops per-run references and returns the run state
-  // ExpectJob for the next parallel step (see Step), when one is near.
-  void ExpectParallelStep(ops::ThreadGroup& threads) const;
+  // ExpectJob for the next parallel step of the plan after step `index`
+  // (see Step), when one is near.
+  void ExpectParallelStep(ops::ThreadGroup& threads, size_t index) const;
+  // Row by row: after a row's last step, its outputs into the batch's and
+  // the next row bound.
+  Status FinishRow();
+
+  struct RowSplit;  // the batch, when it runs row by row
 
   std::shared_ptr<const runtime::SpecializedPlan> plan_;
   std::unique_ptr<runtime::RunState> state_;
@@ -107,6 +119,7 @@ class Execution {
   bool taken_ = false;
   bool run_ended_ = false;
   Status error_;
+  std::unique_ptr<RowSplit> rows_;  // null: the plan runs the whole input at once
 };
 
 }  // namespace orrery

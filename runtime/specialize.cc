@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "runtime/fold.h"
+#include "runtime/row_split.h"
 #include "runtime/run_state.h"
 
 namespace orrery::runtime {
@@ -440,6 +441,7 @@ Result<std::shared_ptr<SpecializedPlan>> Specialize(std::shared_ptr<const Plan> 
   sp->budget_ = std::move(budget);
   Builder builder(sp.get());
   ORRERY_RETURN_IF_ERROR(builder.Build());
+  sp->split_rows = RowSplitRows(*sp);
   sp->idle_.reserve(kMaxIdleRunStates);
   return sp;
 }

@@ -98,6 +98,9 @@ class SpecializedPlan {
   std::vector<BufferRequest> buffers;  // one per kArena entry ...
   std::vector<int> buffer_entries;     // ... namely these
   MemoryPlan memory;
+  // N when Execution runs this batch of N rows one row at a time on the
+  // plan for a single row (runtime/row_split.h); 0: as one batch.
+  int64_t split_rows = 0;
   // Largest per-thread scratch of any static step (ops::ScratchStride'd).
   size_t scratch_stride = 0;
   PlanStats stats;

@@ -1,0 +1,198 @@
+// Large batches whose rows a model computes apart run one row at a time
+// (runtime/row_split.h): which plans qualify, and that such a run gives
+// each row exactly what a run of that row alone gives.
+#include "runtime/row_split.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "model_builder.h"
+#include "plan_util.h"
+#include "runtime/execution.h"
+#include "runtime/model.h"
+
+namespace orrery {
+namespace {
+
+using testing::ExpectAllNear;
+using testing::F32;
+using testing::Floats;
+using testing::kFloat;
+using testing::ModelBuilder;
+using testing::Ramp;
+using testing::Reference;
+using testing::SpecializeModel;
+
+// X[N,3,S,S] -> Conv 3x3 to 24 channels -> Relu -> MaxPool 2x2 -> Conv 1x1 to
+// 8 -> GlobalAveragePool -> Flatten -> Gemm to 5 = Y[N,5]; then, with
+// `mix_rows`, a Softmax over dim 0 (across the batch) = Z[N,5].
+ModelBuilder Cnn(bool mix_rows = false) {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {-1, 3, -1, -1});
+  b.FloatInit("W1", {24, 3, 3, 3}, Ramp(24 * 27, 1));
+  b.FloatInit("B1", {24}, Ramp(24, 2));
+  b.FloatInit("W2", {8, 24, 1, 1}, Ramp(8 * 24, 3));
+  b.FloatInit("W3", {8, 5}, Ramp(40, 4));
+  auto* c1 = b.Node("Conv", {"X", "W1", "B1"}, {"c1"}, "conv1");
+  ModelBuilder::AttrInts(c1, "kernel_shape", {3, 3});
+  ModelBuilder::AttrInts(c1, "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto* mp = b.Node("MaxPool", {"r1"}, {"p1"}, "pool1");
+  ModelBuilder::AttrInts(mp, "kernel_shape", {2, 2});
+  ModelBuilder::AttrInts(mp, "strides", {2, 2});
+  auto* c2 = b.Node("Conv", {"p1", "W2"}, {"c2"}, "conv2");
+  ModelBuilder::AttrInts(c2, "kernel_shape", {1, 1});
+  b.Node("GlobalAveragePool", {"c2"}, {"g"}, "gap");
+  b.Node("Flatten", {"g"}, {"f"}, "flatten");
+  b.Node("Gemm", {"f", "W3"}, {"Y"}, "fc");
+  if (mix_rows) {
+    ModelBuilder::AttrInt(b.Node("Softmax", {"Y"}, {"Z"}, "softmax_over_batch"), "axis", 0);
+    b.Output("Z", kFloat, {-1, 5});
+  } else {
+    b.Output("Y", kFloat, {-1, 5});
+  }
+  return b;
+}
+
+ops::TensorType Type(Shape shape) { return ops::TensorType{DType::kFloat32, std::move(shape)}; }
+
+std::unique_ptr<CompiledModel> MustCompile(const ModelBuilder& b) {
+  auto m = CompiledModel::Compile(b.Bytes());
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+// Row `r` of a float tensor as a tensor of its own.
+Tensor Row(const Tensor& batch, int64_t r) {
+  Shape shape = batch.shape();
+  const int64_t rows = shape[0];
+  shape[0] = 1;
+  const size_t bytes = batch.byte_size() / static_cast<size_t>(rows);
+  auto t = Tensor::FromBytes(batch.dtype(), shape, batch.bytes().substr(bytes * static_cast<size_t>(r), bytes));
+  EXPECT_TRUE(t.ok());
+  return t.ok() ? std::move(t).value() : Tensor();
+}
+
+TEST(RowSplitTest, WhichPlansRunRowByRow) {
+  // 4 rows of 24 x 160 x 160 activations: a ~10 MB arena, split.
+  auto big = SpecializeModel(Cnn(), {Type({4, 3, 160, 160})});
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(runtime::SeparableRows(**big), 4);
+  EXPECT_GE((*big)->memory.peak_bytes, runtime::kRowSplitMinArenaBytes);
+  EXPECT_EQ((*big)->split_rows, 4);
+  // The same model on small images stays in cache: one batch.
+  auto small = SpecializeModel(Cnn(), {Type({4, 3, 32, 32})});
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(runtime::SeparableRows(**small), 4);
+  EXPECT_EQ((*small)->split_rows, 0);
+  // A Softmax across the batch mixes rows.
+  auto mixed = SpecializeModel(Cnn(/*mix_rows=*/true), {Type({4, 3, 160, 160})});
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(runtime::SeparableRows(**mixed), 0);
+  EXPECT_EQ((*mixed)->split_rows, 0);
+  // One row: nothing to split.
+  auto one = SpecializeModel(Cnn(), {Type({1, 3, 160, 160})});
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ((*one)->split_rows, 0);
+}
+
+TEST(RowSplitTest, MatrixProductsThatShareWeightsAcrossRowsStayBatched) {
+  // X[N,64] -> Gemm to 512 -> Relu -> Gemm to 16: every row uses each
+  // weight once, so rows share the weight loads batched, however large
+  // the arena (4096 rows: 8 MiB for the hidden layer alone).
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {-1, 64});
+  b.FloatInit("W1", {64, 512}, Ramp(64 * 512, 1));
+  b.FloatInit("W2", {512, 16}, Ramp(512 * 16, 2));
+  b.Node("Gemm", {"X", "W1"}, {"h"}, "fc1");
+  b.Node("Relu", {"h"}, {"r"}, "relu");
+  b.Node("Gemm", {"r", "W2"}, {"Y"}, "fc2");
+  b.Output("Y", kFloat, {-1, 16});
+  auto sp = SpecializeModel(b, {Type({4096, 64})});
+  ASSERT_TRUE(sp.ok()) << sp.status().ToString();
+  EXPECT_GE((*sp)->memory.peak_bytes, runtime::kRowSplitMinArenaBytes);
+  EXPECT_EQ(runtime::SeparableRows(**sp), 4096);
+  EXPECT_EQ((*sp)->split_rows, 0);
+
+  // A transposed left operand puts rows in columns.
+  ModelBuilder t(13);
+  t.Input("X", kFloat, {64, -1});
+  t.FloatInit("W1", {64, 512}, Ramp(64 * 512, 1));
+  ModelBuilder::AttrInt(t.Node("Gemm", {"X", "W1"}, {"Y"}, "fc1"), "transA", 1);
+  t.Output("Y", kFloat, {-1, 512});
+  auto tsp = SpecializeModel(t, {Type({64, 64})});
+  ASSERT_TRUE(tsp.ok()) << tsp.status().ToString();
+  EXPECT_EQ(runtime::SeparableRows(**tsp), 0);
+}
+
+// A batch run row by row gives every row the bits a run of that row alone
+// gives, with rows starting at aligned offsets (views) or not (copies).
+void ExpectRowByRowEqualsRowsAlone(int64_t side) {
+  SCOPED_TRACE("side " + std::to_string(side));
+  const ModelBuilder b = Cnn();
+  auto model = MustCompile(b);
+  ASSERT_NE(model, nullptr);
+  constexpr int64_t kRows = 4;
+  const Tensor x = F32({kRows, 3, side, side}, Ramp(static_cast<size_t>(kRows * 3 * side * side), 7));
+
+  auto one = Execution::Start(*model, {{"X", Row(x, 0)}});
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  const size_t steps_per_row = one->num_steps();
+  const PlanStats row_stats = one->plan_stats();
+
+  auto ex = Execution::Start(*model, {{"X", x}});
+  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+  EXPECT_EQ(ex->num_steps(), kRows * steps_per_row);
+  EXPECT_EQ(ex->plan_stats().num_steps, kRows * steps_per_row);
+  EXPECT_EQ(ex->plan_stats().flops, kRows * row_stats.flops);
+  EXPECT_EQ(ex->plan_stats().arena_bytes, row_stats.arena_bytes);
+  while (!ex->done()) ASSERT_TRUE(ex->Step().ok());
+  const std::vector<StepProfile> profile = ex->Profile();
+  ASSERT_EQ(profile.size(), kRows * steps_per_row);
+  for (size_t s = 0; s + steps_per_row < profile.size(); ++s) {
+    EXPECT_EQ(profile[s].name, profile[s + steps_per_row].name);
+    EXPECT_GT(ex->step_ns(s), 0);
+  }
+  auto outs = ex->TakeOutputs();
+  ASSERT_TRUE(outs.ok()) << outs.status().ToString();
+  ASSERT_EQ(outs->size(), 1u);
+  const Tensor& y = (*outs)[0].tensor;
+  ASSERT_EQ(y.shape(), (Shape{kRows, 5}));
+  for (int64_t r = 0; r < kRows; ++r) {
+    auto alone = model->Run({{"X", Row(x, r)}});
+    ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+    EXPECT_EQ(std::memcmp(y.data<float>() + r * 5, (*alone)[0].tensor.data<float>(), 5 * sizeof(float)), 0)
+        << "row " << r;
+  }
+  const std::vector<Tensor> want = Reference(b, {x});
+  ASSERT_EQ(want.size(), 1u);
+  ExpectAllNear(Floats(y), Floats(want[0]), 1e-3f);
+}
+
+TEST(RowSplitTest, RowByRowEqualsEachRowAloneWithViewsOfTheInput) { ExpectRowByRowEqualsRowsAlone(160); }
+
+TEST(RowSplitTest, RowByRowEqualsEachRowAloneWithCopiesOfUnalignedRows) {
+  // 3 x 161 x 161 floats a row: rows start at offsets no tensor buffer may.
+  ExpectRowByRowEqualsRowsAlone(161);
+}
+
+TEST(RowSplitTest, RowsMixedAcrossTheBatchRunAsOneBatch) {
+  const ModelBuilder b = Cnn(/*mix_rows=*/true);
+  auto model = MustCompile(b);
+  ASSERT_NE(model, nullptr);
+  const Tensor x = F32({4, 3, 160, 160}, Ramp(4 * 3 * 160 * 160, 8));
+  auto one = Execution::Start(*model, {{"X", Row(x, 0)}});
+  ASSERT_TRUE(one.ok());
+  auto ex = Execution::Start(*model, {{"X", x}});
+  ASSERT_TRUE(ex.ok());
+  EXPECT_EQ(ex->num_steps(), one->num_steps());
+  auto outs = model->Run({{"X", x}});
+  ASSERT_TRUE(outs.ok()) << outs.status().ToString();
+  const std::vector<Tensor> want = Reference(b, {x});
+  ASSERT_EQ(want.size(), 1u);
+  ExpectAllNear(Floats((*outs)[0].tensor), Floats(want[0]), 1e-4f);
+}
+
+}  // namespace
+}  // namespace orrery
