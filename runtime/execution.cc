@@ -6,6 +6,7 @@
 #include <cstring>
 #include <span>
 
+#include "ops/parallel.h"
 #include "runtime/executor.h"
 #include "runtime/inputs.h"
 #include "runtime/model_impl.h"
@@ -15,21 +16,31 @@
 namespace orrery {
 
 struct Execution::RowSplit {
+  // A row being run, on an arena of its own (slot 0's is the Execution's).
+  struct Slot {
+    std::unique_ptr<runtime::RunState> state;  // null in slot 0
+    std::vector<Tensor> inputs;                // its row of each batch input
+    std::vector<const Tensor*> refs;
+    bool bound = false;  // between BeginRun and EndRun
+    Status status;       // of its last step
+  };
   int64_t rows = 0;
-  int64_t row = 0;  // the row running now
+  int64_t width = 1;  // rows run at once, one per thread
+  int64_t wave = 0;   // rows [wave * width, wave * width + active()) run now
   size_t steps_per_row = 0;
   std::vector<Tensor> batch_inputs;  // graph-input order
-  std::vector<Tensor> row_inputs;    // row `row` of each
-  std::vector<const Tensor*> row_refs;
+  std::vector<Slot> slots;           // width of them
   std::vector<NamedTensor> outputs;  // the batch's, filled row by row
   std::vector<int64_t> step_ns;      // per step of the whole batch
-  PlanStats stats;                   // the row plan's, times the rows
+  PlanStats stats;                   // the row plan's, scaled to the batch
 
-  // Points row_inputs at row `r` of each batch input: a view when the row
-  // starts where a tensor buffer may (kTensorAlignment), else a copy.
-  Status BindRow(int64_t r) {
-    row_inputs.resize(batch_inputs.size());
-    row_refs.resize(batch_inputs.size());
+  int64_t active() const { return std::min(width, rows - wave * width); }
+
+  // Points the slot's inputs at row `r` of each batch input: a view when
+  // the row starts where a tensor buffer may (kTensorAlignment), else a copy.
+  Status BindRow(Slot& slot, int64_t r) const {
+    slot.inputs.resize(batch_inputs.size());
+    slot.refs.resize(batch_inputs.size());
     for (size_t i = 0; i < batch_inputs.size(); ++i) {
       const Tensor& batch = batch_inputs[i];
       Shape shape = batch.shape();
@@ -37,19 +48,20 @@ struct Execution::RowSplit {
       const size_t row_bytes = batch.byte_size() / static_cast<size_t>(rows);
       const size_t offset = row_bytes * static_cast<size_t>(r);
       if (offset % kTensorAlignment == 0) {
-        ORRERY_ASSIGN_OR_RETURN(row_inputs[i], Tensor::ViewOf(batch, offset, batch.dtype(), std::move(shape)));
+        ORRERY_ASSIGN_OR_RETURN(slot.inputs[i], Tensor::ViewOf(batch, offset, batch.dtype(), std::move(shape)));
       } else {
-        ORRERY_ASSIGN_OR_RETURN(row_inputs[i],
+        ORRERY_ASSIGN_OR_RETURN(slot.inputs[i],
                                 Tensor::FromBytes(batch.dtype(), std::move(shape), batch.bytes().substr(offset, row_bytes)));
       }
-      row_refs[i] = &row_inputs[i];
+      slot.refs[i] = &slot.inputs[i];
     }
     return Status::Ok();
   }
 };
 
 Result<Execution> Execution::Start(const CompiledModel& model,
-                                   const std::vector<NamedTensor>& inputs) {
+                                   const std::vector<NamedTensor>& inputs,
+                                   const ExecutionOptions& options) {
   const CompiledModel::Impl& impl = *model.impl_;
   const size_t n = impl.signature.inputs.size();
   // The ordered inputs live on the stack for the usual handful of inputs.
@@ -66,10 +78,12 @@ Result<Execution> Execution::Start(const CompiledModel& model,
   if (plan->split_rows > 1) {
     auto split = std::make_unique<RowSplit>();
     split->rows = plan->split_rows;
+    split->width = std::clamp<int64_t>(options.threads, 1, split->rows);
+    split->slots.resize(static_cast<size_t>(split->width));
     for (const Tensor* t : ordered) split->batch_inputs.push_back(*t);  // shares the buffer
-    ORRERY_RETURN_IF_ERROR(split->BindRow(0));
+    ORRERY_RETURN_IF_ERROR(split->BindRow(split->slots[0], 0));
     ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::SpecializedPlan> row_plan,
-                            impl.cache->Get(split->row_refs));
+                            impl.cache->Get(split->slots[0].refs));
     if (!row_plan->steps.empty() && row_plan->output_entries.size() == plan->output_entries.size()) {
       for (size_t o = 0; o < plan->output_entries.size(); ++o) {
         const ops::TensorType& t = plan->entries[static_cast<size_t>(plan->output_entries[o])].type;
@@ -78,16 +92,23 @@ Result<Execution> Execution::Start(const CompiledModel& model,
       }
       ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<runtime::RunState> state, row_plan->AcquireState());
       Execution ex(std::move(row_plan), std::move(state));
-      split->steps_per_row = ex.num_steps_;
-      ex.num_steps_ *= static_cast<size_t>(split->rows);
-      split->step_ns.assign(ex.num_steps_, 0);
-      split->stats = ex.plan_->stats;
-      split->stats.num_steps = ex.num_steps_;
-      split->stats.dynamic_steps *= static_cast<size_t>(split->rows);
-      split->stats.flops *= split->rows;
-      split->stats.output_bytes *= split->rows;
       ex.rows_ = std::move(split);
-      ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*ex.plan_, ex.rows_->row_refs, *ex.state_));
+      RowSplit& rs = *ex.rows_;
+      for (size_t t = 1; t < rs.slots.size(); ++t) {
+        ORRERY_ASSIGN_OR_RETURN(rs.slots[t].state, ex.plan_->AcquireState());
+      }
+      const int64_t waves = (rs.rows + rs.width - 1) / rs.width;
+      rs.steps_per_row = ex.num_steps_;
+      ex.num_steps_ *= static_cast<size_t>(waves);
+      rs.step_ns.assign(ex.num_steps_, 0);
+      rs.stats = ex.plan_->stats;
+      rs.stats.num_steps = ex.num_steps_;
+      rs.stats.dynamic_steps *= static_cast<size_t>(waves);
+      rs.stats.flops *= rs.rows;
+      rs.stats.output_bytes *= rs.rows;
+      rs.stats.arena_bytes *= rs.width;
+      rs.stats.naive_bytes *= rs.width;
+      ORRERY_RETURN_IF_ERROR(ex.BeginWave());
       return ex;
     }
   }
@@ -122,6 +143,12 @@ Execution::~Execution() { Finish(); }
 
 void Execution::Finish() {
   if (state_ == nullptr) return;
+  if (rows_ != nullptr) {
+    EndRows();
+    for (size_t t = 1; t < rows_->slots.size(); ++t) {
+      if (rows_->slots[t].state != nullptr) plan_->ReleaseState(std::move(rows_->slots[t].state));
+    }
+  }
   if (!run_ended_) runtime::EndRun(*plan_, *state_);
   run_ended_ = true;
   plan_->ReleaseState(std::move(state_));
@@ -148,8 +175,8 @@ Status Execution::Step(ops::ThreadGroup* threads) {
     return Status::FailedPrecondition("execution is done (" + std::to_string(num_steps_) +
                                       " steps)");
   }
-  // The step of the plan (of the row, when the batch runs row by row).
-  const size_t index = rows_ != nullptr ? next_ % rows_->steps_per_row : next_;
+  if (rows_ != nullptr) return StepRows(threads);
+  const size_t index = next_;
   const auto t0 = std::chrono::steady_clock::now();
   const bool group = threads != nullptr && threads->size() > 1;
   const int64_t jobs = group ? threads->jobs() : 0;
@@ -158,7 +185,6 @@ Status Execution::Step(ops::ThreadGroup* threads) {
   if (group) state_->step_parallel[index] = threads->jobs() != jobs ? 1 : 0;
   const auto t1 = std::chrono::steady_clock::now();
   state_->step_ns[index] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-  if (rows_ != nullptr) rows_->step_ns[next_] = state_->step_ns[index];
   if (!st.ok()) {
     error_ = st;
     runtime::EndRun(*plan_, *state_);
@@ -166,40 +192,94 @@ Status Execution::Step(ops::ThreadGroup* threads) {
     return st;
   }
   ++next_;
-  if (rows_ != nullptr && index + 1 == rows_->steps_per_row) {
-    st = FinishRow();
-    if (!st.ok()) {
-      error_ = st;
-      return st;
-    }
+  return Status::Ok();
+}
+
+runtime::RunState& Execution::RowState(size_t slot) {
+  return slot == 0 ? *state_ : *rows_->slots[slot].state;
+}
+
+Status Execution::StepRows(ops::ThreadGroup* threads) {
+  RowSplit& split = *rows_;
+  const size_t index = next_ % split.steps_per_row;
+  const auto active = static_cast<size_t>(split.active());
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st;
+  if (active == 1) {
+    // One row (a batch of one row per thread's last, partial wave): the
+    // group works on its steps as on any single run.
+    const bool group = threads != nullptr && threads->size() > 1;
+    const int64_t jobs = group ? threads->jobs() : 0;
+    if (group) ExpectParallelStep(*threads, index);
+    st = runtime::RunPlannedStep(*plan_, index, *state_, threads);
+    if (group) state_->step_parallel[index] = threads->jobs() != jobs ? 1 : 0;
+  } else {
+    // A row per thread, each step single-threaded on its row's arena: no
+    // image is shared between cores.
+    ops::ParallelFor(threads, static_cast<int64_t>(active), [&](int64_t t, int /*thread*/) {
+      const auto slot = static_cast<size_t>(t);
+      split.slots[slot].status = runtime::RunPlannedStep(*plan_, index, RowState(slot), nullptr);
+    });
+    for (size_t t = 0; t < active && st.ok(); ++t) st = split.slots[t].status;
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  state_->step_ns[index] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+  split.step_ns[next_] = state_->step_ns[index];
+  if (st.ok()) {
+    ++next_;
+    if (index + 1 == split.steps_per_row) st = FinishWave();
+  }
+  if (!st.ok()) {
+    error_ = st;
+    EndRows();
+  }
+  return st;
+}
+
+Status Execution::BeginWave() {
+  RowSplit& split = *rows_;
+  for (size_t t = 0; t < static_cast<size_t>(split.active()); ++t) {
+    RowSplit::Slot& slot = split.slots[t];
+    ORRERY_RETURN_IF_ERROR(split.BindRow(slot, split.wave * split.width + static_cast<int64_t>(t)));
+    ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*plan_, slot.refs, RowState(t)));
+    slot.bound = true;
+    if (t == 0) run_ended_ = false;
   }
   return Status::Ok();
 }
 
-Status Execution::FinishRow() {
+Status Execution::FinishWave() {
   RowSplit& split = *rows_;
-  Result<std::vector<NamedTensor>> outs = runtime::CollectOutputs(*plan_, *state_);
-  runtime::EndRun(*plan_, *state_);
-  run_ended_ = true;
-  if (!outs.ok()) return outs.status();
-  for (size_t o = 0; o < outs->size(); ++o) {
-    const Tensor& row = (*outs)[o].tensor;
-    Tensor& batch = split.outputs[o].tensor;
-    if (row.dtype() != batch.dtype() || row.byte_size() * static_cast<size_t>(split.rows) != batch.byte_size()) {
-      return Status::Internal("output '" + split.outputs[o].name + "': row " + std::to_string(split.row) +
-                              " gave " + ShapeToString(row.shape()) + " for a batch of " +
-                              ShapeToString(batch.shape()));
-    }
-    if (row.byte_size() > 0) {
-      std::memcpy(static_cast<std::byte*>(batch.raw_data()) + row.byte_size() * static_cast<size_t>(split.row),
-                  row.raw_data(), row.byte_size());
+  for (size_t t = 0; t < static_cast<size_t>(split.active()); ++t) {
+    const int64_t row_index = split.wave * split.width + static_cast<int64_t>(t);
+    Result<std::vector<NamedTensor>> outs = runtime::CollectOutputs(*plan_, RowState(t));
+    if (!outs.ok()) return outs.status();
+    for (size_t o = 0; o < outs->size(); ++o) {
+      const Tensor& row = (*outs)[o].tensor;
+      Tensor& batch = split.outputs[o].tensor;
+      if (row.dtype() != batch.dtype() || row.byte_size() * static_cast<size_t>(split.rows) != batch.byte_size()) {
+        return Status::Internal("output '" + split.outputs[o].name + "': row " + std::to_string(row_index) +
+                                " gave " + ShapeToString(row.shape()) + " for a batch of " +
+                                ShapeToString(batch.shape()));
+      }
+      if (row.byte_size() > 0) {
+        std::memcpy(static_cast<std::byte*>(batch.raw_data()) + row.byte_size() * static_cast<size_t>(row_index),
+                    row.raw_data(), row.byte_size());
+      }
     }
   }
-  if (++split.row == split.rows) return Status::Ok();
-  ORRERY_RETURN_IF_ERROR(split.BindRow(split.row));
-  ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*plan_, split.row_refs, *state_));
-  run_ended_ = false;
-  return Status::Ok();
+  EndRows();
+  if (++split.wave * split.width >= split.rows) return Status::Ok();
+  return BeginWave();
+}
+
+void Execution::EndRows() {
+  for (size_t t = 0; t < rows_->slots.size(); ++t) {
+    if (!rows_->slots[t].bound) continue;
+    runtime::EndRun(*plan_, RowState(t));
+    rows_->slots[t].bound = false;
+  }
+  run_ended_ = true;
 }
 
 Result<std::vector<NamedTensor>> Execution::TakeOutputs() {

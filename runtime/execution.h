@@ -17,10 +17,12 @@
 // keeps its plan (and the inputs' buffers) alive, not the CompiledModel.
 //
 // A large batch whose rows the model computes apart (runtime/row_split.h)
-// runs one row at a time on the plan for one row: its steps are that plan's
-// steps once per row (num_steps() = rows x steps per row; Profile() names
-// them so), each row's outputs are copied into the batch's, and plan_stats()
-// describes the row plan times the rows (its arena is the row plan's).
+// runs on the plan for one row, ExecutionOptions::threads rows at a time
+// (one per thread, each on its own arena): its steps are that plan's steps
+// once per wave of rows (num_steps() = ceil(rows / threads) x steps per row;
+// Profile() names them so), each row's outputs are copied into the batch's,
+// and plan_stats() describes the row plan scaled to the batch (FLOPs x rows,
+// arena x rows at once).
 #pragma once
 
 #include <cstddef>
@@ -64,11 +66,18 @@ struct PlanStats {
   int64_t flops = 0;         // per run, by the kernels' CostFns (static steps)
 };
 
+struct ExecutionOptions {
+  // Threads in the groups Step will be lent (ops::NumThreads). Only a batch
+  // run row by row uses it: that many rows at once, one per thread.
+  int threads = 1;
+};
+
 class Execution {
  public:
   // Validates `inputs` like CompiledModel::Run (INVALID_ARGUMENT naming the
   // input) and errors from specialising the plan for their shapes.
-  static Result<Execution> Start(const CompiledModel& model, const std::vector<NamedTensor>& inputs);
+  static Result<Execution> Start(const CompiledModel& model, const std::vector<NamedTensor>& inputs,
+                                 const ExecutionOptions& options = {});
 
   Execution(Execution&& other) noexcept;
   Execution& operator=(Execution&& other) noexcept;
@@ -106,9 +115,14 @@ class Execution {
   // ExpectJob for the next parallel step of the plan after step `index`
   // (see Step), when one is near.
   void ExpectParallelStep(ops::ThreadGroup& threads, size_t index) const;
-  // Row by row: after a row's last step, its outputs into the batch's and
-  // the next row bound.
-  Status FinishRow();
+  // Row by row (rows_ set): Step for the rows of the current wave; binding
+  // a wave's rows; after its last step, their outputs into the batch's and
+  // the next wave bound; ending the bound rows' runs (errors, Finish).
+  Status StepRows(ops::ThreadGroup* threads);
+  Status BeginWave();
+  Status FinishWave();
+  void EndRows();
+  runtime::RunState& RowState(size_t slot);
 
   struct RowSplit;  // the batch, when it runs row by row
 

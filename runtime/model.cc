@@ -150,7 +150,7 @@ Result<std::unique_ptr<CompiledModel>> CompiledModel::Load(const LoadOptions& op
 
 Result<std::vector<NamedTensor>> CompiledModel::Run(const std::vector<NamedTensor>& inputs,
                                                     ops::ThreadGroup* threads) const {
-  ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(*this, inputs));
+  ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(*this, inputs, {.threads = ops::NumThreads(threads)}));
   while (!ex.done()) ORRERY_RETURN_IF_ERROR(ex.Step(threads));
   return ex.TakeOutputs();
 }

@@ -737,14 +737,14 @@ void FairScheduler::RunOnLane(std::unique_ptr<Job> first, ops::ThreadGroup* grou
     if (!job.exec) {
       Result<Execution> ex = Status::Internal("not started");
       if (job.members.empty()) {
-        ex = Execution::Start(*job.request.model, job.request.inputs);
+        ex = Execution::Start(*job.request.model, job.request.inputs, {.threads = ops::NumThreads(group)});
       } else {
         std::vector<const std::vector<NamedTensor>*> parts{&job.request.inputs};
         for (const std::unique_ptr<Job>& m : job.members) parts.push_back(&m->request.inputs);
         Result<std::vector<NamedTensor>> batched = ConcatRows(parts);
         if (batched.ok()) {
           job.batch_inputs = std::move(batched).value();
-          ex = Execution::Start(*job.request.model, job.batch_inputs);
+          ex = Execution::Start(*job.request.model, job.batch_inputs, {.threads = ops::NumThreads(group)});
         } else {
           ex = batched.status();
         }
@@ -993,7 +993,8 @@ Status FairScheduler::StartOnDeviceLocked(std::unique_ptr<Job> job, uint64_t tic
     work.run = [run = options_.device_executor.run, shared](ops::ThreadGroup*) { return run(shared->request); };
   } else {
     work.run = [shared](ops::ThreadGroup* group) -> Result<std::vector<NamedTensor>> {
-      ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(*shared->request.model, shared->request.inputs));
+      ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(*shared->request.model, shared->request.inputs,
+                                                             {.threads = ops::NumThreads(group)}));
       while (!ex.done()) (void)ex.Step(group);  // an error ends it; TakeOutputs returns it
       return ex.TakeOutputs();
     };

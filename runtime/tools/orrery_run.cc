@@ -362,7 +362,7 @@ Result<std::vector<NamedTensor>> RunSteps(const CompiledModel& model,
                                           ProfileSum* profile, PlanStats* stats,
                                           runtime::LaneGroup* threads,
                                           std::span<int64_t> step_ns = {}) {
-  ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(model, inputs));
+  ORRERY_ASSIGN_OR_RETURN(Execution ex, Execution::Start(model, inputs, {.threads = ops::NumThreads(threads)}));
   // Per step lane hand-offs, only when profiling (allocates).
   std::vector<runtime::LaneGroupStats> lanes;
   while (!ex.done()) {

@@ -10,6 +10,7 @@
 #include "model_builder.h"
 #include "plan_util.h"
 #include "runtime/execution.h"
+#include "runtime/lane_group.h"
 #include "runtime/model.h"
 
 namespace orrery {
@@ -127,29 +128,35 @@ TEST(RowSplitTest, MatrixProductsThatShareWeightsAcrossRowsStayBatched) {
 }
 
 // A batch run row by row gives every row the bits a run of that row alone
-// gives, with rows starting at aligned offsets (views) or not (copies).
-void ExpectRowByRowEqualsRowsAlone(int64_t side) {
-  SCOPED_TRACE("side " + std::to_string(side));
+// gives, with rows starting at aligned offsets (views) or not (copies), one
+// row at a time or `threads` at once (a row per thread, the last wave
+// short when they do not divide the rows).
+void ExpectRowByRowEqualsRowsAlone(int64_t side, int64_t rows = 4, int threads = 1) {
+  SCOPED_TRACE("side " + std::to_string(side) + ", rows " + std::to_string(rows) + ", threads " +
+               std::to_string(threads));
   const ModelBuilder b = Cnn();
   auto model = MustCompile(b);
   ASSERT_NE(model, nullptr);
-  constexpr int64_t kRows = 4;
+  const int64_t kRows = rows;
   const Tensor x = F32({kRows, 3, side, side}, Ramp(static_cast<size_t>(kRows * 3 * side * side), 7));
+  std::unique_ptr<runtime::LaneGroup> group;
+  if (threads > 1) group = std::make_unique<runtime::LaneGroup>(runtime::LaneGroupOptions{.threads = threads});
+  const size_t waves = static_cast<size_t>((kRows + threads - 1) / threads);
 
   auto one = Execution::Start(*model, {{"X", Row(x, 0)}});
   ASSERT_TRUE(one.ok()) << one.status().ToString();
   const size_t steps_per_row = one->num_steps();
   const PlanStats row_stats = one->plan_stats();
 
-  auto ex = Execution::Start(*model, {{"X", x}});
+  auto ex = Execution::Start(*model, {{"X", x}}, {.threads = threads});
   ASSERT_TRUE(ex.ok()) << ex.status().ToString();
-  EXPECT_EQ(ex->num_steps(), kRows * steps_per_row);
-  EXPECT_EQ(ex->plan_stats().num_steps, kRows * steps_per_row);
+  EXPECT_EQ(ex->num_steps(), waves * steps_per_row);
+  EXPECT_EQ(ex->plan_stats().num_steps, waves * steps_per_row);
   EXPECT_EQ(ex->plan_stats().flops, kRows * row_stats.flops);
-  EXPECT_EQ(ex->plan_stats().arena_bytes, row_stats.arena_bytes);
-  while (!ex->done()) ASSERT_TRUE(ex->Step().ok());
+  EXPECT_EQ(ex->plan_stats().arena_bytes, threads * row_stats.arena_bytes);
+  while (!ex->done()) ASSERT_TRUE(ex->Step(group.get()).ok());
   const std::vector<StepProfile> profile = ex->Profile();
-  ASSERT_EQ(profile.size(), kRows * steps_per_row);
+  ASSERT_EQ(profile.size(), waves * steps_per_row);
   for (size_t s = 0; s + steps_per_row < profile.size(); ++s) {
     EXPECT_EQ(profile[s].name, profile[s + steps_per_row].name);
     EXPECT_GT(ex->step_ns(s), 0);
@@ -175,6 +182,12 @@ TEST(RowSplitTest, RowByRowEqualsEachRowAloneWithViewsOfTheInput) { ExpectRowByR
 TEST(RowSplitTest, RowByRowEqualsEachRowAloneWithCopiesOfUnalignedRows) {
   // 3 x 161 x 161 floats a row: rows start at offsets no tensor buffer may.
   ExpectRowByRowEqualsRowsAlone(161);
+}
+
+TEST(RowSplitTest, TwoThreadsRunTwoRowsAtOnce) {
+  ExpectRowByRowEqualsRowsAlone(160, /*rows=*/4, /*threads=*/2);
+  // 3 rows: a wave of two, then one row that the group shares.
+  ExpectRowByRowEqualsRowsAlone(161, /*rows=*/3, /*threads=*/2);
 }
 
 TEST(RowSplitTest, RowsMixedAcrossTheBatchRunAsOneBatch) {
