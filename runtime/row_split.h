@@ -6,8 +6,9 @@
 // than 8 runs of one image (step minima 299 vs 269 ms on this host's Zen 5;
 // MobileNetV2 and SqueezeNet 1.1 ~22%). When every step treats the rows of
 // dim 0 independently, Execution runs such a batch as N runs of the batch-1
-// plan (depth first: one image through all steps, then the next) and writes
-// each row's outputs into the batch's. Batches whose activations stay in
+// plan (depth first: one image through all steps, then the next; with a
+// group of T threads, T images at once, one per thread) and writes each
+// row's outputs into the batch's. Batches whose activations stay in
 // cache (the scenarios' small CNN: 2x faster batched at batch 8) and models
 // whose weights one row uses only once or a few times (an MLP: 5x faster
 // batched at batch 64, each weight load shared by all rows) keep the batched
