@@ -75,46 +75,54 @@ Result<Execution> Execution::Start(const CompiledModel& model,
 
   ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::SpecializedPlan> plan,
                           impl.cache->Get(ordered));
-  if (plan->split_rows > 1) {
-    auto split = std::make_unique<RowSplit>();
-    split->rows = plan->split_rows;
-    split->width = std::clamp<int64_t>(options.threads, 1, split->rows);
-    split->slots.resize(static_cast<size_t>(split->width));
-    for (const Tensor* t : ordered) split->batch_inputs.push_back(*t);  // shares the buffer
-    ORRERY_RETURN_IF_ERROR(split->BindRow(split->slots[0], 0));
-    ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::SpecializedPlan> row_plan,
-                            impl.cache->Get(split->slots[0].refs));
-    if (!row_plan->steps.empty() && row_plan->output_entries.size() == plan->output_entries.size()) {
-      for (size_t o = 0; o < plan->output_entries.size(); ++o) {
-        const ops::TensorType& t = plan->entries[static_cast<size_t>(plan->output_entries[o])].type;
-        ORRERY_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(t.dtype, t.shape));
-        split->outputs.push_back(NamedTensor{plan->output_names[o], std::move(out)});
-      }
-      ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<runtime::RunState> state, row_plan->AcquireState());
-      Execution ex(std::move(row_plan), std::move(state));
-      ex.rows_ = std::move(split);
-      RowSplit& rs = *ex.rows_;
-      for (size_t t = 1; t < rs.slots.size(); ++t) {
-        ORRERY_ASSIGN_OR_RETURN(rs.slots[t].state, ex.plan_->AcquireState());
-      }
-      const int64_t waves = (rs.rows + rs.width - 1) / rs.width;
-      rs.steps_per_row = ex.num_steps_;
-      ex.num_steps_ *= static_cast<size_t>(waves);
-      rs.step_ns.assign(ex.num_steps_, 0);
-      rs.stats = ex.plan_->stats;
-      rs.stats.num_steps = ex.num_steps_;
-      rs.stats.dynamic_steps *= static_cast<size_t>(waves);
-      rs.stats.flops *= rs.rows;
-      rs.stats.output_bytes *= rs.rows;
-      rs.stats.arena_bytes *= rs.width;
-      rs.stats.naive_bytes *= rs.width;
-      ORRERY_RETURN_IF_ERROR(ex.BeginWave());
-      return ex;
-    }
-  }
+  if (plan->split_rows > 1) return StartRows(*impl.cache, *plan, ordered, options);
   ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<runtime::RunState> state, plan->AcquireState());
   Execution ex(std::move(plan), std::move(state));
   ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*ex.plan_, ordered, *ex.state_));
+  return ex;
+}
+
+Result<Execution> Execution::StartRows(runtime::PlanCache& cache, const runtime::SpecializedPlan& batch_plan,
+                                       std::span<const Tensor* const> ordered, const ExecutionOptions& options) {
+  auto split = std::make_unique<RowSplit>();
+  split->rows = batch_plan.split_rows;
+  split->width = std::clamp<int64_t>(options.threads, 1, split->rows);
+  split->slots.resize(static_cast<size_t>(split->width));
+  for (const Tensor* t : ordered) split->batch_inputs.push_back(*t);  // shares the buffer
+  ORRERY_RETURN_IF_ERROR(split->BindRow(split->slots[0], 0));
+  ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const runtime::SpecializedPlan> row_plan,
+                          cache.Get(split->slots[0].refs));
+  // The same graph for one row: the same outputs, and steps (the batch
+  // plan's arena holds at least one step's output).
+  if (row_plan->steps.empty() || row_plan->output_entries.size() != batch_plan.output_entries.size()) {
+    return Status::Internal("the plan for one row of " + std::to_string(split->rows) + " has " +
+                            std::to_string(row_plan->steps.size()) + " steps and " +
+                            std::to_string(row_plan->output_entries.size()) + " outputs");
+  }
+  for (size_t o = 0; o < batch_plan.output_entries.size(); ++o) {
+    const ops::TensorType& type = batch_plan.entries[static_cast<size_t>(batch_plan.output_entries[o])].type;
+    ORRERY_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(type.dtype, type.shape));
+    split->outputs.push_back(NamedTensor{batch_plan.output_names[o], std::move(out)});
+  }
+  ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<runtime::RunState> state, row_plan->AcquireState());
+  Execution ex(std::move(row_plan), std::move(state));
+  ex.rows_ = std::move(split);
+  RowSplit& rs = *ex.rows_;
+  for (size_t t = 1; t < rs.slots.size(); ++t) {
+    ORRERY_ASSIGN_OR_RETURN(rs.slots[t].state, ex.plan_->AcquireState());
+  }
+  const int64_t waves = (rs.rows + rs.width - 1) / rs.width;
+  rs.steps_per_row = ex.num_steps_;
+  ex.num_steps_ *= static_cast<size_t>(waves);
+  rs.step_ns.assign(ex.num_steps_, 0);
+  rs.stats = ex.plan_->stats;
+  rs.stats.num_steps = ex.num_steps_;
+  rs.stats.dynamic_steps *= static_cast<size_t>(waves);
+  rs.stats.flops *= rs.rows;
+  rs.stats.output_bytes *= rs.rows;
+  rs.stats.arena_bytes *= rs.width;
+  rs.stats.naive_bytes *= rs.width;
+  ORRERY_RETURN_IF_ERROR(ex.BeginWave());
   return ex;
 }
 
@@ -176,15 +184,10 @@ Status Execution::Step(ops::ThreadGroup* threads) {
                                       " steps)");
   }
   if (rows_ != nullptr) return StepRows(threads);
-  const size_t index = next_;
   const auto t0 = std::chrono::steady_clock::now();
-  const bool group = threads != nullptr && threads->size() > 1;
-  const int64_t jobs = group ? threads->jobs() : 0;
-  if (group) ExpectParallelStep(*threads, index);
-  Status st = runtime::RunPlannedStep(*plan_, index, *state_, threads);
-  if (group) state_->step_parallel[index] = threads->jobs() != jobs ? 1 : 0;
+  Status st = RunStep(next_, threads);
   const auto t1 = std::chrono::steady_clock::now();
-  state_->step_ns[index] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+  state_->step_ns[next_] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
   if (!st.ok()) {
     error_ = st;
     runtime::EndRun(*plan_, *state_);
@@ -193,6 +196,15 @@ Status Execution::Step(ops::ThreadGroup* threads) {
   }
   ++next_;
   return Status::Ok();
+}
+
+Status Execution::RunStep(size_t index, ops::ThreadGroup* threads) {
+  const bool group = threads != nullptr && threads->size() > 1;
+  const int64_t jobs = group ? threads->jobs() : 0;
+  if (group) ExpectParallelStep(*threads, index);
+  Status st = runtime::RunPlannedStep(*plan_, index, *state_, threads);
+  if (group) state_->step_parallel[index] = threads->jobs() != jobs ? 1 : 0;
+  return st;
 }
 
 runtime::RunState& Execution::RowState(size_t slot) {
@@ -206,13 +218,9 @@ Status Execution::StepRows(ops::ThreadGroup* threads) {
   const auto t0 = std::chrono::steady_clock::now();
   Status st;
   if (active == 1) {
-    // One row (a batch of one row per thread's last, partial wave): the
-    // group works on its steps as on any single run.
-    const bool group = threads != nullptr && threads->size() > 1;
-    const int64_t jobs = group ? threads->jobs() : 0;
-    if (group) ExpectParallelStep(*threads, index);
-    st = runtime::RunPlannedStep(*plan_, index, *state_, threads);
-    if (group) state_->step_parallel[index] = threads->jobs() != jobs ? 1 : 0;
+    // One row (one thread, or the last wave when the threads do not divide
+    // the rows): the group works on its steps as on any single run.
+    st = RunStep(index, threads);
   } else {
     // A row per thread, each step single-threaded on its row's arena: no
     // image is shared between cores.

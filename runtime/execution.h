@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@
 namespace orrery {
 
 namespace runtime {
+class PlanCache;
 class SpecializedPlan;
 struct RunState;
 }  // namespace runtime
@@ -111,7 +113,13 @@ class Execution {
  private:
   Execution(std::shared_ptr<const runtime::SpecializedPlan> plan,
             std::unique_ptr<runtime::RunState> state);
+  // Start for a plan with split_rows: the plan for one row, `threads` rows
+  // at once.
+  static Result<Execution> StartRows(runtime::PlanCache& cache, const runtime::SpecializedPlan& batch_plan,
+                                     std::span<const Tensor* const> ordered, const ExecutionOptions& options);
   void Finish();  // drops per-run references and returns the run state
+  // Runs step `index` of the plan on state_ with `threads` (see Step).
+  Status RunStep(size_t index, ops::ThreadGroup* threads);
   // ExpectJob for the next parallel step of the plan after step `index`
   // (see Step), when one is near.
   void ExpectParallelStep(ops::ThreadGroup& threads, size_t index) const;
