@@ -431,8 +431,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     if (gemm_internal::BuildConvPhasePlan(p->im2col, p->g2.output[0], &phase_plan,
                                           &phase_split) &&
         phase_split.phases == 1 &&
-        p->cg * phase_split.plane_vol() * static_cast<int64_t>(sizeof(float)) <=
-            kPhaseMaxBytes) {
+        phase_split.bytes(p->cg) <= kPhaseMaxBytes) {
       p->phase = true;
       p->phase_split = phase_split;
       p->direct_plan = std::move(phase_plan);
@@ -523,8 +522,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   }
   if (p->phase) {
     // The parity planes of one image's group, at the tail (see ComputeConv).
-    scratch += (p->cg * p->phase_split.plane_vol() * static_cast<int64_t>(sizeof(float)) + 63) /
-               64 * 64;
+    scratch += p->phase_split.bytes(p->cg);
   }
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
@@ -672,8 +670,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   KernelContext gctx = ctx;
   float* planes = nullptr;
   if (split) {
-    const size_t bytes = static_cast<size_t>(p.cg * dvol) * sizeof(float);
-    const size_t off = (ctx.scratch.size() - bytes) & ~size_t{63};
+    const size_t off = (ctx.scratch.size() - static_cast<size_t>(p.phase_split.bytes(p.cg))) & ~size_t{63};
     planes = reinterpret_cast<float*>(ctx.scratch.data() + off);
     gctx.scratch = ctx.scratch.first(off);
   }
@@ -690,11 +687,12 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       // chunks on every thread, or the input itself.
       const float* xp = xg;
       if (split) {
-        const int64_t nthreads = NumThreads(ctx.threads);
-        const int64_t tasks = nthreads > 1 ? std::min<int64_t>(p.cg, 4 * nthreads) : 1;
+        // Guided channel chunks, as the kernels' (ops/parallel.h).
+        int64_t bounds[kMaxGuidedChunks + 1];
+        const int64_t tasks = GuidedBounds(p.cg, NumThreads(ctx.threads), bounds);
         const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
         ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
-          const int64_t c0 = task * p.cg / tasks, c1 = (task + 1) * p.cg / tasks;
+          const int64_t c0 = bounds[task], c1 = bounds[task + 1];
           const float* src = xg + c0 * p.in_vol;
           float* dst = planes + c0 * dvol;
           if (avx512) {

@@ -64,6 +64,11 @@ struct PhaseSplit {
   int8_t slot[4] = {-1, -1, -1, -1};  // plane index of parity 2 * (row odd) + (col odd)
   int64_t h_in = 0, w_in = 0, h_out = 0, w_out = 0;
   int64_t plane_vol() const { return phases * h_out * w_out; }  // per channel
+  // Bytes of the planes of `channels` channels, rounded up to 64 (the
+  // scratch a convolution sets aside for them).
+  int64_t bytes(int64_t channels) const {
+    return (channels * plane_vol() * static_cast<int64_t>(sizeof(float)) + 63) / 64 * 64;
+  }
 };
 // The plan over the parity planes (a linear plan: read with plan_vol() as
 // the channel stride) and the split, when the geometry fits; else false.
