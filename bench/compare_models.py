@@ -24,6 +24,7 @@ generated block of the markdown report (other sections stay). Models Orrery
 cannot run are listed, not timed.
 """
 import argparse
+import csv
 import datetime
 import json
 import math
@@ -263,6 +264,63 @@ def orrery_bench(args, model, shape_flags, threads, iters):
     return o, ""
 
 
+def nearest_rank(sorted_values, p):
+    """The p-th percentile by nearest rank, as orrery-run and ort_run.js."""
+    n = len(sorted_values)
+    return sorted_values[min(max(math.ceil(p / 100 * n), 1), n) - 1]
+
+
+def pool_runs(first, runs_ms, cpu_ms=None):
+    """`first` (one invocation's JSON) with its per-run statistics recomputed
+    over `runs_ms`, every round's timed runs (and on-CPU times)."""
+    out = dict(first)
+    ms = sorted(runs_ms)
+    out.update(p50_ms=nearest_rank(ms, 50), p99_ms=nearest_rank(ms, 99), min_ms=ms[0],
+               mean_ms=sum(ms) / len(ms), iterations=len(ms))
+    if cpu_ms:
+        cpu = sorted(cpu_ms)
+        out.update(p50_cpu_ms=nearest_rank(cpu, 50), p99_cpu_ms=nearest_rank(cpu, 99))
+    return out
+
+
+def side_by_side(args, model, shape_flags, feeds, threads, iters, tmpdir):
+    """Orrery and ORT on the same model, alternated in --rounds rounds of
+    iters / rounds timed runs each (every round its own process, load and
+    warm-up), pooled per side: this host switches states (e.g. where it puts
+    our two vCPUs, docs/benchmarks.md) for minutes at a time, and one block
+    per side could land in different ones. Returns (orrery, ort, error)."""
+    rounds = max(1, min(args.rounds, iters // 2))
+    per = [iters // rounds + (1 if k < iters % rounds else 0) for k in range(rounds)]
+    csv_path = os.path.join(tmpdir, "runs.csv")
+    o_runs, o_cpu, r_runs, o_cores, r_cores, steal = [], [], [], [], [], []
+    o0 = r0 = None
+    for n in per:
+        o, err = orrery_bench(args, model, shape_flags + ["--runs-csv", csv_path], threads, n)
+        if err:
+            return None, None, err
+        with open(csv_path) as f:
+            for row in csv.DictReader(f):
+                o_runs.append(float(row["wall_ms"]))
+                o_cpu.append(float(row["cpu_ms"]))
+        r, err = ort_bench(args, model, feeds + ["--all-runs"], threads, 1, n)
+        if err:
+            return None, None, err
+        r_runs += r.pop("runs_ms")
+        o_cores.append(o["cores"])
+        r_cores.append(r["cores"])
+        if o.get("steal_share") is not None:
+            steal.append(o["steal_share"])
+        o0, r0 = o0 or o, r0 or r
+    o = pool_runs(o0, o_runs, o_cpu)
+    o["cores"] = sum(o_cores) / len(o_cores)
+    if steal:
+        o["steal_share"] = sum(steal) / len(steal)
+    r = pool_runs(r0, r_runs)
+    r["cores"] = sum(r_cores) / len(r_cores)
+    o["rounds"] = r["rounds"] = rounds
+    return o, r, ""
+
+
 def batched_input(path, batch, tmpdir):
     """input_i.pb repeated `batch` times along axis 0 (every exported model's batch
     axis), written to tmpdir; returns (path, shape)."""
@@ -385,10 +443,7 @@ def latency(args):
                 # a two-thread row timed while they were far apart is ~10-15% slower
                 # on both sides, ours more (h-t2, docs/benchmarks.md).
                 trip_before = machine_jitter.vcpu_round_trip_ns(build_dir) if t > 1 and batch == 1 else None
-                o, err = orrery_bench(args, model, shape_flags, t, n)
-                r = None
-                if not err:
-                    r, err = ort_bench(args, model, feeds, t, 1, n)
+                o, r, err = side_by_side(args, model, shape_flags, feeds, t, n, tmpdir)
                 if err:
                     skipped.append((f"{name} (threads {t}, batch {batch})", err))
                     continue
@@ -490,12 +545,14 @@ def write_doc(args, r):
           "all graph optimizations.",
           "- Models: bench/export_models.py (torchvision / torch.nn, random weights, seed 0, "
           "opset 17), float32; both sides get the same input shape.",
-          "- Per model, T and batch: warm-up max(1, min(runs/10, 10)) runs, then `runs` timed "
-          f"runs (sized from one Orrery probe to about {args.target_seconds:g} s, clamped to "
-          f"[{args.min_iters}, {args.max_iters}], at batch 1 at least {args.min_p99_runs}; batch "
-          f"{args.batch} uses runs/{args.batch}); "
-          "nearest-rank percentiles. GFLOP/s = the plan's FLOPs (kernels' cost functions) / "
-          "p50.",
+          "- Per model, T and batch: `runs` timed runs per side (sized from one Orrery probe to "
+          f"about {args.target_seconds:g} s, clamped to [{args.min_iters}, {args.max_iters}], at "
+          f"batch 1 at least {args.min_p99_runs}; batch {args.batch} uses runs/{args.batch}), in "
+          f"up to {args.rounds} rounds that alternate Orrery and ORT (each round a fresh process "
+          "with warm-up max(1, min(round's runs/10, 10)) runs; at least 2 runs a round), pooled "
+          "per side: the host changes state for minutes at a time, so both sides sample the "
+          "same minutes. Nearest-rank percentiles. GFLOP/s = the plan's FLOPs (kernels' cost "
+          "functions) / p50.",
           "- cores = CPU seconds / wall seconds of the whole invocation (model load included): "
           "a T=2 row whose cores stay near 1 did not get two cores.",
           "", "### Batch 1", ""]
@@ -578,6 +635,8 @@ def main():
     p.add_argument("--min-p99-runs", type=int, default=100,
                    help="latency: timed runs at batch 1 at least (p99 = slowest run below 100)")
     p.add_argument("--batch", type=int, default=8, help="latency: batch size for throughput")
+    p.add_argument("--rounds", type=int, default=4,
+                   help="latency: alternate Orrery and ORT in this many rounds per row (pooled)")
     p.add_argument("--host-probe-runs", type=int, default=300,
                    help="latency: bench/cpu_jitter runs (each as long as Orrery's p50 up to 1 ms; "
                         "shorter runs are run 1 / p50 times as often) per kernel after each "

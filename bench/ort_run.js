@@ -3,7 +3,7 @@
 //
 //   node bench/ort_run.js MODEL.onnx --input NAME=FILE.pb ... [--output-dir DIR]
 //        [--threads T] [--concurrency C] [--iterations N] [--node-modules DIR]
-//        [--cold]
+//        [--cold] [--all-runs]
 //
 // Inputs and outputs are ONNX TensorProto files, the same format orrery-run
 // reads and writes (outputs land as DIR/<name>.pb, '/' in names -> '_').
@@ -11,7 +11,8 @@
 // then N timed session.run() calls spread over C concurrent callers (as
 // orrery-run --bench N --threads C spreads N runs over C threads; each caller
 // is a worker thread with its own session); prints one JSON line with
-// p50/p99/min/mean per run and throughput.
+// p50/p99/min/mean per run and throughput (with --all-runs also runs_ms,
+// every timed run in order, so a caller can pool several invocations).
 // The session uses intraOpNumThreads=T, interOpNumThreads=1, sequential
 // execution and all graph optimizations (ORT's defaults for a served model).
 // With --cold: times the session creation and the first run (a cold start,
@@ -27,7 +28,8 @@ const { Worker, isMainThread, parentPort, workerData } = require('worker_threads
 
 const USAGE =
   'usage: node ort_run.js MODEL.onnx --input NAME=FILE.pb ... [--output-dir DIR]\n' +
-  '       [--threads T] [--concurrency C] [--iterations N] [--node-modules DIR] [--cold]\n';
+  '       [--threads T] [--concurrency C] [--iterations N] [--node-modules DIR] [--cold]\n' +
+  '       [--all-runs]\n';
 
 function fail(msg, code) {
   process.stderr.write(`ort_run: ${msg}\n`);
@@ -59,6 +61,8 @@ function parseArgs(argv) {
       args.iterations = positiveInt(a, argv[++i]);
     } else if (a === '--cold') {
       args.cold = true;
+    } else if (a === '--all-runs') {
+      args.allRuns = true;
     } else if (a === '--node-modules') {
       args.nodeModules = argv[++i] || fail(`--node-modules needs a directory\n${USAGE}`, 2);
     } else if (a.startsWith('-')) {
@@ -327,6 +331,7 @@ async function main() {
       ort_version: ort.env.versions?.common || '',
       p50_ms: r4(percentile(sorted, 50)), p99_ms: r4(percentile(sorted, 99)),
       min_ms: r4(sorted[0]), mean_ms: r4(mean), throughput_per_s: Number((n / wallS).toFixed(2)),
+      ...(args.allRuns ? { runs_ms: ms.map(r4) } : {}),
     }) + '\n');
   }
 }
