@@ -514,12 +514,14 @@ struct RunRecord {
 };
 
 Status WriteRunsCsv(const std::string& path, const CompiledModel& model,
-                    const std::vector<NamedTensor>& inputs,
+                    const std::vector<NamedTensor>& inputs, int threads,
                     const std::vector<std::vector<RunRecord>>& records,
                     const std::vector<std::vector<int64_t>>& step_ns, size_t num_steps) {
   // The step names, from one more (untimed) run's profile.
   std::vector<std::string> names;
-  Result<Execution> ex = Execution::Start(model, inputs);
+  // Started for the timed runs' group size: a batch run a row per thread
+  // has that many fewer steps.
+  Result<Execution> ex = Execution::Start(model, inputs, {.threads = threads});
   if (ex.ok()) {
     while (!ex->done() && ex->Step().ok()) {
     }
@@ -678,7 +680,7 @@ int Bench(const Args& args, const CompiledModel& model) {
     profile.Merge(profiles[t]);
   }
   if (!args.runs_csv.empty()) {
-    Status st = WriteRunsCsv(args.runs_csv, model, inputs, records, step_ns,
+    Status st = WriteRunsCsv(args.runs_csv, model, inputs, static_cast<int>(args.threads), records, step_ns,
                              step_ns.empty() || per_thread[0].empty()
                                  ? 0
                                  : step_ns[0].size() / per_thread[0].size());
