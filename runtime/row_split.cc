@@ -70,6 +70,8 @@ bool AttributesKeepRows(const PlannedStep& ps, const SpecializedPlan& plan, size
     Result<std::vector<int64_t>> perm = step.attrs.GetInts("perm");
     return perm.ok() && !perm->empty() && (*perm)[0] == 0;
   }
+  // Training BatchNormalization normalises by the batch's statistics.
+  if (op == "BatchNormalization" && !(int_attr("training_mode", 0, &v) && v == 0)) return false;
   // MaxPool's Indices and training BatchNormalization's statistics span rows.
   if (op == "MaxPool" || op == "BatchNormalization") {
     for (uint32_t o = 1; o < ps.out_count; ++o) {

@@ -127,6 +127,56 @@ TEST(RowSplitTest, MatrixProductsThatShareWeightsAcrossRowsStayBatched) {
   EXPECT_EQ(runtime::SeparableRows(**tsp), 0);
 }
 
+// SeparableRows of a one-node model over X[4, 3, 5] (and Y, when the node
+// reads a second input: another X-shaped value or the given constant).
+int64_t RowsOfOneNode(const std::string& op, const std::vector<int64_t>& constant_dims,
+                      void (*attrs)(onnx::NodeProto*) = nullptr, bool second_input = false) {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {-1, 3, 5});
+  std::vector<std::string> inputs{"X"};
+  if (second_input) {
+    b.Input("Y", kFloat, {-1, 3, 5});
+    inputs.push_back("Y");
+  }
+  if (!constant_dims.empty()) {
+    int64_t n = 1;
+    for (int64_t d : constant_dims) n *= d;
+    b.FloatInit("C", constant_dims, Ramp(static_cast<size_t>(n), 5));
+    inputs.push_back("C");
+  }
+  onnx::NodeProto* node = b.Node(op, inputs, {"Z"}, "node");
+  if (attrs != nullptr) attrs(node);
+  b.OutputNoShape("Z", kFloat);
+  std::vector<ops::TensorType> types{Type({4, 3, 5})};
+  if (second_input) types.push_back(Type({4, 3, 5}));
+  auto sp = SpecializeModel(b, types);
+  EXPECT_TRUE(sp.ok()) << op << ": " << sp.status().ToString();
+  return sp.ok() ? runtime::SeparableRows(**sp) : -1;
+}
+
+TEST(RowSplitTest, KernelsThatMixRowsAreNotSeparable) {
+  // Broadcast operands: one value per row would be indexed by something else.
+  EXPECT_EQ(RowsOfOneNode("Add", {5}), 4);
+  EXPECT_EQ(RowsOfOneNode("Add", {1, 3, 5}), 4);
+  EXPECT_EQ(RowsOfOneNode("Add", {4, 3, 5}), 0);
+  EXPECT_EQ(RowsOfOneNode("Mul", {}, nullptr, /*second_input=*/true), 4);
+  // Concat and Softmax keep rows apart unless along dim 0.
+  EXPECT_EQ(RowsOfOneNode("Concat", {}, [](onnx::NodeProto* n) { ModelBuilder::AttrInt(n, "axis", 1); }, true), 4);
+  EXPECT_EQ(RowsOfOneNode("Concat", {}, [](onnx::NodeProto* n) { ModelBuilder::AttrInt(n, "axis", 0); }, true), 0);
+  EXPECT_EQ(RowsOfOneNode("Concat", {}, [](onnx::NodeProto* n) { ModelBuilder::AttrInt(n, "axis", -3); }, true), 0);
+  EXPECT_EQ(RowsOfOneNode("Softmax", {}, [](onnx::NodeProto* n) { ModelBuilder::AttrInt(n, "axis", -1); }), 4);
+  EXPECT_EQ(RowsOfOneNode("Softmax", {}, [](onnx::NodeProto* n) { ModelBuilder::AttrInt(n, "axis", 0); }), 0);
+  // Transpose keeps rows only with dim 0 first.
+  EXPECT_EQ(RowsOfOneNode("Transpose", {}, [](onnx::NodeProto* n) { ModelBuilder::AttrInts(n, "perm", {0, 2, 1}); }), 4);
+  EXPECT_EQ(RowsOfOneNode("Transpose", {}, [](onnx::NodeProto* n) { ModelBuilder::AttrInts(n, "perm", {1, 0, 2}); }), 0);
+  // MatMul: constant weights [5, k] are shared; a constant [4, 5, k] is
+  // batched against the rows.
+  EXPECT_EQ(RowsOfOneNode("MatMul", {5, 2}), 4);
+  EXPECT_EQ(RowsOfOneNode("MatMul", {4, 5, 2}), 0);
+  // Kernels outside the list (here a reduction that could be over dim 0).
+  EXPECT_EQ(RowsOfOneNode("ReduceSum", {}), 0);
+}
+
 // A batch run row by row gives every row the bits a run of that row alone
 // gives, with rows starting at aligned offsets (views) or not (copies), one
 // row at a time or `threads` at once (a row per thread, the last wave
