@@ -388,12 +388,6 @@ def host_probe(args, o):
             "loop_text": "-" if loop is None else f"{loop:.2f}"}
 
 
-def throughput(res, iters):
-    # orrery-run and ort_run.js print it; fall back to one run at a time.
-    v = res.get("throughput_per_s")
-    return float(v) if v else 1000.0 / res["mean_ms"]
-
-
 def latency(args):
     """One request at a time on both sides: orrery-run --bench N --threads T (a lane
     group of T threads) against ort_run.js --threads T (intraOpNumThreads=T), same

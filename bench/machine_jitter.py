@@ -51,4 +51,3 @@ def vcpu_round_trip_ns(build_dir, a=0, b=1):
         if line.startswith("{"):
             return float(json.loads(line)["p50_ns"])
     return None
-

@@ -21,6 +21,7 @@ struct Execution::RowSplit {
     std::unique_ptr<runtime::RunState> state;  // null in slot 0
     std::vector<Tensor> inputs;                // its row of each batch input
     std::vector<const Tensor*> refs;
+    int64_t row = -1;    // the batch row `inputs` hold
     bool bound = false;  // between BeginRun and EndRun
     Status status;       // of its last step
   };
@@ -38,7 +39,11 @@ struct Execution::RowSplit {
 
   // Points the slot's inputs at row `r` of each batch input: a view when
   // the row starts where a tensor buffer may (kTensorAlignment), else a copy.
+  // Nothing when they hold it already (row 0, bound by StartRows to find
+  // the row plan, then by the first wave).
   Status BindRow(Slot& slot, int64_t r) const {
+    if (slot.row == r) return Status::Ok();
+    slot.row = -1;
     slot.inputs.resize(batch_inputs.size());
     slot.refs.resize(batch_inputs.size());
     for (size_t i = 0; i < batch_inputs.size(); ++i) {
@@ -55,6 +60,7 @@ struct Execution::RowSplit {
       }
       slot.refs[i] = &slot.inputs[i];
     }
+    slot.row = r;
     return Status::Ok();
   }
 };

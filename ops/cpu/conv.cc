@@ -669,11 +669,16 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   const int64_t dvol = split ? p.phase_split.plane_vol() : p.in_vol;
   KernelContext gctx = ctx;
   float* planes = nullptr;
+  // Guided channel chunks of the split, as the kernels' (ops/parallel.h).
+  int64_t split_bounds[kMaxGuidedChunks + 1];
+  int64_t split_tasks = 0;
   if (split) {
     const size_t off = (ctx.scratch.size() - static_cast<size_t>(p.phase_split.bytes(p.cg))) & ~size_t{63};
     planes = reinterpret_cast<float*>(ctx.scratch.data() + off);
     gctx.scratch = ctx.scratch.first(off);
+    split_tasks = GuidedBounds(p.cg, NumThreads(ctx.threads), split_bounds);
   }
+  const bool split_avx512 = split && ActiveGemmIsa() == GemmIsa::kAvx512;
   const bool prefetch_direct =
       s.n > 1 || p.cg * dvol * static_cast<int64_t>(sizeof(float)) > (int64_t{1} << 20);
   for (int64_t n = 0; n < s.n; ++n) {
@@ -687,15 +692,11 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       // chunks on every thread, or the input itself.
       const float* xp = xg;
       if (split) {
-        // Guided channel chunks, as the kernels' (ops/parallel.h).
-        int64_t bounds[kMaxGuidedChunks + 1];
-        const int64_t tasks = GuidedBounds(p.cg, NumThreads(ctx.threads), bounds);
-        const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
-        ParallelFor(ctx.threads, tasks, [&](int64_t task, int) {
-          const int64_t c0 = bounds[task], c1 = bounds[task + 1];
+        ParallelFor(ctx.threads, split_tasks, [&](int64_t task, int) {
+          const int64_t c0 = split_bounds[task], c1 = split_bounds[task + 1];
           const float* src = xg + c0 * p.in_vol;
           float* dst = planes + c0 * dvol;
-          if (avx512) {
+          if (split_avx512) {
             gemm_internal::SplitPhasesAvx512(p.phase_split, src, c1 - c0, dst);
           } else {
             gemm_internal::SplitPhases(p.phase_split, src, c1 - c0, dst);

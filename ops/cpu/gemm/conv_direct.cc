@@ -8,7 +8,6 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-
 // As Sgemm: K blocks of at most 256 (the left block of up to 256 rows stays
 // in L2), left blocks of 32 panels; but one block up to kConvFullDepthMax
 // (kernels.h; 32 -> 32 3x3 at 56x56, K = 576, one thread, tiles over
@@ -59,16 +58,14 @@ constexpr int64_t kDirectMaxChannels = 32;
 constexpr int64_t kDirectMaxChannelsFullDepth = 192;
 constexpr double kMaxPlanBytes = 8 << 20;
 
-}  // namespace
-
 // Output position `pos` reads tap `tap` (inside the input): its bit in the
 // mask table, 3 x 16 lanes per (48-column panel, tap). p->masks sized.
-namespace {
 void MarkTap(ConvDirectPlan* p, int64_t pos, int64_t tap) {
   const int64_t q = pos / kPanelCols, l = pos % kPanelCols;
   uint16_t* m = &p->masks[static_cast<size_t>((q * p->k_vol + tap) * 3)];
   m[l / 16] = static_cast<uint16_t>(m[l / 16] | (1u << (l % 16)));
 }
+
 }  // namespace
 
 bool BuildConvDirectPlan(const Im2ColGeometry& g, int64_t h_out, bool gather,

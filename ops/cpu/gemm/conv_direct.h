@@ -70,7 +70,7 @@ struct PhaseSplit {
     return (channels * plane_vol() * static_cast<int64_t>(sizeof(float)) + 63) / 64 * 64;
   }
 };
-// The plan over the parity planes (a linear plan: read with plan_vol() as
+// The plan over the parity planes (a linear plan: read with plane_vol() as
 // the channel stride) and the split, when the geometry fits; else false.
 bool BuildConvPhasePlan(const Im2ColGeometry& g, int64_t h_out, ConvDirectPlan* plan,
                         PhaseSplit* split);
