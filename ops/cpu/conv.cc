@@ -253,6 +253,9 @@ struct ConvPrepared final : PreparedKernel {
   // (gemm/conv_direct.h), used when the ISA has them.
   bool direct = false, direct_tile = false;
   gemm_internal::ConvDirectPlan direct_plan;
+  // The tile's plane ends in a panel of a few positions that conv_tail
+  // runs instead (gemm/conv_direct.h): its columns, its B in the scratch.
+  int64_t tail_cols = 0;
   // Stride-2 planes of twice the output's size: direct_plan reads the
   // input's parity planes (gemm/conv_direct.h), split into the tail of the
   // scratch per image and group, when the ISA has a direct kernel.
@@ -281,7 +284,9 @@ constexpr int64_t kTransposedMinChannels = 64;
 // 0.798, ResNet-18's layer3 3x3 without the residual 1.08 -> 1.03; but
 // SqueezeNet's 13x13 (169: 176 either way) lost 6% in the model, and with
 // a residual (then added after the scalar transposition, in a separate
-// pass) ResNet-50's 14x14 1x1 256 -> 1024 got 60% slower.
+// pass) ResNet-50's 14x14 1x1 256 -> 1024 got 60% slower. (Since the
+// tile's tail kernel, 14x14 3x3 layers up to 512 channels take the tile:
+// gemm/conv_direct.cc, kSmallPlaneMaxChannelsWithTail.)
 constexpr int64_t kTransposedMaxPositionsNoResidual = 196;
 // Pointwise layers without a residual take it there too from this depth,
 // once the transposition became cheap (gemm/transpose.h). Zen 5, one
@@ -512,6 +517,9 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->stem_w = gemm_internal::PackConvStemWeights(sg, w->data<float>());
     }
   }
+  if (p->path == ConvPath::kIm2Col2D && p->direct_tile) {
+    p->tail_cols = gemm_internal::ConvTailCols(p->direct_plan, p->kdim, gemm_internal::ActiveKernels());
+  }
   int64_t scratch = 0;
   if (p->transposed) {
     p->gemm_scratch = static_cast<int64_t>(
@@ -523,6 +531,10 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   if (p->phase) {
     // The parity planes of one image's group, at the tail (see ComputeConv).
     scratch += p->phase_split.bytes(p->cg);
+  }
+  if (p->tail_cols > 0) {
+    scratch = std::max(scratch, gemm_internal::ConvTailFloats(p->kdim, p->tail_cols) *
+                                    static_cast<int64_t>(sizeof(float)));
   }
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
@@ -720,8 +732,10 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
         Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
               ctx.threads);
       } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr && p.direct_tile) {
+        // The tile path uses no other scratch: the tail's B takes its start.
+        float* tail = p.tail_cols > 0 ? reinterpret_cast<float*>(gctx.scratch.data()) : nullptr;
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, dvol, xp, yg, e,
-                                     ctx.threads, kern, prefetch_direct);
+                                     ctx.threads, kern, prefetch_direct, tail);
       } else if (p.path == ConvPath::kIm2Col2D) {
         const bool masked = p.direct && kern.conv_panel != nullptr;
         auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,

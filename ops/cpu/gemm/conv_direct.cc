@@ -19,6 +19,8 @@ constexpr int64_t kMaxKc = 256;
 // 3x3 over 256 channels at 14x14.
 constexpr int64_t kTileFullDepthMax = 2304;
 constexpr int64_t kMcPanels = 32;
+// Row panels per conv_tail call (its register block: 6 x 4 accumulators).
+constexpr int64_t kTailPanels = 6;
 constexpr double kMinParallelFlops = 5e5;
 // The tile reloads its input rows for every 8 output channels, where
 // panels are made once for all of them. Against im2col panels the tile was
@@ -50,9 +52,17 @@ constexpr double kMinParallelFlops = 5e5;
 // padding 196 -> 200 rows, 12 passes over C at K = 2304), one thread,
 // in-cache input, ms: 256 -> 256 0.96 (model step 1.04), 160 -> 320 0.74
 // (0.79), 96 -> 208 0.29 (0.33).
+// A last panel of 1..4 positions (14x14: 196 = 4 x 48 + 4) cost the tile
+// 10% (256 -> 256: 0.93 ms against 0.83 at 12x16, 192 positions); with the
+// tail kernel (ConvTailCols) it is 0.84-0.85, and up to 512 channels the
+// tile beats the transposed GEMM too (Zen 5, minima of 2 alternated runs,
+// ms, one / two threads: 160 -> 320 0.716-0.726 -> 0.666-0.667 / 0.396-0.398
+// -> 0.342, 144 -> 288 0.590-0.597 -> 0.540-0.543 / 0.316-0.318 -> 0.277-0.278,
+// 256 -> 512 1.815-1.819 -> 1.681-1.682 / 0.972-0.974 -> 0.862-0.864).
 constexpr int64_t kSmallPlaneMinPositions = 160;
 constexpr int64_t kSmallPlaneMinChannels = 64;
 constexpr int64_t kSmallPlaneMaxChannels = 256;
+constexpr int64_t kSmallPlaneMaxChannelsWithTail = 512;
 constexpr int64_t kDirectMinPositions = 256;
 constexpr int64_t kDirectMaxChannels = 32;
 constexpr int64_t kDirectMaxChannelsFullDepth = 192;
@@ -201,9 +211,12 @@ bool PreferConvDirectTileFullDepth(const ConvDirectPlan& plan, int64_t channels,
 
 bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,
                                     int64_t depth) {
+  const int64_t max_channels = ConvTailCols(plan, depth, ActiveKernels()) > 0
+                                   ? kSmallPlaneMaxChannelsWithTail
+                                   : kSmallPlaneMaxChannels;
   return plan.linear() && plan.positions() >= kSmallPlaneMinPositions &&
          plan.positions() < kDirectMinPositions && channels >= kSmallPlaneMinChannels &&
-         channels <= kSmallPlaneMaxChannels && depth <= kTileFullDepthMax;
+         channels <= max_channels && depth <= kTileFullDepthMax;
 }
 
 void ConvDirectPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
@@ -263,9 +276,42 @@ static void PrefetchAhead(const float* x, int64_t in_vol, int64_t c0, int64_t c1
   }
 }
 
+int64_t ConvTailCols(const ConvDirectPlan& plan, int64_t k, const GemmKernels& kern) {
+  const int64_t n = plan.positions();
+  if (kern.conv_tail == nullptr || !plan.linear() || n <= 0 || n >= kDirectMinPositions ||
+      k <= 0 || k > kTileFullDepthMax) {
+    return 0;
+  }
+  const int64_t cols = n - (plan.panels() - 1) * kPanelCols;
+  return cols <= kConvTailMaxCols ? cols : 0;
+}
+
+void ConvTailB(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k, int64_t j0,
+               int64_t cols, float* b) {
+  const uint16_t* masks = plan.masks.data() + (j0 / kPanelCols) * plan.k_vol * 3;
+  const int64_t lane0 = j0 % kPanelCols;
+  int64_t tap = 0;
+  const float* xc = x + j0;
+  for (int64_t kk = 0; kk < k; ++kk, b += cols) {
+    const uint16_t* m = masks + tap * 3;
+    const float* xt = xc + plan.off[static_cast<size_t>(tap)];
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t l = lane0 + j;
+      b[j] = ((m[l / 16] >> (l % 16)) & 1u) != 0 ? xt[j] : 0.0f;
+    }
+    if (++tap == plan.k_vol) {
+      tap = 0;
+      xc += in_vol;
+    }
+  }
+  if (k % 2 != 0) {
+    for (int64_t j = 0; j < cols; ++j) b[j] = 0.0f;
+  }
+}
+
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,
                    int64_t in_vol, const float* x, float* y, const Epilogue& ep,
-                   ThreadGroup* threads, const GemmKernels& kern, bool prefetch) {
+                   ThreadGroup* threads, const GemmKernels& kern, bool prefetch, float* tail) {
   const int64_t n = plan.positions();
   if (m <= 0 || n <= 0 || k <= 0) return;
   if (2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <
@@ -296,16 +342,25 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   const float* wd = w.data();
   const bool post_in_tile = ep.has_post() && kern.tile_post && PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
+  // A last panel of 1..4 positions (small planes, one K block): by
+  // kern.conv_tail over each task's rows, not the tile (ConvTailCols).
+  const int64_t tail_cols = tail != nullptr && small ? ConvTailCols(plan, k, kern) : 0;
+  const int64_t tail_j0 = (n_panels - 1) * kPanelCols;
+  if (tail_cols > 0) ConvTailB(plan, x, in_vol, k, tail_j0, tail_cols, tail);
   ParallelFor(threads, tasks, [&](int64_t task, int) {
     const int64_t ni = task % n_chunks, mi = task / n_chunks;
-    const int64_t q0 = small ? 0 : bounds[ni], q1 = small ? n_panels : bounds[ni + 1];
+    const int64_t q0 = small ? 0 : bounds[ni];
+    const int64_t q1 = small ? n_panels - (tail_cols > 0 ? 1 : 0) : bounds[ni + 1];
     const int64_t p0 = small ? bounds[mi] : mi * m_panels / m_chunks;
     const int64_t p1 = small ? bounds[mi + 1] : (mi + 1) * m_panels / m_chunks;
     for (int64_t pc = 0; pc < k; pc += kc_max) {
       const int64_t kc = std::min(kc_max, k - pc);
       const bool last = pc + kc == k;
-      for (int64_t pb = p0; pb < p1; pb += kMcPanels) {
-        const int64_t pe = std::min(p1, pb + kMcPanels);
+      // With a tail, blocks of kTailPanels rows, each then run by the tail
+      // kernel while its weights are still in L2.
+      const int64_t block = tail_cols > 0 ? kTailPanels : kMcPanels;
+      for (int64_t pb = p0; pb < p1; pb += block) {
+        const int64_t pe = std::min(p1, pb + block);
         for (int64_t it = 0; it < (q1 - q0) * (pe - pb); ++it) {
           const int64_t q = small ? q0 + it % (q1 - q0) : q0 + it / (pe - pb);
           const int64_t p = small ? pb + it / (q1 - q0) : pb + it % (pe - pb);
@@ -336,6 +391,14 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
                             .j0 = j0});
             if (last && post_after) kern.epilogue(ep, ct, n, i0, j0, rows, cols);
           }
+        }
+        if (tail_cols > 0) {
+          const int64_t i0 = pb * kPanelRows;
+          const int64_t rows = std::min(pe * kPanelRows, m) - i0;
+          float* ct = y + i0 * n + tail_j0;
+          kern.conv_tail({.a = wd + i0 * k, .k = k, .b = tail, .cols = static_cast<int>(tail_cols),
+                          .rows = rows, .c = ct, .ldc = n});
+          if (ep.has_post()) kern.epilogue(ep, ct, n, i0, tail_j0, rows, tail_cols);
         }
       }
     }

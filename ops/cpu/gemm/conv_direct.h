@@ -101,9 +101,9 @@ void ForEachPhaseRow(const PhaseSplit& s, const float* x, int64_t channels, floa
 // conv_direct.cc).
 bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels);
 // Same-size planes a little under the tile's minimum (14x14, 13x13) with
-// 64..256 channels and the depth in one block: the tile on any thread
-// count (rows outer; two threads split the rows), instead of the
-// transposed GEMM.
+// 64..256 channels (512 when the tail kernel takes the last panel:
+// ConvTailCols) and the depth in one block: the tile on any thread count
+// (rows outer; two threads split the rows), instead of the transposed GEMM.
 bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,
                                     int64_t depth);
 // Like PreferConvDirectTile, for more channels when the depth (channels
@@ -128,13 +128,28 @@ inline constexpr int64_t kConvLeftPanelMaxTaps = 64;
 void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k0,
                          int64_t kc, int64_t i0, float* dst, const GemmKernels& kern);
 
+// Columns of the plan's last panel that RunConvDirect gives kern.conv_tail
+// instead of the tile (kernels.h): 1..kConvTailMaxCols for a small linear
+// plane (RunConvDirect's rows-outer case) at full depth k whose last panel
+// holds that few positions, when the ISA has the kernel; else 0.
+int64_t ConvTailCols(const ConvDirectPlan& plan, int64_t k, const GemmKernels& kern);
+// Floats of ConvTailB's output for `cols` columns at depth k.
+inline int64_t ConvTailFloats(int64_t k, int64_t cols) { return (k + 1) / 2 * 2 * cols; }
+// conv_tail's B (ConvTailArgs::b): the im2col of columns [j0, j0 + cols)
+// (j0 the last panel's first), zero in the padding and past the depth.
+void ConvTailB(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k, int64_t j0,
+               int64_t cols, float* b);
+
 // Y[m x positions] = epilogue(W * im2col(X)) for one image and group: W is
 // packed (m x k, k = channels * k_vol), x the group's channels. Splits tiles
 // over `threads` like Sgemm; allocates nothing. `kern.conv_tile` must be set.
 // `prefetch`: prefetch the input ahead in software (for inputs likely not in
 // L2: a batch's planes, or channels over 1 MiB; see conv_direct.cc).
+// `tail`: ConvTailFloats(k, ConvTailCols(plan, k, kern)) floats of scratch
+// for the last panel's kernel, or null (the tile runs that panel too).
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,
                    int64_t in_vol, const float* x, float* y, const Epilogue& ep,
-                   ThreadGroup* threads, const GemmKernels& kern, bool prefetch = false);
+                   ThreadGroup* threads, const GemmKernels& kern, bool prefetch = false,
+                   float* tail = nullptr);
 
 }  // namespace orrery::ops::cpu::gemm_internal

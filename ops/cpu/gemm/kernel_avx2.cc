@@ -522,7 +522,7 @@ const GemmKernels& Avx2Kernels() {
   static const GemmKernels k{avx2::TileAny, avx2::ApplyEpilogueImpl, avx2::DepthwisePlanes,
                              avx2::Im2ColPanelImpl, /*conv_tile=*/nullptr, avx2::ConvPanel,
                              avx2::ConvRows, avx2::PackRightRowsImpl,
-                             /*tile_post=*/false};
+                             /*tile_post=*/false, /*conv_tail=*/nullptr};
   return k;
 }
 

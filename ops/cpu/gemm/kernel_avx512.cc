@@ -374,6 +374,82 @@ void ConvTileAny(const gemm_internal::ConvTileArgs& t) {
   WithTileShape(t.rows, t.cols, [&]<int R, int NV>() { ConvTile<R, NV>(t); });
 }
 
+// ConvTailArgs for NV packed 8-row panels (rows [0, 8 NV)) and P columns:
+// acc[j][v] holds panel v's rows for column j, lanes 0-7 over even depths
+// and 8-15 over odd ones, so every FMA lane is a useful product.
+template <int P, int NV>
+void ConvTailBlock(const float* a, int64_t k, const float* b, float* c, int64_t ldc, int64_t rows) {
+  __m512 acc[P][NV];
+#pragma GCC unroll 4
+  for (int j = 0; j < P; ++j) {
+#pragma GCC unroll 6
+    for (int v = 0; v < NV; ++v) acc[j][v] = _mm512_setzero_ps();
+  }
+  const int64_t pairs = k / 2;
+  const int64_t panel = kPanelRows * k;
+  // B[2i][j] in lanes 0-7, B[2i + 1][j] in lanes 8-15.
+  auto pair = [&](int j) {
+    return _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(b[j]), _mm512_set1_ps(b[P + j]));
+  };
+  for (int64_t i = 0; i < pairs; ++i) {
+    __m512 bv[P];
+#pragma GCC unroll 4
+    for (int j = 0; j < P; ++j) bv[j] = pair(j);
+#pragma GCC unroll 6
+    for (int v = 0; v < NV; ++v) {
+      const __m512 w = _mm512_loadu_ps(a + v * panel + i * 16);
+#pragma GCC unroll 4
+      for (int j = 0; j < P; ++j) acc[j][v] = _mm512_fmadd_ps(w, bv[j], acc[j][v]);
+    }
+    b += 2 * P;
+  }
+  if (k % 2 != 0) {  // the last depth alone (b holds a zero depth after it)
+#pragma GCC unroll 6
+    for (int v = 0; v < NV; ++v) {
+      const __m512 w = _mm512_maskz_loadu_ps(0x00ff, a + v * panel + pairs * 16);
+#pragma GCC unroll 4
+      for (int j = 0; j < P; ++j) acc[j][v] = _mm512_fmadd_ps(w, pair(j), acc[j][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int v = 0; v < NV; ++v) {
+    const int64_t n = rows - v * kPanelRows < kPanelRows ? rows - v * kPanelRows : kPanelRows;
+#pragma GCC unroll 4
+    for (int j = 0; j < P; ++j) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, acc[j][v]);
+      for (int64_t i = 0; i < n; ++i) c[(v * kPanelRows + i) * ldc + j] = lanes[i] + lanes[i + 8];
+    }
+  }
+}
+
+void ConvTailAny(const gemm_internal::ConvTailArgs& t) {
+  constexpr int64_t kBlock = 6;  // panels: 4 x 6 accumulators, 4 B vectors, one A
+  const int64_t panels = (t.rows + kPanelRows - 1) / kPanelRows;
+  for (int64_t p0 = 0; p0 < panels; p0 += kBlock) {
+    const int64_t nv = panels - p0 < kBlock ? panels - p0 : kBlock;
+    const int64_t rows = t.rows - p0 * kPanelRows;
+    const float* a = t.a + p0 * kPanelRows * t.k;
+    float* c = t.c + p0 * kPanelRows * t.ldc;
+    auto run = [&]<int P>() {
+      switch (nv) {
+        case 1: ConvTailBlock<P, 1>(a, t.k, t.b, c, t.ldc, rows); break;
+        case 2: ConvTailBlock<P, 2>(a, t.k, t.b, c, t.ldc, rows); break;
+        case 3: ConvTailBlock<P, 3>(a, t.k, t.b, c, t.ldc, rows); break;
+        case 4: ConvTailBlock<P, 4>(a, t.k, t.b, c, t.ldc, rows); break;
+        case 5: ConvTailBlock<P, 5>(a, t.k, t.b, c, t.ldc, rows); break;
+        default: ConvTailBlock<P, 6>(a, t.k, t.b, c, t.ldc, rows); break;
+      }
+    };
+    switch (t.cols) {
+      case 1: run.template operator()<1>(); break;
+      case 2: run.template operator()<2>(); break;
+      case 3: run.template operator()<3>(); break;
+      default: run.template operator()<4>(); break;
+    }
+  }
+}
+
 // The depthwise kernels' in-register epilogue: + row bias, + residual and
 // a clamp to [lo, hi] (Relu, Clip) when there is no column bias and the
 // activation is a clamp or none; otherwise the generic epilogue runs on the
@@ -978,7 +1054,8 @@ namespace orrery::ops::cpu::gemm_internal {
 const GemmKernels& Avx512Kernels() {
   static const GemmKernels k{avx512::TileAny, avx512::ApplyEpilogueImpl, avx512::Depthwise,
                              avx512::Im2ColPanelImpl, avx512::ConvTileAny, avx512::ConvPanel,
-                             avx512::ConvRows, avx512::PackRightRowsImpl, true};
+                             avx512::ConvRows, avx512::PackRightRowsImpl, true,
+                             avx512::ConvTailAny};
   return k;
 }
 

@@ -44,7 +44,7 @@ const GemmKernels& PortableKernels() {
                              /*conv_tile=*/nullptr, /*conv_panel=*/nullptr,
                              /*conv_rows=*/nullptr,
                              portable::PackRightRowsImpl,
-                             /*tile_post=*/false};
+                             /*tile_post=*/false, /*conv_tail=*/nullptr};
   return k;
 }
 

@@ -114,6 +114,28 @@ struct ConvTileArgs {
 };
 using ConvTileFn = void (*)(const ConvTileArgs& t);
 
+// The last column panel of a small plane when it holds at most
+// kConvTailMaxCols positions (14x14: 196 = 4 x 48 + 4), at full depth: the
+// tile would run 16-lane vectors of positions over 1..4 of them, while the
+// channels fill every lane here. `b` is ConvTailB's (conv_direct.h):
+// B[kk][j] at b[kk * cols + j] for kk < k rounded up to even (zero past k).
+// One 16-float load of a packed 8-row panel at depth 2i holds its rows at
+// 2i (lanes 0-7) and 2i + 1 (8-15); B[2i][j] and B[2i + 1][j] broadcast
+// into the same halves multiply it lane for lane. Writes C[i][j] = sum over
+// k of A[i][k] B[k][j] for i < rows, j < cols, summing even and odd depths
+// apart, then adding them; no epilogue.
+inline constexpr int64_t kConvTailMaxCols = 4;
+struct ConvTailArgs {
+  const float* a = nullptr;  // packed left operand: the panel of row 0
+  int64_t k = 0;             // depth, whole
+  const float* b = nullptr;  // ConvTailB's [k rounded up to even][cols]
+  int cols = 0;              // 1..kConvTailMaxCols
+  int64_t rows = 0;
+  float* c = nullptr;
+  int64_t ldc = 0;
+};
+using ConvTailFn = void (*)(const ConvTailArgs& t);
+
 // Right panels of the same convolutions for Sgemm's PanelSource, by the
 // same masked loads: dst[k * w + j] = B[k0 + k][j] for k < kc and j < w
 // (w = 16, 32 or 48), with B as in ConvTileArgs for a panel starting at a
@@ -162,6 +184,7 @@ struct GemmKernels {
   ConvRowsFn conv_rows;    // null: the ISA has none (conv.cc uses im2col panels)
   PackRightFn pack_right;
   bool tile_post;          // tile / conv_tile apply TileArgs::post
+  ConvTailFn conv_tail;    // null: the ISA has none (the tile runs the tail too)
 };
 
 const GemmKernels& PortableKernels();

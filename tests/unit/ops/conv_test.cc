@@ -622,20 +622,28 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
     // Same-size planes of 160..255 positions with 64..256 channels (the
     // tile, rows outer, on any thread count): 14x14 with 70 channels (a
     // 6-row tail) and with 256 channels 2304 deep (one block), 13x13, a
-    // 12x14 5x5, groups of 64; 260 channels and 2340 deep stay off it.
+    // 12x14 5x5, groups of 64; 260 channels (on it at 14x14 with the tail
+    // kernel, up to 512) and 2340 deep stay off it. A last panel of 1..4
+    // positions goes to the tail kernel on AVX-512 (14x14: 4; 13x15 with
+    // odd K: 3; 2x97: 2; 1-D 241: 1).
     const std::vector<ConvCase> small_plane = {
         {.x = {1, 20, 14, 14}, .w = {70, 20, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 21, 13, 15}, .w = {64, 21, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 16, 2, 97}, .w = {72, 16, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 24, 241}, .w = {80, 24, 3}, .pads = {1, 1}, .bias = true},
         {.x = {1, 256, 14, 14}, .w = {64, 256, 3, 3}, .pads = {1, 1, 1, 1}},
         {.x = {1, 16, 13, 13}, .w = {64, 16, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
         {.x = {1, 8, 12, 14}, .w = {100, 8, 5, 5}, .pads = {2, 2, 2, 2}},
         {.x = {1, 16, 14, 14}, .w = {128, 8, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
         {.x = {1, 4, 14, 14}, .w = {260, 4, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 4, 13, 13}, .w = {260, 4, 3, 3}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 24, 14, 14}, .w = {512, 24, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
         {.x = {1, 260, 14, 14}, .w = {64, 260, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
     };
     // (Sums of 2304+ products of magnitude ~1 reach ~40: float rounding
     // alone exceeds an absolute 1e-4 there.)
     for (const ConvCase& c : small_plane) {
-      CheckConv(c, seed++, c.w[1] * c.w[2] * c.w[3] > 2000 ? 1e-3f : 1e-4f);
+      CheckConv(c, seed++, NumElements(c.w) / c.w[0] > 2000 ? 1e-3f : 1e-4f);
     }
     // The same geometry with more channels (AVX-512: Sgemm over masked-load
     // panels; from 256 positions on, on one thread, the tile above unless
