@@ -256,6 +256,10 @@ struct ConvPrepared final : PreparedKernel {
   // The tile's plane ends in a panel of a few positions that conv_tail
   // runs instead (gemm/conv_direct.h): its columns, its B in the scratch.
   int64_t tail_cols = 0;
+  // Pointwise layers by Sgemm (B read in place) whose last column panel
+  // holds 1..4 positions: those columns by conv_tail, its B at the end of
+  // the scratch (GemmTailCols).
+  int64_t pointwise_tail = 0;
   // Stride-2 planes of twice the output's size: direct_plan reads the
   // input's parity planes (gemm/conv_direct.h), split into the tail of the
   // scratch per image and group, when the ISA has a direct kernel.
@@ -520,6 +524,11 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   if (p->path == ConvPath::kIm2Col2D && p->direct_tile) {
     p->tail_cols = gemm_internal::ConvTailCols(p->direct_plan, p->kdim, gemm_internal::ActiveKernels());
   }
+  // Not with the one-thread tile (direct_tile): two threads would then sum
+  // the tail in another order than one.
+  if (p->path == ConvPath::kPointwise && p->packed != nullptr && !p->transposed && !p->direct_tile) {
+    p->pointwise_tail = gemm_internal::GemmTailCols(p->out_vol, gemm_internal::ActiveKernels());
+  }
   int64_t scratch = 0;
   if (p->transposed) {
     p->gemm_scratch = static_cast<int64_t>(
@@ -535,6 +544,10 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   if (p->tail_cols > 0) {
     scratch = std::max(scratch, gemm_internal::ConvTailFloats(p->kdim, p->tail_cols) *
                                     static_cast<int64_t>(sizeof(float)));
+  }
+  if (p->pointwise_tail > 0) {
+    scratch += gemm_internal::ConvTailFloats(p->kdim, p->pointwise_tail) *
+                   static_cast<int64_t>(sizeof(float)) + 64;
   }
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
@@ -617,6 +630,32 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   });
 }
 
+// The last `cols` columns of a pointwise layer's output (its positions
+// [n0, n0 + cols)) by conv_tail over the packed weights, then the epilogue;
+// `b` holds ConvTailFloats(k, cols) floats. Row blocks split over threads.
+void RunPointwiseTail(const gemm_internal::GemmKernels& kern, const PackedMatrix& w, int64_t m,
+                      int64_t k, const float* x, int64_t vol, int64_t n0, int64_t cols, float* y,
+                      const Epilogue& ep, ThreadGroup* threads, float* b) {
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t j = 0; j < cols; ++j) b[kk * cols + j] = x[kk * vol + n0 + j];
+  }
+  if (k % 2 != 0) {
+    for (int64_t j = 0; j < cols; ++j) b[k * cols + j] = 0.0f;
+  }
+  constexpr int64_t kBlockRows = 6 * kPanelRows;  // conv_tail's block
+  const int64_t blocks = (m + kBlockRows - 1) / kBlockRows;
+  int64_t bounds[kMaxGuidedChunks + 1];
+  const int64_t tasks = GuidedBounds(blocks, NumThreads(threads), bounds);
+  ParallelFor(threads, tasks, [&](int64_t task, int) {
+    const int64_t i0 = bounds[task] * kBlockRows;
+    const int64_t rows = std::min(bounds[task + 1] * kBlockRows, m) - i0;
+    float* c = y + i0 * vol + n0;
+    kern.conv_tail({.a = w.data() + i0 * k, .k = k, .b = b, .cols = static_cast<int>(cols),
+                    .rows = rows, .c = c, .ldc = vol});
+    if (ep.has_post()) kern.epilogue(ep, c, vol, i0, n0, rows, cols);
+  });
+}
+
 Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (ctx.prepared == nullptr) {
     const TensorType out_type{DType::kFloat32, outputs[0].shape()};
@@ -691,6 +730,16 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
     split_tasks = GuidedBounds(p.cg, NumThreads(ctx.threads), split_bounds);
   }
   const bool split_avx512 = split && ActiveGemmIsa() == GemmIsa::kAvx512;
+  // The pointwise tail's B at the end of the scratch, Sgemm's part before it.
+  std::span<std::byte> pointwise_scratch = ctx.scratch;
+  float* pointwise_b = nullptr;
+  if (p.pointwise_tail > 0 && kern.conv_tail != nullptr) {
+    const auto bytes = static_cast<size_t>(gemm_internal::ConvTailFloats(p.kdim, p.pointwise_tail)) *
+                       sizeof(float);
+    const size_t off = (ctx.scratch.size() - bytes) & ~size_t{63};
+    pointwise_b = reinterpret_cast<float*>(ctx.scratch.data() + off);
+    pointwise_scratch = ctx.scratch.first(off);
+  }
   const bool prefetch_direct =
       s.n > 1 || p.cg * dvol * static_cast<int64_t>(sizeof(float)) > (int64_t{1} << 20);
   for (int64_t n = 0; n < s.n; ++n) {
@@ -729,8 +778,13 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
                                      ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kPointwise) {
-        Sgemm(shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e, ctx.scratch,
-              ctx.threads);
+        const int64_t tail = pointwise_b != nullptr ? p.pointwise_tail : 0;
+        Sgemm({p.mg, p.out_vol - tail, p.kdim}, a, RightOperand{.data = xg, .ld = p.in_vol}, yg,
+              p.out_vol, e, pointwise_scratch, ctx.threads);
+        if (tail > 0) {
+          RunPointwiseTail(kern, *a.packed, p.mg, p.kdim, xg, p.in_vol, p.out_vol - tail, tail, yg,
+                           e, ctx.threads, pointwise_b);
+        }
       } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr && p.direct_tile) {
         // The tile path uses no other scratch: the tail's B takes its start.
         float* tail = p.tail_cols > 0 ? reinterpret_cast<float*>(gctx.scratch.data()) : nullptr;

@@ -276,14 +276,16 @@ static void PrefetchAhead(const float* x, int64_t in_vol, int64_t c0, int64_t c1
   }
 }
 
+int64_t GemmTailCols(int64_t n, const GemmKernels& kern) {
+  if (kern.conv_tail == nullptr || n <= kPanelCols) return 0;
+  const int64_t cols = n % kPanelCols;
+  return cols <= kConvTailMaxCols ? cols : 0;
+}
+
 int64_t ConvTailCols(const ConvDirectPlan& plan, int64_t k, const GemmKernels& kern) {
   const int64_t n = plan.positions();
-  if (kern.conv_tail == nullptr || !plan.linear() || n <= 0 || n >= kDirectMinPositions ||
-      k <= 0 || k > kTileFullDepthMax) {
-    return 0;
-  }
-  const int64_t cols = n - (plan.panels() - 1) * kPanelCols;
-  return cols <= kConvTailMaxCols ? cols : 0;
+  if (!plan.linear() || n >= kDirectMinPositions || k <= 0 || k > kTileFullDepthMax) return 0;
+  return GemmTailCols(n, kern);
 }
 
 void ConvTailB(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k, int64_t j0,

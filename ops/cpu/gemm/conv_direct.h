@@ -133,6 +133,10 @@ void ConvDirectLeftPanel(const ConvDirectPlan& plan, const float* x, int64_t in_
 // plane (RunConvDirect's rows-outer case) at full depth k whose last panel
 // holds that few positions, when the ISA has the kernel; else 0.
 int64_t ConvTailCols(const ConvDirectPlan& plan, int64_t k, const GemmKernels& kern);
+// The same for a GEMM of n > kPanelCols columns (a pointwise convolution's
+// positions, B read in place): n's last panel when it holds 1..4 columns
+// and the ISA has conv_tail, else 0.
+int64_t GemmTailCols(int64_t n, const GemmKernels& kern);
 // Floats of ConvTailB's output for `cols` columns at depth k.
 inline int64_t ConvTailFloats(int64_t k, int64_t cols) { return (k + 1) / 2 * 2 * cols; }
 // conv_tail's B (ConvTailArgs::b): the im2col of columns [j0, j0 + cols)

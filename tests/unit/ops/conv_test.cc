@@ -645,6 +645,16 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
     for (const ConvCase& c : small_plane) {
       CheckConv(c, seed++, NumElements(c.w) / c.w[0] > 2000 ? 1e-3f : 1e-4f);
     }
+    // Pointwise layers through Sgemm whose last panel holds 1..4 positions
+    // (AVX-512: those by the tail kernel): 14x14 (4), odd K, 7x7 (1), 10x10
+    // (100 = 2 x 48 + 4) with 70 channels (a 6-row panel), two images.
+    const std::vector<ConvCase> pointwise_tail = {
+        {.x = {1, 24, 14, 14}, .w = {40, 24, 1, 1}, .bias = true},
+        {.x = {1, 33, 14, 14}, .w = {96, 33, 1, 1}},
+        {.x = {1, 20, 7, 7}, .w = {40, 20, 1, 1}, .bias = true},
+        {.x = {2, 30, 10, 10}, .w = {70, 30, 1, 1}, .bias = true},
+    };
+    for (const ConvCase& c : pointwise_tail) CheckConv(c, seed++);
     // The same geometry with more channels (AVX-512: Sgemm over masked-load
     // panels; from 256 positions on, on one thread, the tile above unless
     // over 192 channels or 1152 deep): 1, 7, 49, 100, 256 and 260 positions

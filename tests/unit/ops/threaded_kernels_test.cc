@@ -164,6 +164,11 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   pad2.Set("pads", std::vector<int64_t>{2, 2, 2, 2});
   const Tensor w5 = F32({96, 16, 5, 5}, Wave(96 * 16 * 25));
   ExpectSameOnTwoThreads("Conv", {&x28, &w5}, pad2);
+  // Pointwise at 14x14 through Sgemm, its last 4 positions by the tail
+  // kernel (AVX-512), row blocks split over the threads.
+  const Tensor xpw = F32({1, 40, 14, 14}, Wave(40 * 14 * 14));
+  const Tensor wpw = F32({104, 40, 1, 1}, Wave(104 * 40));
+  ExpectSameOnTwoThreads("Conv", {&xpw, &wpw}, Attributes());
   // A 14x14 plane, 72 channels (the small-plane tile: one row chunk per
   // thread).
   const Tensor x14b = F32({1, 32, 14, 14}, Wave(32 * 14 * 14));
