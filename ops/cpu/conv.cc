@@ -256,10 +256,11 @@ struct ConvPrepared final : PreparedKernel {
   // The tile's plane ends in a panel of a few positions that conv_tail
   // runs instead (gemm/conv_direct.h): its columns, its B in the scratch.
   int64_t tail_cols = 0;
-  // Pointwise layers by Sgemm (B read in place) whose last column panel
-  // holds 1..4 positions: those columns by conv_tail, its B at the end of
-  // the scratch (GemmTailCols).
-  int64_t pointwise_tail = 0;
+  // Layers by Sgemm with packed weights (pointwise, B read in place, or
+  // over panels) whose last column panel holds 1..4 positions: those
+  // columns by conv_tail, their im2col at the end of the GEMM's scratch
+  // (GemmTailCols).
+  int64_t gemm_tail = 0;
   // Stride-2 planes of twice the output's size: direct_plan reads the
   // input's parity planes (gemm/conv_direct.h), split into the tail of the
   // scratch per image and group, when the ISA has a direct kernel.
@@ -290,8 +291,23 @@ constexpr int64_t kTransposedMinChannels = 64;
 // a residual (then added after the scalar transposition, in a separate
 // pass) ResNet-50's 14x14 1x1 256 -> 1024 got 60% slower. (Since the
 // tile's tail kernel, 14x14 3x3 layers up to 512 channels take the tile:
-// gemm/conv_direct.cc, kSmallPlaneMaxChannelsWithTail.)
+// gemm/conv_direct.cc, kSmallPlaneMaxChannelsWithTail.) And with the tail
+// kernel for 196's last 4 positions (GemmTailCols) Sgemm pads nothing
+// there and beat the transposed GEMM at 14x14 (Zen 5, minima of 2 runs,
+// ms, one / two threads: 1x1 / 2 512 -> 1024 0.866-0.881 -> 0.836-0.841 /
+// 0.461 -> 0.441-0.446, 3x3 / 2 128 -> 256 0.516-0.531 -> 0.475-0.477 /
+// 0.285-0.310 -> 0.268-0.271, 256 -> 256 1.032-1.035 -> 0.981-0.990,
+// 1x1 1024 -> 256 0.422-0.424 -> 0.411-0.419 / 0.231-0.233 -> 0.224-0.225,
+// 480 -> 192 0.151-0.153 -> 0.145-0.149 / 0.0815 -> 0.0772-0.0778, 832 ->
+// 384 even / 0.275 -> 0.265-0.269), so for non-pointwise layers the rule
+// holds only without it. Pointwise ones keep it from 129 channels: in
+// ResNet-50 its layer3 1024 -> 256 measured 0.410-0.416 transposed against
+// 0.418-0.420 (the other way round from alone), GoogLeNet's 14x14 ones
+// with 144..256 channels -0.001..+0.0045 ms each; with <= 128 channels
+// Sgemm won, 480..528 -> 64 0.057-0.061 -> 0.052-0.055, 528 -> 112 0.099
+// -> 0.094, 512 -> 112 0.098 -> 0.094 (step minima of 3 alternated runs).
 constexpr int64_t kTransposedMaxPositionsNoResidual = 196;
+constexpr int64_t kGemmTailMaxPointwiseChannels = 128;
 // Pointwise layers without a residual take it there too from this depth,
 // once the transposition became cheap (gemm/transpose.h). Zen 5, one
 // thread, per-step minima of 3 alternated rounds: ResNet-50's layer3
@@ -411,11 +427,12 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   const bool gemm_path = p->path == ConvPath::kPointwise || p->path == ConvPath::kIm2Col2D;
   // 14x14 planes (see kTransposedMaxPositionsNoResidual): non-pointwise
   // layers without a residual, and deep pointwise ones without one.
+  const bool gemm_tail = gemm_internal::GemmTailCols(p->out_vol, gemm_internal::ActiveKernels()) > 0;
   const bool transposed_14x14 =
       !p->fusion.residual && TransposedPadsLess(p->out_vol) &&
-      (p->path == ConvPath::kIm2Col2D ||
+      ((p->path == ConvPath::kIm2Col2D && !gemm_tail) ||
        (p->path == ConvPath::kPointwise && p->kdim >= kTransposedMinPointwiseDepth &&
-        p->kdim >= p->mg));
+        p->kdim >= p->mg && !(gemm_tail && p->mg <= kGemmTailMaxPointwiseChannels)));
   const int64_t max_transposed =
       transposed_14x14 ? kTransposedMaxPositionsNoResidual
           : kTransposedMaxPositions;
@@ -524,10 +541,10 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   if (p->path == ConvPath::kIm2Col2D && p->direct_tile) {
     p->tail_cols = gemm_internal::ConvTailCols(p->direct_plan, p->kdim, gemm_internal::ActiveKernels());
   }
-  // Not with the one-thread tile (direct_tile): two threads would then sum
-  // the tail in another order than one.
-  if (p->path == ConvPath::kPointwise && p->packed != nullptr && !p->transposed && !p->direct_tile) {
-    p->pointwise_tail = gemm_internal::GemmTailCols(p->out_vol, gemm_internal::ActiveKernels());
+  // Not with the tiles (direct_tile; the pointwise one runs on one thread
+  // only, so two threads would sum the tail in another order than one).
+  if (gemm_path && p->packed != nullptr && !p->transposed && !p->direct_tile) {
+    p->gemm_tail = gemm_internal::GemmTailCols(p->out_vol, gemm_internal::ActiveKernels());
   }
   int64_t scratch = 0;
   if (p->transposed) {
@@ -545,9 +562,10 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     scratch = std::max(scratch, gemm_internal::ConvTailFloats(p->kdim, p->tail_cols) *
                                     static_cast<int64_t>(sizeof(float)));
   }
-  if (p->pointwise_tail > 0) {
-    scratch += gemm_internal::ConvTailFloats(p->kdim, p->pointwise_tail) *
-                   static_cast<int64_t>(sizeof(float)) + 64;
+  if (p->gemm_tail > 0) {
+    // + alignment slack for this part and the parity planes after it.
+    scratch += gemm_internal::ConvTailFloats(p->kdim, p->gemm_tail) *
+                   static_cast<int64_t>(sizeof(float)) + 128;
   }
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
@@ -630,18 +648,13 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   });
 }
 
-// The last `cols` columns of a pointwise layer's output (its positions
-// [n0, n0 + cols)) by conv_tail over the packed weights, then the epilogue;
-// `b` holds ConvTailFloats(k, cols) floats. Row blocks split over threads.
-void RunPointwiseTail(const gemm_internal::GemmKernels& kern, const PackedMatrix& w, int64_t m,
-                      int64_t k, const float* x, int64_t vol, int64_t n0, int64_t cols, float* y,
-                      const Epilogue& ep, ThreadGroup* threads, float* b) {
-  for (int64_t kk = 0; kk < k; ++kk) {
-    for (int64_t j = 0; j < cols; ++j) b[kk * cols + j] = x[kk * vol + n0 + j];
-  }
-  if (k % 2 != 0) {
-    for (int64_t j = 0; j < cols; ++j) b[k * cols + j] = 0.0f;
-  }
+// The last `cols` columns [n0, n0 + cols) of Y = W B by conv_tail over the
+// packed weights, then the epilogue; `b` holds those columns of B compact
+// (b[kk * cols + j], ConvTailFloats(k, cols) floats, a zero row after an
+// odd k). Row blocks split over the threads.
+void RunGemmTail(const gemm_internal::GemmKernels& kern, const PackedMatrix& w, int64_t m, int64_t k,
+                 const float* b, int64_t n0, int64_t cols, float* y, int64_t ldy, const Epilogue& ep,
+                 ThreadGroup* threads) {
   constexpr int64_t kBlockRows = 6 * kPanelRows;  // conv_tail's block
   const int64_t blocks = (m + kBlockRows - 1) / kBlockRows;
   int64_t bounds[kMaxGuidedChunks + 1];
@@ -649,10 +662,10 @@ void RunPointwiseTail(const gemm_internal::GemmKernels& kern, const PackedMatrix
   ParallelFor(threads, tasks, [&](int64_t task, int) {
     const int64_t i0 = bounds[task] * kBlockRows;
     const int64_t rows = std::min(bounds[task + 1] * kBlockRows, m) - i0;
-    float* c = y + i0 * vol + n0;
+    float* c = y + i0 * ldy + n0;
     kern.conv_tail({.a = w.data() + i0 * k, .k = k, .b = b, .cols = static_cast<int>(cols),
-                    .rows = rows, .c = c, .ldc = vol});
-    if (ep.has_post()) kern.epilogue(ep, c, vol, i0, n0, rows, cols);
+                    .rows = rows, .c = c, .ldc = ldy});
+    if (ep.has_post()) kern.epilogue(ep, c, ldy, i0, n0, rows, cols);
   });
 }
 
@@ -730,16 +743,16 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
     split_tasks = GuidedBounds(p.cg, NumThreads(ctx.threads), split_bounds);
   }
   const bool split_avx512 = split && ActiveGemmIsa() == GemmIsa::kAvx512;
-  // The pointwise tail's B at the end of the scratch, Sgemm's part before it.
-  std::span<std::byte> pointwise_scratch = ctx.scratch;
-  float* pointwise_b = nullptr;
-  if (p.pointwise_tail > 0 && kern.conv_tail != nullptr) {
-    const auto bytes = static_cast<size_t>(gemm_internal::ConvTailFloats(p.kdim, p.pointwise_tail)) *
-                       sizeof(float);
-    const size_t off = (ctx.scratch.size() - bytes) & ~size_t{63};
-    pointwise_b = reinterpret_cast<float*>(ctx.scratch.data() + off);
-    pointwise_scratch = ctx.scratch.first(off);
+  // The GEMM tail's B at the end of the GEMM's scratch.
+  const int64_t tail = kern.conv_tail != nullptr ? p.gemm_tail : 0;
+  float* tail_b = nullptr;
+  if (tail > 0) {
+    const auto bytes = static_cast<size_t>(gemm_internal::ConvTailFloats(p.kdim, tail)) * sizeof(float);
+    const size_t off = (gctx.scratch.size() - bytes) & ~size_t{63};
+    tail_b = reinterpret_cast<float*>(gctx.scratch.data() + off);
+    gctx.scratch = gctx.scratch.first(off);
   }
+  const GemmShape gemm_shape{p.mg, p.out_vol - tail, p.kdim};
   const bool prefetch_direct =
       s.n > 1 || p.cg * dvol * static_cast<int64_t>(sizeof(float)) > (int64_t{1} << 20);
   for (int64_t n = 0; n < s.n; ++n) {
@@ -772,18 +785,20 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       }
       LeftOperand a{.data = wd + gi * p.mg * p.kdim, .ld = p.kdim};
       if (p.packed != nullptr) a.packed = &p.packed->groups[static_cast<size_t>(gi)];
-      const GemmShape shape{p.mg, p.out_vol, p.kdim};
       if (p.path == ConvPath::kPointwise && p.direct_tile && kern.conv_tile != nullptr &&
           NumThreads(ctx.threads) == 1) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
                                      ctx.threads, kern, prefetch_direct);
       } else if (p.path == ConvPath::kPointwise) {
-        const int64_t tail = pointwise_b != nullptr ? p.pointwise_tail : 0;
-        Sgemm({p.mg, p.out_vol - tail, p.kdim}, a, RightOperand{.data = xg, .ld = p.in_vol}, yg,
-              p.out_vol, e, pointwise_scratch, ctx.threads);
+        Sgemm(gemm_shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e,
+              gctx.scratch, ctx.threads);
         if (tail > 0) {
-          RunPointwiseTail(kern, *a.packed, p.mg, p.kdim, xg, p.in_vol, p.out_vol - tail, tail, yg,
-                           e, ctx.threads, pointwise_b);
+          const int64_t n0 = p.out_vol - tail;
+          for (int64_t kk = 0; kk < p.kdim; ++kk) {
+            for (int64_t j = 0; j < tail; ++j) tail_b[kk * tail + j] = xg[kk * p.in_vol + n0 + j];
+          }
+          if (p.kdim % 2 != 0) std::fill_n(tail_b + p.kdim * tail, tail, 0.0f);
+          RunGemmTail(kern, *a.packed, p.mg, p.kdim, tail_b, n0, tail, yg, p.out_vol, e, ctx.threads);
         }
       } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr && p.direct_tile) {
         // The tile path uses no other scratch: the tail's B takes its start.
@@ -801,8 +816,14 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
           }
         };
         const PanelSource panels(panel);
-        Sgemm(shape, a, RightOperand{.panels = &panels}, yg, p.out_vol, e, gctx.scratch,
+        Sgemm(gemm_shape, a, RightOperand{.panels = &panels}, yg, p.out_vol, e, gctx.scratch,
               ctx.threads);
+        if (tail > 0) {
+          const int64_t n0 = p.out_vol - tail;
+          kern.im2col(p.im2col, xg, 0, p.kdim, n0, tail, tail, tail_b);
+          if (p.kdim % 2 != 0) std::fill_n(tail_b + p.kdim * tail, tail, 0.0f);
+          RunGemmTail(kern, *a.packed, p.mg, p.kdim, tail_b, n0, tail, yg, p.out_vol, e, ctx.threads);
+        }
       } else {
         // Rare: 3-D and higher convolutions use heap buffers.
         const int64_t budget = kHeapColBytes / static_cast<int64_t>(sizeof(float));

@@ -655,6 +655,18 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {2, 30, 10, 10}, .w = {70, 30, 1, 1}, .bias = true},
     };
     for (const ConvCase& c : pointwise_tail) CheckConv(c, seed++);
+    // The same through Sgemm over panels: 3x3 stride 2 to 14x14 (gathers),
+    // 1x1 stride 2 to 14x14 (the even-even parity plane), odd K to 10x10,
+    // 256 channels (formerly the transposed GEMM's), two images.
+    const std::vector<ConvCase> panel_tail = {
+        {.x = {1, 16, 28, 28}, .w = {40, 16, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+         .bias = true},
+        {.x = {1, 24, 28, 28}, .w = {48, 24, 1, 1}, .strides = {2, 2}},
+        {.x = {2, 7, 20, 20}, .w = {20, 7, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+        {.x = {1, 32, 28, 28}, .w = {256, 32, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1},
+         .bias = true},
+    };
+    for (const ConvCase& c : panel_tail) CheckConv(c, seed++);
     // The same geometry with more channels (AVX-512: Sgemm over masked-load
     // panels; from 256 positions on, on one thread, the tile above unless
     // over 192 channels or 1152 deep): 1, 7, 49, 100, 256 and 260 positions
@@ -693,7 +705,7 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 8, 7, 7}, .w = {136, 4, 3, 3}, .group = 2, .pads = {1, 1, 1, 1}},
         // Up to 196 positions without a residual: 14x14 (two images; now
         // the small-plane tile on AVX-512), 13x11, and a stride-2 layer
-        // down to 14x14.
+        // down to 14x14 (on AVX-512 Sgemm and the tail kernel instead).
         {.x = {2, 9, 14, 14}, .w = {66, 9, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true},
         {.x = {1, 5, 13, 11}, .w = {64, 5, 3, 3}, .pads = {1, 1, 1, 1}},
         {.x = {1, 6, 28, 27}, .w = {70, 6, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},

@@ -169,6 +169,10 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor xpw = F32({1, 40, 14, 14}, Wave(40 * 14 * 14));
   const Tensor wpw = F32({104, 40, 1, 1}, Wave(104 * 40));
   ExpectSameOnTwoThreads("Conv", {&xpw, &wpw}, Attributes());
+  // And over Sgemm's panels: 3x3 stride 2 from 28x28 to 14x14.
+  const Tensor xs2 = F32({1, 24, 28, 28}, Wave(24 * 28 * 28));
+  const Tensor ws2 = F32({136, 24, 3, 3}, Wave(136 * 24 * 9));
+  ExpectSameOnTwoThreads("Conv", {&xs2, &ws2}, stride2);
   // A 14x14 plane, 72 channels (the small-plane tile: one row chunk per
   // thread).
   const Tensor x14b = F32({1, 32, 14, 14}, Wave(32 * 14 * 14));
