@@ -801,10 +801,10 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
           RunGemmTail(kern, *a.packed, p.mg, p.kdim, tail_b, n0, tail, yg, p.out_vol, e, ctx.threads);
         }
       } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr && p.direct_tile) {
-        // The tile path uses no other scratch: the tail's B takes its start.
-        float* tail = p.tail_cols > 0 ? reinterpret_cast<float*>(gctx.scratch.data()) : nullptr;
+        // The tile path uses no other scratch: its tail's B takes the start.
+        float* tile_tail_b = p.tail_cols > 0 ? reinterpret_cast<float*>(gctx.scratch.data()) : nullptr;
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, dvol, xp, yg, e,
-                                     ctx.threads, kern, prefetch_direct, tail);
+                                     ctx.threads, kern, prefetch_direct, tile_tail_b);
       } else if (p.path == ConvPath::kIm2Col2D) {
         const bool masked = p.direct && kern.conv_panel != nullptr;
         auto panel = [&](int64_t k0, int64_t kc, int64_t j0, int64_t cols, int64_t w,
