@@ -650,8 +650,8 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
 
 // The last `cols` columns [n0, n0 + cols) of Y = W B by conv_tail over the
 // packed weights, then the epilogue; `b` holds those columns of B compact
-// (b[kk * cols + j], ConvTailFloats(k, cols) floats, a zero row after an
-// odd k). Row blocks split over the threads.
+// (b[kk * cols + j], ConvTailFloats(k, cols) floats). Row blocks split
+// over the threads.
 void RunGemmTail(const gemm_internal::GemmKernels& kern, const PackedMatrix& w, int64_t m, int64_t k,
                  const float* b, int64_t n0, int64_t cols, float* y, int64_t ldy, const Epilogue& ep,
                  ThreadGroup* threads) {
@@ -797,7 +797,6 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
           for (int64_t kk = 0; kk < p.kdim; ++kk) {
             for (int64_t j = 0; j < tail; ++j) tail_b[kk * tail + j] = xg[kk * p.in_vol + n0 + j];
           }
-          if (p.kdim % 2 != 0) std::fill_n(tail_b + p.kdim * tail, tail, 0.0f);
           RunGemmTail(kern, *a.packed, p.mg, p.kdim, tail_b, n0, tail, yg, p.out_vol, e, ctx.threads);
         }
       } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr && p.direct_tile) {
@@ -821,7 +820,6 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
         if (tail > 0) {
           const int64_t n0 = p.out_vol - tail;
           kern.im2col(p.im2col, xg, 0, p.kdim, n0, tail, tail, tail_b);
-          if (p.kdim % 2 != 0) std::fill_n(tail_b + p.kdim * tail, tail, 0.0f);
           RunGemmTail(kern, *a.packed, p.mg, p.kdim, tail_b, n0, tail, yg, p.out_vol, e, ctx.threads);
         }
       } else {

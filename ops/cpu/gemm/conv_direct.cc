@@ -306,9 +306,6 @@ void ConvTailB(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64
       xc += in_vol;
     }
   }
-  if (k % 2 != 0) {
-    for (int64_t j = 0; j < cols; ++j) b[j] = 0.0f;
-  }
 }
 
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,

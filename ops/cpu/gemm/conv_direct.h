@@ -138,9 +138,9 @@ int64_t ConvTailCols(const ConvDirectPlan& plan, int64_t k, const GemmKernels& k
 // and the ISA has conv_tail, else 0.
 int64_t GemmTailCols(int64_t n, const GemmKernels& kern);
 // Floats of ConvTailB's output for `cols` columns at depth k.
-inline int64_t ConvTailFloats(int64_t k, int64_t cols) { return (k + 1) / 2 * 2 * cols; }
+inline int64_t ConvTailFloats(int64_t k, int64_t cols) { return k * cols; }
 // conv_tail's B (ConvTailArgs::b): the im2col of columns [j0, j0 + cols)
-// (j0 the last panel's first), zero in the padding and past the depth.
+// (j0 the last panel's first), zero in the padding.
 void ConvTailB(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k, int64_t j0,
                int64_t cols, float* b);
 

@@ -403,12 +403,15 @@ void ConvTailBlock(const float* a, int64_t k, const float* b, float* c, int64_t 
     }
     b += 2 * P;
   }
-  if (k % 2 != 0) {  // the last depth alone (b holds a zero depth after it)
+  if (k % 2 != 0) {  // the last depth alone, in lanes 0-7
+    __m512 bv[P];
+#pragma GCC unroll 4
+    for (int j = 0; j < P; ++j) bv[j] = _mm512_maskz_mov_ps(0x00ff, _mm512_set1_ps(b[j]));
 #pragma GCC unroll 6
     for (int v = 0; v < NV; ++v) {
       const __m512 w = _mm512_maskz_loadu_ps(0x00ff, a + v * panel + pairs * 16);
 #pragma GCC unroll 4
-      for (int j = 0; j < P; ++j) acc[j][v] = _mm512_fmadd_ps(w, pair(j), acc[j][v]);
+      for (int j = 0; j < P; ++j) acc[j][v] = _mm512_fmadd_ps(w, bv[j], acc[j][v]);
     }
   }
 #pragma GCC unroll 6

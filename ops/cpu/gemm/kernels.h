@@ -119,7 +119,7 @@ using ConvTileFn = void (*)(const ConvTileArgs& t);
 // tile would run 16-lane vectors of positions over 1..4 of them, while the
 // channels fill every lane here. `b` holds those columns of B compact
 // (ConvTailB in conv_direct.h, or a caller's im2col or copy of them):
-// B[kk][j] at b[kk * cols + j] for kk < k rounded up to even (zero past k).
+// B[kk][j] at b[kk * cols + j] for kk < k.
 // One 16-float load of a packed 8-row panel at depth 2i holds its rows at
 // 2i (lanes 0-7) and 2i + 1 (8-15); B[2i][j] and B[2i + 1][j] broadcast
 // into the same halves multiply it lane for lane. Writes C[i][j] = sum over
@@ -129,7 +129,7 @@ inline constexpr int64_t kConvTailMaxCols = 4;
 struct ConvTailArgs {
   const float* a = nullptr;  // packed left operand: the panel of row 0
   int64_t k = 0;             // depth, whole
-  const float* b = nullptr;  // [k rounded up to even][cols], see above
+  const float* b = nullptr;  // [k][cols], see above
   int cols = 0;              // 1..kConvTailMaxCols
   int64_t rows = 0;
   float* c = nullptr;
