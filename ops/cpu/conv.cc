@@ -15,6 +15,9 @@
 //   - few input channels (<= 4) and 3-wide stride-2 left-pad-1 windows
 //     along rows (an image stem), AVX-512: a direct kernel splitting each
 //     input row into its taps once (gemm/conv_stem.h);
+//   - stride 2, windows of 3x3 or more, more than 4 input channels, output
+//     rows 24-128 wide, AVX-512: a direct kernel with the output channels
+//     across the lanes, broadcasting the input (gemm/conv_channels.h);
 //   - stride 1 with the output plane the input's size, <= 32 channels per
 //     group, >= 256 positions, AVX-512: the im2col-free tile reading the
 //     input at per-tap offsets (gemm/conv_direct.h);
@@ -38,6 +41,7 @@
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/gemm/conv_direct.h"
+#include "ops/cpu/gemm/conv_channels.h"
 #include "ops/cpu/gemm/conv_stem.h"
 #include "ops/cpu/gemm/depthwise_flat.h"
 #include "ops/cpu/gemm/fusion.h"
@@ -276,6 +280,12 @@ struct ConvPrepared final : PreparedKernel {
   bool stem = false;
   gemm_internal::ConvStemGeometry stem_geo;
   std::vector<float> stem_w;
+  // Wide strided layers with the output channels across the lanes
+  // (gemm/conv_channels.h); each thread's row buffer is its scratch.
+  bool channels = false;
+  gemm_internal::ConvChannelsGeometry channels_geo;
+  std::vector<float> channels_w;
+  std::vector<int32_t> channels_off;
 };
 
 // Output positions at most this, with at least kTransposedMinChannels
@@ -342,6 +352,19 @@ constexpr int64_t kPointwiseTileMaxChannels = 16;
 // (see BuildConvPhasePlan in PrepareConv).
 constexpr int64_t kPhaseMaxBytes = int64_t{512} << 10;
 constexpr int64_t kPointwiseTileMaxDepth = 512;
+// Stride-2 windows of at least 3x3 with output rows this wide take the
+// channels-across-lanes kernel (gemm/conv_channels.h). Zen 5, step minima,
+// ms, GEMM over gathered panels -> it, one / two threads: ResNet-18
+// layer2.0 conv1 (64 -> 128, 56 -> 28) 0.490-0.500 / 0.272-0.275 ->
+// 0.450-0.456 / 0.244-0.247 (ONNX Runtime 0.421 at one), ResNet-50
+// layer2.0 conv2 (128 -> 128) 0.979-0.990 / 0.551-0.552 -> 0.897-0.908 /
+// 0.491-0.492. Narrower rows lost (14 and 7 wide: 0.49 -> 0.55 and
+// 0.51 -> 0.70, their last tiles of 2 and 1 positions and a weight block
+// streamed per tile), and so did 1x1 stride 2 (ResNet-50's layer2.0
+// downsample 0.82 -> 0.90: its parity-plane GEMM reads half the input).
+constexpr int64_t kConvChannelsMinRow = 24;
+// Row buffers up to 4 MiB (cg * kh * w_pad floats).
+constexpr int64_t kConvChannelsMaxRowBufferFloats = int64_t{1} << 20;
 
 // W per group as the left operand W_g [mg x kdim], or transposed as the
 // right operand W_g^T [kdim x mg].
@@ -538,6 +561,24 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->stem_w = gemm_internal::PackConvStemWeights(sg, w->data<float>());
     }
   }
+  if (!p->stem && p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
+      ActiveGemmIsa() == GemmIsa::kAvx512 && p->g2.strides[0] == 2 && p->g2.strides[1] == 2 &&
+      p->g2.dilations[0] == 1 && p->g2.dilations[1] == 1 && p->g2.kernel[0] >= 3 && p->g2.kernel[1] >= 3 &&
+      p->cg > gemm_internal::kConvStemMaxChannels &&
+      p->g2.output[1] >= kConvChannelsMinRow && p->g2.output[1] <= gemm_internal::kConvChannelsMaxRow) {
+    Epilogue ep;
+    p->fusion.ApplyTo(&ep);
+    const gemm_internal::ConvChannelsGeometry cgeo = gemm_internal::MakeConvChannelsGeometry(
+        p->cg, p->mg, p->g2.input[0], p->g2.input[1], p->g2.output[0], p->g2.output[1],
+        p->g2.kernel[0], p->g2.kernel[1], p->g2.strides[0], p->g2.strides[1], p->g2.pad_begin[0],
+        p->g2.pad_begin[1]);
+    if (gemm_internal::PostInTile(ep) && cgeo.row_buffer_floats() <= kConvChannelsMaxRowBufferFloats) {
+      p->channels = true;
+      p->channels_geo = cgeo;
+      p->channels_w = gemm_internal::PackConvChannelsWeights(cgeo, w->data<float>());
+      p->channels_off = gemm_internal::ConvChannelsOffsets(cgeo);
+    }
+  }
   if (p->path == ConvPath::kIm2Col2D && p->direct_tile) {
     p->tail_cols = gemm_internal::ConvTailCols(p->direct_plan, p->kdim, gemm_internal::ActiveKernels());
   }
@@ -566,6 +607,9 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     // + alignment slack for this part and the parity planes after it.
     scratch += gemm_internal::ConvTailFloats(p->kdim, p->gemm_tail) *
                    static_cast<int64_t>(sizeof(float)) + 128;
+  }
+  if (p->channels) {
+    scratch = std::max(scratch, p->channels_geo.row_buffer_floats() * static_cast<int64_t>(sizeof(float)));
   }
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
@@ -713,6 +757,25 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       ParallelFor(ctx.threads, row_chunks, [&](int64_t r, int) {
         gemm_internal::ConvStemAvx512(sg, xn, p.stem_w.data(), yn, bounds[r], bounds[r + 1], 0,
                                       blocks, e);
+      });
+    }
+    return Status::Ok();
+  }
+
+  if (p.channels) {
+    const gemm_internal::ConvChannelsGeometry& cg = p.channels_geo;
+    int64_t bounds[kMaxGuidedChunks + 1];
+    const int64_t row_chunks = GuidedBounds(cg.h_out, NumThreads(ctx.threads), bounds);
+    for (int64_t n = 0; n < s.n; ++n) {
+      Epilogue e = ep;
+      e.row_bias = bd;
+      e.residual = zd != nullptr ? zd + n * s.m * p.out_vol : nullptr;
+      const float* xn = xd + n * s.c * p.in_vol;
+      float* yn = yd + n * s.m * p.out_vol;
+      ParallelFor(ctx.threads, row_chunks, [&](int64_t r, int thread) {
+        float* rows = reinterpret_cast<float*>(ThreadScratch(ctx, thread).data());
+        gemm_internal::ConvChannelsAvx512(cg, xn, p.channels_w.data(), p.channels_off.data(), yn,
+                                          bounds[r], bounds[r + 1], e, rows);
       });
     }
     return Status::Ok();

@@ -105,6 +105,8 @@ TEST(FusedConvTest, EveryActivationWithAndWithoutResidual) {
       {{1, 24, 17, 17}, {13, 24, 1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise tile
       {{1, 3, 20, 33}, {3, 1, 3, 3}, {1, 1}, {1, 0, 1, 0}, 3},  // depthwise, row groups
       {{2, 3, 12, 40}, {20, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}},    // stem (AVX-512 direct)
+      // channels across the lanes (AVX-512; 70 = 64 + 6)
+      {{2, 6, 9, 52}, {70, 6, 3, 3}, {2, 2}, {1, 1, 1, 1}},
       // 1x1 stride 2 on even planes: the even-even parity plane (masked
       // panels, transposed left panels, groups).
       {{2, 12, 10, 14}, {24, 12, 1, 1}, {2, 2}, {0, 0, 0, 0}},
