@@ -16,7 +16,7 @@
 //     along rows (an image stem), AVX-512: a direct kernel splitting each
 //     input row into its taps once (gemm/conv_stem.h);
 //   - stride 2, windows of 3x3 or more, more than 4 input channels, output
-//     rows 24-128 wide, AVX-512: a direct kernel with the output channels
+//     rows 14-128 wide, AVX-512: a direct kernel with the output channels
 //     across the lanes, broadcasting the input (gemm/conv_channels.h);
 //   - stride 1 with the output plane the input's size, <= 32 channels per
 //     group, >= 256 positions, AVX-512: the im2col-free tile reading the
@@ -358,12 +358,15 @@ constexpr int64_t kPointwiseTileMaxDepth = 512;
 // layer2.0 conv1 (64 -> 128, 56 -> 28) 0.490-0.500 / 0.272-0.275 ->
 // 0.450-0.456 / 0.244-0.247 (ONNX Runtime 0.421 at one), ResNet-50
 // layer2.0 conv2 (128 -> 128) 0.979-0.990 / 0.551-0.552 -> 0.897-0.908 /
-// 0.491-0.492. Narrower rows lost (14 and 7 wide: 0.49 -> 0.55 and
-// 0.51 -> 0.70, their last tiles of 2 and 1 positions and a weight block
-// streamed per tile), and so did 1x1 stride 2 (ResNet-50's layer2.0
-// downsample 0.82 -> 0.90: its parity-plane GEMM reads half the input).
-constexpr int64_t kConvChannelsMinRow = 24;
-// Row buffers up to 4 MiB (cg * kh * w_pad floats).
+// 0.491-0.492; alone, 28 -> 14 in groups of two rows: 128 -> 256
+// 0.459-0.474 -> 0.434-0.451, 256 -> 256 0.948-0.994 -> 0.859-0.917 /
+// 0.550-0.557 -> 0.521-0.523. 7 wide lost (ResNet-18 layer4.0 0.51 ->
+// 0.61-0.72, ResNet-50's 1.03-1.08 -> 1.31-1.36: each tile streams a
+// 590 KB+ weight block for 6 positions), and so did 1x1 stride 2
+// (ResNet-50's layer2.0 downsample 0.82 -> 0.90: its parity-plane GEMM
+// reads half the input).
+constexpr int64_t kConvChannelsMinRow = 14;
+// Row buffers up to 4 MiB (ConvChannelsGeometry::row_buffer_floats).
 constexpr int64_t kConvChannelsMaxRowBufferFloats = int64_t{1} << 20;
 
 // W per group as the left operand W_g [mg x kdim], or transposed as the
@@ -565,7 +568,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       ActiveGemmIsa() == GemmIsa::kAvx512 && p->g2.strides[0] == 2 && p->g2.strides[1] == 2 &&
       p->g2.dilations[0] == 1 && p->g2.dilations[1] == 1 && p->g2.kernel[0] >= 3 && p->g2.kernel[1] >= 3 &&
       p->cg > gemm_internal::kConvStemMaxChannels &&
-      p->g2.output[1] >= kConvChannelsMinRow && p->g2.output[1] <= gemm_internal::kConvChannelsMaxRow) {
+      p->g2.output[1] >= kConvChannelsMinRow && p->g2.output[1] <= gemm_internal::kConvChannelsMaxGroup) {
     Epilogue ep;
     p->fusion.ApplyTo(&ep);
     const gemm_internal::ConvChannelsGeometry cgeo = gemm_internal::MakeConvChannelsGeometry(
@@ -765,7 +768,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (p.channels) {
     const gemm_internal::ConvChannelsGeometry& cg = p.channels_geo;
     int64_t bounds[kMaxGuidedChunks + 1];
-    const int64_t row_chunks = GuidedBounds(cg.h_out, NumThreads(ctx.threads), bounds);
+    const int64_t row_chunks = GuidedBounds(cg.groups(), NumThreads(ctx.threads), bounds);
     for (int64_t n = 0; n < s.n; ++n) {
       Epilogue e = ep;
       e.row_bias = bd;

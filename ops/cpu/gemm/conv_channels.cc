@@ -10,6 +10,12 @@ ConvChannelsGeometry MakeConvChannelsGeometry(int64_t cg, int64_t m, int64_t h_i
                                               int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
   ConvChannelsGeometry g{.cg = cg, .m = m, .h_in = h_in, .w_in = w_in, .h_out = h_out, .w_out = w_out,
                          .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = ph, .pw = pw};
+  if (w_out > kConvChannelsMaxGroup) {
+    g.w_out = 0;
+    return g;
+  }
+  g.group_rows = std::min<int64_t>((kConvChannelsMinGroup + w_out - 1) / w_out, kConvChannelsMaxGroup / w_out);
+  g.rows_in = (g.group_rows - 1) * sh + kh;
   // What the last window reaches, not the input's far side.
   g.w_pad = (w_out - 1) * sw + kw;
   return g;
@@ -33,7 +39,7 @@ std::vector<int32_t> ConvChannelsOffsets(const ConvChannelsGeometry& g) {
   for (int64_t c = 0; c < g.cg; ++c) {
     for (int64_t r = 0; r < g.kh; ++r) {
       for (int64_t s = 0; s < g.kw; ++s) {
-        off.push_back(static_cast<int32_t>((c * g.kh + r) * g.w_pad + s));
+        off.push_back(static_cast<int32_t>((c * g.rows_in + r) * g.w_pad + s));
       }
     }
   }
@@ -46,7 +52,7 @@ void ConvChannelsRows(const ConvChannelsGeometry& g, const float* x, int64_t oh,
   const int64_t right = q1 + g.pw;
   float* dst = rows;
   for (int64_t c = 0; c < g.cg; ++c) {
-    for (int64_t r = 0; r < g.kh; ++r, dst += g.w_pad) {
+    for (int64_t r = 0; r < g.rows_in; ++r, dst += g.w_pad) {
       const int64_t ih = oh * g.sh - g.ph + r;
       if (ih < 0 || ih >= g.h_in || q1 <= 0) {
         std::memset(dst, 0, static_cast<size_t>(g.w_pad) * sizeof(float));

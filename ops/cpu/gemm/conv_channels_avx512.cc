@@ -12,13 +12,18 @@ namespace {
 
 typedef float V16 __attribute__((vector_size(64)));
 
-// P positions (SW floats apart in the row buffer, from src) x NV vectors
-// of 16 channels: the sums over the whole depth into buf[i][16 v + lane].
-// (Depth chunks kept in L1 across a row's tiles measured 2-4% slower: the
-// weights stream from L2 fast enough.)
-template <int P, int NV, int SW>
-inline __attribute__((always_inline)) void ChannelsTile(const float* src, const int32_t* off,
+// P positions (their windows' top-left corners in the row buffer at
+// base[i]) x NV vectors of 16 channels: the sums over the whole depth into
+// buf[i][16 v + lane]. (Measured and not kept: depth chunks held in L1
+// across a group's tiles, 2-4% slower, the weights stream from L2 fast
+// enough; a row's positions as displacements from one base instead of six
+// base registers, even.)
+template <int P, int NV>
+inline __attribute__((always_inline)) void ChannelsTile(const float* const* base, const int32_t* off,
                                                         int64_t depth, const float* wb, float* buf) {
+  const float* b[P];
+#pragma GCC unroll 6
+  for (int i = 0; i < P; ++i) b[i] = base[i];
   __m512 acc[P][NV];
 #pragma GCC unroll 6
   for (int i = 0; i < P; ++i) {
@@ -26,15 +31,15 @@ inline __attribute__((always_inline)) void ChannelsTile(const float* src, const 
     for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
   }
   for (int64_t k = 0; k < depth; ++k, wb += kConvChannelsBlock) {
-    const float* s = src + off[k];
+    const int64_t o = off[k];
     __m512 w[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) w[v] = _mm512_loadu_ps(wb + v * 16);
 #pragma GCC unroll 6
     for (int i = 0; i < P; ++i) {
-      const __m512 b = _mm512_set1_ps(s[i * SW]);
+      const __m512 x = _mm512_set1_ps(b[i][o]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(b, w[v], acc[i][v]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(x, w[v], acc[i][v]);
     }
   }
 #pragma GCC unroll 6
@@ -44,33 +49,32 @@ inline __attribute__((always_inline)) void ChannelsTile(const float* src, const 
   }
 }
 
-template <int NV, int SW>
-void ChannelsTileP(int p, const float* src, const int32_t* off, int64_t depth, const float* wb,
+template <int NV>
+void ChannelsTileP(int p, const float* const* base, const int32_t* off, int64_t depth, const float* wb,
                    float* buf) {
   switch (p) {
-    case 1: return ChannelsTile<1, NV, SW>(src, off, depth, wb, buf);
-    case 2: return ChannelsTile<2, NV, SW>(src, off, depth, wb, buf);
-    case 3: return ChannelsTile<3, NV, SW>(src, off, depth, wb, buf);
-    case 4: return ChannelsTile<4, NV, SW>(src, off, depth, wb, buf);
-    case 5: return ChannelsTile<5, NV, SW>(src, off, depth, wb, buf);
-    default: return ChannelsTile<6, NV, SW>(src, off, depth, wb, buf);
+    case 1: return ChannelsTile<1, NV>(base, off, depth, wb, buf);
+    case 2: return ChannelsTile<2, NV>(base, off, depth, wb, buf);
+    case 3: return ChannelsTile<3, NV>(base, off, depth, wb, buf);
+    case 4: return ChannelsTile<4, NV>(base, off, depth, wb, buf);
+    case 5: return ChannelsTile<5, NV>(base, off, depth, wb, buf);
+    default: return ChannelsTile<6, NV>(base, off, depth, wb, buf);
   }
 }
 
-using ChannelsTileFn = void (*)(int p, const float* src, const int32_t* off, int64_t depth,
+using ChannelsTileFn = void (*)(int p, const float* const* base, const int32_t* off, int64_t depth,
                                 const float* wb, float* buf);
 
 ChannelsTileFn ChannelsTileFor(int nv) {
-  constexpr int kSw = 2;  // conv_channels.h: stride 2 along rows
   switch (nv) {
-    case 1: return ChannelsTileP<1, kSw>;
-    case 2: return ChannelsTileP<2, kSw>;
-    case 3: return ChannelsTileP<3, kSw>;
-    default: return ChannelsTileP<4, kSw>;
+    case 1: return ChannelsTileP<1>;
+    case 2: return ChannelsTileP<2>;
+    case 3: return ChannelsTileP<3>;
+    default: return ChannelsTileP<4>;
   }
 }
 
-// The epilogue on a row's tiles, still positions x channels in `buf`:
+// The epilogue on a group's tiles, still positions x channels in `buf`:
 // + the residual (transposed into `res` first), + the row bias, then the
 // clamp of Relu / Clip, on `channels` lanes of each position.
 void ChannelsPost(const Epilogue& ep, int64_t m0, int64_t channels, int64_t positions,
@@ -108,30 +112,36 @@ void ChannelsPost(const Epilogue& ep, int64_t m0, int64_t channels, int64_t posi
 }  // namespace
 
 void ConvChannelsAvx512(const ConvChannelsGeometry& g, const float* x, const float* packed,
-                        const int32_t* offsets, float* y, int64_t oh0, int64_t oh1, const Epilogue& ep,
+                        const int32_t* offsets, float* y, int64_t group0, int64_t group1, const Epilogue& ep,
                         float* rows) {
-  alignas(64) float buf[kConvChannelsMaxRow * kConvChannelsBlock];
-  alignas(64) float res[kConvChannelsMaxRow * kConvChannelsBlock];
+  alignas(64) float buf[kConvChannelsMaxGroup * kConvChannelsBlock];
+  alignas(64) float res[kConvChannelsMaxGroup * kConvChannelsBlock];
+  const float* base[kConvChannelsMaxGroup];
   const int64_t depth = g.depth();
   const int64_t out_vol = g.h_out * g.w_out;
   const bool post = ep.has_post();
-  for (int64_t oh = oh0; oh < oh1; ++oh) {
+  for (int64_t gi = group0; gi < group1; ++gi) {
+    const int64_t oh = gi * g.group_rows;
+    const int64_t positions = std::min(g.group_rows, g.h_out - oh) * g.w_out;
     ConvChannelsRows(g, x, oh, rows);
+    for (int64_t j = 0; j < positions; ++j) {
+      base[j] = rows + (j / g.w_out) * g.sh * g.w_pad + (j % g.w_out) * g.sw;
+    }
     for (int64_t mb = 0; mb < g.blocks(); ++mb) {
       const int64_t m0 = mb * kConvChannelsBlock;
       const int64_t channels = std::min(kConvChannelsBlock, g.m - m0);
-      const int nv = static_cast<int>((channels + 15) / 16);
-      const ChannelsTileFn tile = ChannelsTileFor(nv);
+      const ChannelsTileFn tile = ChannelsTileFor(static_cast<int>((channels + 15) / 16));
       const float* wb = packed + mb * depth * kConvChannelsBlock;
-      for (int64_t ow = 0; ow < g.w_out; ow += kConvChannelsPositions) {
-        const int p = static_cast<int>(std::min(kConvChannelsPositions, g.w_out - ow));
-        tile(p, rows + ow * g.sw, offsets, depth, wb, buf + ow * kConvChannelsBlock);
+      for (int64_t j = 0; j < positions; j += kConvChannelsPositions) {
+        const int p = static_cast<int>(std::min(kConvChannelsPositions, positions - j));
+        tile(p, base + j, offsets, depth, wb, buf + j * kConvChannelsBlock);
       }
+      const int64_t j0 = oh * g.w_out;  // the group's first output position
       if (post) {
-        const float* z = ep.residual != nullptr ? ep.residual + m0 * ep.ld_residual + oh * g.w_out : nullptr;
-        ChannelsPost(ep, m0, channels, g.w_out, z, ep.ld_residual, buf, res);
+        const float* z = ep.residual != nullptr ? ep.residual + m0 * ep.ld_residual + j0 : nullptr;
+        ChannelsPost(ep, m0, channels, positions, z, ep.ld_residual, buf, res);
       }
-      TransposeAvx512(buf, kConvChannelsBlock, g.w_out, channels, y + m0 * out_vol + oh * g.w_out, out_vol);
+      TransposeAvx512(buf, kConvChannelsBlock, positions, channels, y + m0 * out_vol + j0, out_vol);
     }
   }
 }

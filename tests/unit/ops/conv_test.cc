@@ -492,11 +492,13 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
          .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : flat) CheckConv(c, seed++);
-    // Stride 2, > 4 input channels, output rows 24-128 wide (AVX-512: the
+    // Stride 2, > 4 input channels, output rows 14-128 wide (AVX-512: the
     // output channels across the lanes, gemm/conv_channels.h): ResNet's
     // 56 -> 28 (tiles of 6, 6, 6, 6, 4 positions), a partial last block of
     // 64 channels (100 = 64 + 36: a partial vector) and of 2 (130), 5x5,
-    // uneven pads, two images, 128 wide; 129 wide is declined.
+    // uneven pads, two images, 128 wide; 129 wide is declined; rows of 14,
+    // 18 and 20 in groups of two (tiles across rows; 18: a last group of
+    // one row); 13 wide is declined.
     const std::vector<ConvCase> across = {
         {.x = {1, 8, 56, 56}, .w = {64, 8, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}, .bias = true},
         {.x = {2, 6, 49, 50}, .w = {100, 6, 3, 3}, .strides = {2, 2}, .pads = {0, 1, 1, 0}, .bias = true},
@@ -505,6 +507,10 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 6, 5, 255}, .w = {16, 6, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
         {.x = {1, 6, 5, 257}, .w = {16, 6, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
         {.x = {1, 6, 7, 52}, .w = {24, 6, 3, 4}, .strides = {2, 2}, .pads = {0, 2, 1, 1}},
+        {.x = {1, 10, 28, 28}, .w = {40, 10, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}, .bias = true},
+        {.x = {1, 5, 9, 36}, .w = {8, 5, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+        {.x = {2, 7, 13, 40}, .w = {66, 7, 3, 3}, .strides = {2, 2}, .pads = {1, 0, 0, 1}},
+        {.x = {1, 7, 13, 26}, .w = {20, 7, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : across) CheckConv(c, seed++);
     // Stride 2 along rows, 3-wide, left pad 1 (AVX-512: each input row split

@@ -173,12 +173,14 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor xs2 = F32({1, 24, 28, 28}, Wave(24 * 28 * 28));
   const Tensor ws2 = F32({136, 24, 3, 3}, Wave(136 * 24 * 9));
   ExpectSameOnTwoThreads("Conv", {&xs2, &ws2}, stride2);
-  // 56 -> 28 stride 2 (AVX-512: channels across the lanes, guided row
-  // chunks), 72 channels with a bias.
+  // 56 -> 28 stride 2 (AVX-512: channels across the lanes, guided chunks
+  // of row groups), 72 channels with a bias.
   const Tensor x56 = F32({1, 16, 56, 56}, Wave(16 * 56 * 56));
   const Tensor w56 = F32({72, 16, 3, 3}, Wave(72 * 16 * 9));
   const Tensor b72 = F32({72}, Wave(72));
   ExpectSameOnTwoThreads("Conv", {&x56, &w56, &b72}, stride2);
+  // And 28 -> 14 (groups of two output rows).
+  ExpectSameOnTwoThreads("Conv", {&x28, &w28}, stride2);
   // A 14x14 plane, 72 channels (the small-plane tile: one row chunk per
   // thread).
   const Tensor x14b = F32({1, 32, 14, 14}, Wave(32 * 14 * 14));
