@@ -40,8 +40,8 @@
 
 #include "ops/conv_util.h"
 #include "ops/cpu/cpu_kernels.h"
-#include "ops/cpu/gemm/conv_direct.h"
 #include "ops/cpu/gemm/conv_channels.h"
+#include "ops/cpu/gemm/conv_direct.h"
 #include "ops/cpu/gemm/conv_stem.h"
 #include "ops/cpu/gemm/depthwise_flat.h"
 #include "ops/cpu/gemm/fusion.h"
@@ -280,8 +280,10 @@ struct ConvPrepared final : PreparedKernel {
   bool stem = false;
   gemm_internal::ConvStemGeometry stem_geo;
   std::vector<float> stem_w;
-  // Wide strided layers with the output channels across the lanes
-  // (gemm/conv_channels.h); each thread's row buffer is its scratch.
+  // Strided layers with the output channels across the lanes
+  // (gemm/conv_channels.h); each thread's row buffer is its scratch. The
+  // GEMM's packed W stays too (Compute falls back to it when the ISA is
+  // capped below AVX-512 after Prepare, as the stem does).
   bool channels = false;
   gemm_internal::ConvChannelsGeometry channels_geo;
   std::vector<float> channels_w;
@@ -695,6 +697,26 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   });
 }
 
+// The direct kernels that split an image by output rows (the stem) or row
+// groups (conv_channels): per image, guided chunks of `units` (ops/
+// parallel.h: a slower core takes fewer), fn(epilogue with the image's
+// bias and residual, its x, its y, first unit, end unit, thread).
+template <typename Fn>
+void ForImageRowChunks(const KernelContext& ctx, const ConvPrepared& p, int64_t units, const Epilogue& ep,
+                       const float* bd, const float* zd, const float* xd, float* yd, Fn&& fn) {
+  int64_t bounds[kMaxGuidedChunks + 1];
+  const int64_t chunks = GuidedBounds(units, NumThreads(ctx.threads), bounds);
+  for (int64_t n = 0; n < p.s.n; ++n) {
+    Epilogue e = ep;
+    e.row_bias = bd;
+    e.residual = zd != nullptr ? zd + n * p.s.m * p.out_vol : nullptr;
+    const float* xn = xd + n * p.s.c * p.in_vol;
+    float* yn = yd + n * p.s.m * p.out_vol;
+    ParallelFor(ctx.threads, chunks,
+                [&](int64_t r, int thread) { fn(e, xn, yn, bounds[r], bounds[r + 1], thread); });
+  }
+}
+
 // The last `cols` columns [n0, n0 + cols) of Y = W B by conv_tail over the
 // packed weights, then the epilogue; `b` holds those columns of B compact
 // (b[kk * cols + j], ConvTailFloats(k, cols) floats). Row blocks split
@@ -748,39 +770,20 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (p.stem && ActiveGemmIsa() == GemmIsa::kAvx512) {
     const gemm_internal::ConvStemGeometry& sg = p.stem_geo;
     const int64_t blocks = (sg.m + 15) / 16;
-    // Guided row chunks (ops/parallel.h), so that a slower core takes fewer.
-    int64_t bounds[kMaxGuidedChunks + 1];
-    const int64_t row_chunks = GuidedBounds(sg.h_out, NumThreads(ctx.threads), bounds);
-    for (int64_t n = 0; n < s.n; ++n) {
-      Epilogue e = ep;
-      e.row_bias = bd;
-      e.residual = zd != nullptr ? zd + n * s.m * p.out_vol : nullptr;
-      const float* xn = xd + n * s.c * p.in_vol;
-      float* yn = yd + n * s.m * p.out_vol;
-      ParallelFor(ctx.threads, row_chunks, [&](int64_t r, int) {
-        gemm_internal::ConvStemAvx512(sg, xn, p.stem_w.data(), yn, bounds[r], bounds[r + 1], 0,
-                                      blocks, e);
-      });
-    }
+    ForImageRowChunks(ctx, p, sg.h_out, ep, bd, zd, xd, yd,
+                      [&](const Epilogue& e, const float* xn, float* yn, int64_t r0, int64_t r1, int) {
+                        gemm_internal::ConvStemAvx512(sg, xn, p.stem_w.data(), yn, r0, r1, 0, blocks, e);
+                      });
     return Status::Ok();
   }
-
-  if (p.channels) {
+  if (p.channels && ActiveGemmIsa() == GemmIsa::kAvx512) {
     const gemm_internal::ConvChannelsGeometry& cg = p.channels_geo;
-    int64_t bounds[kMaxGuidedChunks + 1];
-    const int64_t row_chunks = GuidedBounds(cg.groups(), NumThreads(ctx.threads), bounds);
-    for (int64_t n = 0; n < s.n; ++n) {
-      Epilogue e = ep;
-      e.row_bias = bd;
-      e.residual = zd != nullptr ? zd + n * s.m * p.out_vol : nullptr;
-      const float* xn = xd + n * s.c * p.in_vol;
-      float* yn = yd + n * s.m * p.out_vol;
-      ParallelFor(ctx.threads, row_chunks, [&](int64_t r, int thread) {
-        float* rows = reinterpret_cast<float*>(ThreadScratch(ctx, thread).data());
-        gemm_internal::ConvChannelsAvx512(cg, xn, p.channels_w.data(), p.channels_off.data(), yn,
-                                          bounds[r], bounds[r + 1], e, rows);
-      });
-    }
+    ForImageRowChunks(ctx, p, cg.groups(), ep, bd, zd, xd, yd,
+                      [&](const Epilogue& e, const float* xn, float* yn, int64_t g0, int64_t g1, int thread) {
+                        float* rows = reinterpret_cast<float*>(ThreadScratch(ctx, thread).data());
+                        gemm_internal::ConvChannelsAvx512(cg, xn, p.channels_w.data(), p.channels_off.data(),
+                                                          yn, g0, g1, e, rows);
+                      });
     return Status::Ok();
   }
 

@@ -14,7 +14,8 @@ ConvChannelsGeometry MakeConvChannelsGeometry(int64_t cg, int64_t m, int64_t h_i
     g.w_out = 0;
     return g;
   }
-  g.group_rows = std::min<int64_t>((kConvChannelsMinGroup + w_out - 1) / w_out, kConvChannelsMaxGroup / w_out);
+  g.group_rows =
+      std::min<int64_t>((kConvChannelsMinGroup + w_out - 1) / w_out, kConvChannelsMaxGroup / w_out);
   g.rows_in = (g.group_rows - 1) * sh + kh;
   // What the last window reaches, not the input's far side.
   g.w_pad = (w_out - 1) * sw + kw;
