@@ -6,8 +6,9 @@
 // then allocates nothing. Paths, chosen in Prepare:
 //   - pointwise (1x1, stride 1, no padding): one packed GEMM per (image,
 //     group) straight over NCHW, no copies; on AVX-512 and one thread, <= 16
-//     output channels and <= 512 input channels per group: the im2col-free
-//     tile below with one tap (nothing packed);
+//     output channels and <= 512 input channels per group, or <= 64 input
+//     channels at >= 256 positions: the im2col-free tile below with one tap
+//     (nothing packed);
 //   - depthwise (group == C == M, 1-D / 2-D): a direct per-plane kernel whose
 //     tap and output ranges are precomputed, so padding costs no branches,
 //     then the epilogue on the plane while it is in cache; on AVX-512, planes
@@ -535,12 +536,14 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
          gemm_internal::PreferConvDirectTileFullDepth(p->direct_plan, p->mg, p->kdim));
   }
   if (p->path == ConvPath::kPointwise && g.rank() <= 2 && !p->transposed && p->packed != nullptr &&
-      p->mg <= kPointwiseTileMaxChannels && p->kdim <= kPointwiseTileMaxDepth) {
+      ((p->mg <= kPointwiseTileMaxChannels && p->kdim <= kPointwiseTileMaxDepth) ||
+       p->kdim <= gemm_internal::kConvDirectShallowMaxDepth)) {
     // A 1x1 convolution is the linear plan with one tap at offset 0.
     p->direct_tile =
         gemm_internal::BuildConvDirectPlan(p->im2col, p->g2.output[0], /*gather=*/false,
                                            &p->direct_plan) &&
-        gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg);
+        (gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg) ||
+         gemm_internal::PreferConvDirectTileShallow(p->direct_plan, p->kdim));
   }
   if (p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
       p->cg <= gemm_internal::kConvStemMaxChannels && p->g2.kernel[0] <= gemm_internal::kConvStemMaxKh &&

@@ -203,6 +203,19 @@ bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels) {
          channels <= kDirectMaxChannels;
 }
 
+// Shallow pointwise layers: Sgemm's packing of X is a larger share of a
+// short K. Zen 5, one thread, step minima of 3 alternated rounds, ms:
+// MobileNet-v2's expansions 16 -> 96 at 112x112 0.237-0.244 -> 0.209-0.213,
+// 24 -> 144 at 56x56 0.114-0.117 -> 0.103-0.104, 32 -> 192 at 28x28
+// 0.047 -> 0.042-0.044 (the whole model's sum of step minima 3.15-3.27 ->
+// 3.05-3.13), SqueezeNet's expand1x1 (16 -> 64 at 55x55) 0.037 ->
+// 0.034-0.035; ResNet-50's layer1 64 -> 256 at 56x56 mixed (0.461-0.471
+// -> 0.482-0.489 without a residual, 0.447-0.449 -> 0.428-0.443 with one;
+// alone without 0.433-0.444 -> 0.417-0.426); GoogLeNet even.
+bool PreferConvDirectTileShallow(const ConvDirectPlan& plan, int64_t depth) {
+  return plan.linear() && plan.positions() >= kDirectMinPositions && depth <= kConvDirectShallowMaxDepth;
+}
+
 bool PreferConvDirectTileFullDepth(const ConvDirectPlan& plan, int64_t channels,
                                    int64_t depth) {
   return plan.linear() && plan.positions() >= kDirectMinPositions &&

@@ -106,6 +106,11 @@ bool PreferConvDirectTile(const ConvDirectPlan& plan, int64_t channels);
 // (rows outer; two threads split the rows), instead of the transposed GEMM.
 bool PreferConvDirectTileSmallPlane(const ConvDirectPlan& plan, int64_t channels,
                                     int64_t depth);
+// A pointwise layer at most kConvDirectShallowMaxDepth deep on a plane of
+// at least the tile's minimum: the tile reading X in place at any width
+// (conv.cc runs it on one thread), instead of Sgemm packing X's panels.
+inline constexpr int64_t kConvDirectShallowMaxDepth = 64;
+bool PreferConvDirectTileShallow(const ConvDirectPlan& plan, int64_t depth);
 // Like PreferConvDirectTile, for more channels when the depth (channels
 // per group x window) is one K block (kConvFullDepthMax), on any thread
 // count (column chunks per thread, see RunConvDirect).

@@ -513,6 +513,10 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
         {.x = {1, 7, 13, 26}, .w = {20, 7, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
     };
     for (const ConvCase& c : across) CheckConv(c, seed++);
+    // Pointwise, <= 64 deep and wide (AVX-512, one thread: the im2col-free
+    // tile at any width), 400 and 300 positions.
+    CheckConv({.x = {1, 40, 20, 20}, .w = {72, 40, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {2, 64, 15, 20}, .w = {100, 64, 1, 1}}, seed++);
     // Stride 2 along rows, 3-wide, left pad 1 (AVX-512: each input row split
     // into even / odd lanes once): MobileNet's 112 -> 56 and 14 -> 7 (both
     // images), an odd width whose last window reads the right padding, no

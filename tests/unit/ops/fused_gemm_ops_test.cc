@@ -103,6 +103,7 @@ TEST(FusedConvTest, EveryActivationWithAndWithoutResidual) {
       {{1, 8, 6, 6}, {64, 8, 3, 3}, {1, 1}, {1, 1, 1, 1}},      // transposed GEMM
       {{1, 16, 4, 4}, {80, 16, 1, 1}, {1, 1}, {0, 0, 0, 0}},    // transposed pointwise
       {{1, 24, 17, 17}, {13, 24, 1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise tile
+      {{2, 40, 16, 20}, {72, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise tile, shallow and wide
       {{1, 3, 20, 33}, {3, 1, 3, 3}, {1, 1}, {1, 0, 1, 0}, 3},  // depthwise, row groups
       {{2, 3, 12, 40}, {20, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}},    // stem (AVX-512 direct)
       // channels across the lanes (AVX-512; 70 = 64 + 6)

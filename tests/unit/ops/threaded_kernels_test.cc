@@ -179,6 +179,11 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor w56 = F32({72, 16, 3, 3}, Wave(72 * 16 * 9));
   const Tensor b72 = F32({72}, Wave(72));
   ExpectSameOnTwoThreads("Conv", {&x56, &w56, &b72}, stride2);
+  // A shallow wide pointwise layer: the im2col-free tile on one thread,
+  // Sgemm on two (AVX-512), the same sums.
+  const Tensor xsh = F32({1, 40, 16, 20}, Wave(40 * 16 * 20));
+  const Tensor wsh = F32({72, 40, 1, 1}, Wave(72 * 40));
+  ExpectSameOnTwoThreads("Conv", {&xsh, &wsh, &b72}, Attributes());
   // And 28 -> 14 (groups of two output rows).
   ExpectSameOnTwoThreads("Conv", {&x28, &w28}, stride2);
   // A 14x14 plane, 72 channels (the small-plane tile: one row chunk per
