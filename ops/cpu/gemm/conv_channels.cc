@@ -10,10 +10,6 @@ ConvChannelsGeometry MakeConvChannelsGeometry(int64_t cg, int64_t m, int64_t h_i
                                               int64_t sh, int64_t sw, int64_t ph, int64_t pw) {
   ConvChannelsGeometry g{.cg = cg, .m = m, .h_in = h_in, .w_in = w_in, .h_out = h_out, .w_out = w_out,
                          .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = ph, .pw = pw};
-  if (w_out > kConvChannelsMaxGroup) {
-    g.w_out = 0;
-    return g;
-  }
   g.group_rows =
       std::min<int64_t>((kConvChannelsMinGroup + w_out - 1) / w_out, kConvChannelsMaxGroup / w_out);
   g.rows_in = (g.group_rows - 1) * sh + kh;

@@ -45,8 +45,7 @@ struct ConvChannelsGeometry {
   int64_t row_buffer_floats() const { return cg * rows_in * w_pad; }
 };
 
-// The geometry, or w_out == 0 when output rows are wider than
-// kConvChannelsMaxGroup.
+// The geometry of a layer with 1 <= w_out <= kConvChannelsMaxGroup.
 ConvChannelsGeometry MakeConvChannelsGeometry(int64_t cg, int64_t m, int64_t h_in, int64_t w_in,
                                               int64_t h_out, int64_t w_out, int64_t kh, int64_t kw,
                                               int64_t sh, int64_t sw, int64_t ph, int64_t pw);

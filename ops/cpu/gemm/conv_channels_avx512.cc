@@ -7,10 +7,17 @@
 #include "ops/cpu/gemm/conv_channels.h"
 #include "ops/cpu/gemm/transpose.h"
 
+#define ORRERY_GEMM_NS channels_avx512
+#define ORRERY_GEMM_WIDTH 16
+#include "ops/cpu/gemm/epilogue_impl.h"
+
 namespace orrery::ops::cpu::gemm_internal {
 namespace {
 
-typedef float V16 __attribute__((vector_size(64)));
+using channels_avx512::Max;
+using channels_avx512::Min;
+using channels_avx512::Splat;
+using channels_avx512::VF;
 
 // P positions (their windows' top-left corners in the row buffer at
 // base[i]) x NV vectors of 16 channels: the sums over the whole depth into
@@ -83,8 +90,8 @@ void ChannelsPost(const Epilogue& ep, int64_t m0, int64_t channels, int64_t posi
     TransposeAvx512(residual, ld_residual, channels, positions, res, kConvChannelsBlock);
   }
   const bool clamp = ep.act != Activation::kNone;
-  const __m512 lo = _mm512_set1_ps(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
-  const __m512 hi = _mm512_set1_ps(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
+  const VF lo = Splat(ep.act == Activation::kClip ? ep.act_alpha : 0.0f);
+  const VF hi = Splat(ep.act == Activation::kClip ? ep.act_beta : __builtin_huge_valf());
   for (int64_t v = 0; v * 16 < channels; ++v) {
     const int64_t left = channels - v * 16;
     const __mmask16 m = left >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << left) - 1u);
@@ -96,14 +103,8 @@ void ChannelsPost(const Epilogue& ep, int64_t m0, int64_t channels, int64_t posi
       if (residual != nullptr) {
         a = _mm512_add_ps(a, _mm512_maskz_load_ps(m, res + i * kConvChannelsBlock + v * 16));
       }
-      // epilogue_impl.h's Max / Min (vector compares: GCC 12 flags the
-      // intrinsics' undefined pass-through), so that NaNs clamp as there.
-      if (clamp) {
-        const V16 x = (V16)a;
-        const V16 l = (V16)lo, h = (V16)hi;
-        const V16 up = x > l ? x : l;
-        a = (__m512)(up < h ? up : h);
-      }
+      // epilogue_impl.h's Max / Min, so that NaNs clamp as there.
+      if (clamp) a = (__m512)Min(Max((VF)a, lo), hi);
       _mm512_store_ps(b, a);
     }
   }
