@@ -545,13 +545,16 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
         (gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg) ||
          gemm_internal::PreferConvDirectTileShallow(p->direct_plan, p->kdim));
   }
+  // The direct kernels below apply the epilogue in registers: only the
+  // activations the GEMM tile applies there.
+  Epilogue fused;
+  p->fusion.ApplyTo(&fused);
+  const bool post_in_tile = gemm_internal::PostInTile(fused);
   if (p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
       p->cg <= gemm_internal::kConvStemMaxChannels && p->g2.kernel[0] <= gemm_internal::kConvStemMaxKh &&
       p->g2.kernel[1] <= gemm_internal::kConvStemMaxKw && p->g2.strides[1] == 2 &&
       p->g2.pad_begin[1] < p->g2.kernel[1] && p->g2.dilations[1] == 1) {
-    Epilogue ep;
-    p->fusion.ApplyTo(&ep);
-    if (gemm_internal::PostInTile(ep)) {
+    if (post_in_tile) {
       p->stem = true;
       gemm_internal::ConvStemGeometry& sg = p->stem_geo;
       sg.cg = p->cg;
@@ -574,13 +577,11 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->g2.dilations[0] == 1 && p->g2.dilations[1] == 1 && p->g2.kernel[0] >= 3 && p->g2.kernel[1] >= 3 &&
       p->cg > gemm_internal::kConvStemMaxChannels &&
       p->g2.output[1] >= kConvChannelsMinRow && p->g2.output[1] <= gemm_internal::kConvChannelsMaxGroup) {
-    Epilogue ep;
-    p->fusion.ApplyTo(&ep);
     const gemm_internal::ConvChannelsGeometry cgeo = gemm_internal::MakeConvChannelsGeometry(
         p->cg, p->mg, p->g2.input[0], p->g2.input[1], p->g2.output[0], p->g2.output[1],
         p->g2.kernel[0], p->g2.kernel[1], p->g2.strides[0], p->g2.strides[1], p->g2.pad_begin[0],
         p->g2.pad_begin[1]);
-    if (gemm_internal::PostInTile(ep) && cgeo.row_buffer_floats() <= kConvChannelsMaxRowBufferFloats) {
+    if (post_in_tile && cgeo.row_buffer_floats() <= kConvChannelsMaxRowBufferFloats) {
       p->channels = true;
       p->channels_geo = cgeo;
       p->channels_w = gemm_internal::PackConvChannelsWeights(cgeo, w->data<float>());
@@ -857,6 +858,14 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       }
       LeftOperand a{.data = wd + gi * p.mg * p.kdim, .ld = p.kdim};
       if (p.packed != nullptr) a.packed = &p.packed->groups[static_cast<size_t>(gi)];
+      // After Sgemm over all but the last `tail` columns: their im2col (for
+      // a pointwise layer a copy) and conv_tail.
+      auto run_gemm_tail = [&] {
+        if (tail == 0) return;
+        const int64_t n0 = p.out_vol - tail;
+        kern.im2col(p.im2col, xg, 0, p.kdim, n0, tail, tail, tail_b);
+        RunGemmTail(kern, *a.packed, p.mg, p.kdim, tail_b, n0, tail, yg, p.out_vol, e, ctx.threads);
+      };
       if (p.path == ConvPath::kPointwise && p.direct_tile && kern.conv_tile != nullptr &&
           NumThreads(ctx.threads) == 1) {
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, p.in_vol, xg, yg, e,
@@ -864,13 +873,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
       } else if (p.path == ConvPath::kPointwise) {
         Sgemm(gemm_shape, a, RightOperand{.data = xg, .ld = p.in_vol}, yg, p.out_vol, e,
               gctx.scratch, ctx.threads);
-        if (tail > 0) {
-          const int64_t n0 = p.out_vol - tail;
-          for (int64_t kk = 0; kk < p.kdim; ++kk) {
-            for (int64_t j = 0; j < tail; ++j) tail_b[kk * tail + j] = xg[kk * p.in_vol + n0 + j];
-          }
-          RunGemmTail(kern, *a.packed, p.mg, p.kdim, tail_b, n0, tail, yg, p.out_vol, e, ctx.threads);
-        }
+        run_gemm_tail();
       } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr && p.direct_tile) {
         // The tile path uses no other scratch: its tail's B takes the start.
         float* tile_tail_b = p.tail_cols > 0 ? reinterpret_cast<float*>(gctx.scratch.data()) : nullptr;
@@ -889,11 +892,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
         const PanelSource panels(panel);
         Sgemm(gemm_shape, a, RightOperand{.panels = &panels}, yg, p.out_vol, e, gctx.scratch,
               ctx.threads);
-        if (tail > 0) {
-          const int64_t n0 = p.out_vol - tail;
-          kern.im2col(p.im2col, xg, 0, p.kdim, n0, tail, tail, tail_b);
-          RunGemmTail(kern, *a.packed, p.mg, p.kdim, tail_b, n0, tail, yg, p.out_vol, e, ctx.threads);
-        }
+        run_gemm_tail();
       } else {
         // Rare: 3-D and higher convolutions use heap buffers.
         const int64_t budget = kHeapColBytes / static_cast<int64_t>(sizeof(float));
