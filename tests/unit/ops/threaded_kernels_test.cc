@@ -169,8 +169,9 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor xpw = F32({1, 40, 14, 14}, Wave(40 * 14 * 14));
   const Tensor wpw = F32({104, 40, 1, 1}, Wave(104 * 40));
   ExpectSameOnTwoThreads("Conv", {&xpw, &wpw}, Attributes());
-  // And over Sgemm's panels: 3x3 stride 2 from 28x28 to 14x14.
-  const Tensor xs2 = F32({1, 24, 28, 28}, Wave(24 * 28 * 28));
+  // And over Sgemm's panels: 3x3 stride 2 from 56 x 14 to 28 x 7 (196
+  // positions; rows under 14 wide stay off the channels kernel).
+  const Tensor xs2 = F32({1, 24, 56, 14}, Wave(24 * 56 * 14));
   const Tensor ws2 = F32({136, 24, 3, 3}, Wave(136 * 24 * 9));
   ExpectSameOnTwoThreads("Conv", {&xs2, &ws2}, stride2);
   // 56 -> 28 stride 2 (AVX-512: channels across the lanes, guided chunks
