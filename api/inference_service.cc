@@ -106,17 +106,20 @@ Result<int64_t> RequestDeadlineNs(const grpc::ServerContextBase& context, const 
 
 }  // namespace
 
-// One ModelInfer from its arrival to its answer. The handler fills it up to
-// Submit; the scheduler's callback (on the lane that ran the request)
-// completes it.
+// One ModelInfer from its arrival to its answer. It is created before its
+// request arrives (gRPC fills it) and holds itself (`self`) while gRPC may
+// still use it: until its answer's completion (or a shutdown's refusal) is
+// drained by Serve. The handler fills it up to Submit; the scheduler's
+// callback (on the lane that ran the request) completes it.
 struct InferenceServiceImpl::Call {
-  Call(ServiceContext* ctx, grpc::CallbackServerContext* context, const inference::ModelInferRequest* request,
-       inference::ModelInferResponse* response)
-      : context(context), request(request), response(response), reactor(context->DefaultReactor()),
-        in_flight(&ctx->in_flight) {
+  explicit Call(ServiceContext* ctx) : draining_count(&ctx->in_flight) {}
+  ~Call() { ReleaseSlots(); }
+  // The request arrived: it counts as in flight (for draining) until answered.
+  void Arrived() {
+    start = std::chrono::steady_clock::now();
+    in_flight = draining_count;
     in_flight->fetch_add(1);
   }
-  ~Call() { ReleaseSlots(); }
   // What the request held while in flight: the draining count, the
   // tenant's in-flight slot and the host cache pin. Released before the
   // answer is sent, so that a client's next request never finds its
@@ -128,12 +131,18 @@ struct InferenceServiceImpl::Call {
     pin = HostTier::Pin();
   }
 
-  grpc::CallbackServerContext* context;
-  const inference::ModelInferRequest* request;
-  inference::ModelInferResponse* response;
-  grpc::ServerUnaryReactor* reactor;
-  std::atomic<int64_t>* in_flight;
-  const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  grpc::ServerContext server_context;
+  inference::ModelInferRequest request_message;
+  inference::ModelInferResponse response_message;
+  grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder{&server_context};
+  std::shared_ptr<Call> self;  // gRPC's reference: see above
+  bool arrived = false;        // the completion queue's next event is the answer's
+  const grpc::ServerContext* context = &server_context;
+  const inference::ModelInferRequest* request = &request_message;
+  inference::ModelInferResponse* response = &response_message;
+  std::atomic<int64_t>* const draining_count;
+  std::atomic<int64_t>* in_flight = nullptr;
+  std::chrono::steady_clock::time_point start;
   std::vector<std::string> labels{"", ""};  // tenant, model: "" until known
   int64_t arrival_unix_us = 0;
   int64_t arrival_ns = 0;
@@ -153,14 +162,33 @@ struct InferenceServiceImpl::Call {
   int64_t answered_ns = 0;  // the scheduler's callback: the lane was done with it
 };
 
-grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(grpc::CallbackServerContext* context,
-                                                           const inference::ModelInferRequest* request,
-                                                           inference::ModelInferResponse* response) {
-  auto call = std::make_shared<Call>(ctx_, context, request, response);
-  grpc::ServerUnaryReactor* reactor = call->reactor;
-  grpc::Status status = Start(call);
-  if (!status.ok()) Answer(*call, status);
-  return reactor;
+void InferenceServiceImpl::RequestNext(grpc::ServerCompletionQueue* cq) {
+  auto call = std::make_shared<Call>(ctx_);
+  call->self = call;
+  RequestModelInfer(&call->server_context, &call->request_message, &call->responder, cq, cq, call.get());
+}
+
+void InferenceServiceImpl::Serve(grpc::ServerCompletionQueue* cq) {
+  // A few requests asked for ahead, so that a burst is matched at once.
+  constexpr int kAhead = 4;
+  for (int i = 0; i < kAhead; ++i) RequestNext(cq);
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq->Next(&tag, &ok)) {
+    Call* c = static_cast<Call*>(tag);
+    if (c->arrived || !ok) {
+      // Its answer went out (or the client had gone), or the server is
+      // shutting down and refused the slot: gRPC is done with it.
+      std::shared_ptr<Call> done = std::move(c->self);
+      continue;
+    }
+    RequestNext(cq);
+    std::shared_ptr<Call> call = c->self;
+    call->arrived = true;
+    call->Arrived();
+    grpc::Status status = Start(call);
+    if (!status.ok()) Answer(*call, status);
+  }
 }
 
 void InferenceServiceImpl::Answer(Call& call, const grpc::Status& status) {
@@ -179,7 +207,11 @@ void InferenceServiceImpl::Answer(Call& call, const grpc::Status& status) {
   call.ReleaseSlots();
   // The answer goes first: metrics and the log are not the client's wait
   // (on a lane they would delay this answer, not the next request's run).
-  call.reactor->Finish(status);
+  if (status.ok()) {
+    call.responder.Finish(*call.response, status, &call);
+  } else {
+    call.responder.FinishWithError(status, &call);
+  }
   // Structured request log (debug level: `orreryd --log-level debug`).
   if (log) {
     spdlog::debug("infer tenant={} model={} version={} request_id={} code={} latency_us={}", labels[0], labels[1],
@@ -278,8 +310,8 @@ grpc::Status InferenceServiceImpl::Start(const std::shared_ptr<Call>& call) {
   }
   scheduled.ready_ns = 0;
   if (ctx_->serving != nullptr && trace.at_admission.state != Residency::kResident) {
-    // Acquire waits for the load: on a serving thread, since gRPC's
-    // callback threads receive every other request.
+    // Acquire waits for the load: on a serving thread, since the threads
+    // that receive requests (Serve) receive every other request.
     ctx_->serving->Post([this, call] {
       if (grpc::Status s = Queue(call); !s.ok()) Answer(*call, s);
     });

@@ -13,11 +13,15 @@
 
 namespace orrery {
 
-// ModelInfer uses gRPC's callback API (the other methods the synchronous
-// one): the handler returns once the request is queued, and the lane that
-// ran it answers, so no thread blocks while it waits or runs.
+// ModelInfer uses gRPC's asynchronous API (the other methods the synchronous
+// one): a thread serving a completion queue (Serve) receives a request,
+// validates, admits and queues it, and goes on to the next; the lane that
+// ran it answers, so no thread blocks while it waits or runs. Why not the
+// callback API: there every request changed threads ~4 times inside gRPC,
+// and the front end took 54-56 us of CPU per request against 38-47 now
+// (api/README.md).
 class InferenceServiceImpl final
-    : public inference::GRPCInferenceService::WithCallbackMethod_ModelInfer<inference::GRPCInferenceService::Service> {
+    : public inference::GRPCInferenceService::WithAsyncMethod_ModelInfer<inference::GRPCInferenceService::Service> {
  public:
   explicit InferenceServiceImpl(ServiceContext* ctx) : ctx_(ctx) {}
 
@@ -31,14 +35,19 @@ class InferenceServiceImpl final
                           inference::ModelReadyResponse* response) override;
   grpc::Status ModelMetadata(grpc::ServerContext* context, const inference::ModelMetadataRequest* request,
                              inference::ModelMetadataResponse* response) override;
-  // Validates, admits and queues the request and returns; the scheduler's
-  // callback (on the lane that ran it) meters and answers it.
-  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
-                                       const inference::ModelInferRequest* request,
-                                       inference::ModelInferResponse* response) override;
+  // Serves ModelInfer from `cq` (one of the server's completion queues) on
+  // the calling thread until the queue is shut down and drained: each
+  // request is validated, admitted and queued here, never waited for (the
+  // scheduler's callback, on the lane that ran it, meters and answers it).
+  // The server must be built with this service and `cq`; call Shutdown on
+  // `cq` only after every answer is sent (the scheduler and the ledger
+  // writer are done), so that each call's last event is drained here.
+  void Serve(grpc::ServerCompletionQueue* cq);
 
  private:
   struct Call;
+  // Asks gRPC for the next ModelInfer on `cq`.
+  void RequestNext(grpc::ServerCompletionQueue* cq);
   // Everything up to Submit: an error is the answer; OK means submitted
   // (the scheduler's callback then runs Complete and Answer).
   grpc::Status Start(const std::shared_ptr<Call>& call);

@@ -1,5 +1,8 @@
 #include "api/server.h"
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
@@ -18,6 +21,7 @@
 #include "api/admin_service.h"
 #include "api/billing.h"
 #include "api/billing_service.h"
+#include "api/health_service.h"
 #include "api/inference_service.h"
 #include "api/metrics_http.h"
 #include "api/model_costs.h"
@@ -115,7 +119,12 @@ struct Server::Impl {
   std::unique_ptr<ModelServiceImpl> models;
   std::unique_ptr<InferenceServiceImpl> inference;
   std::unique_ptr<BillingServiceImpl> billing;
+  std::unique_ptr<HealthServiceImpl> health;
   std::unique_ptr<grpc::Server> grpc_server;
+  // ModelInfer's completion queues, one per thread serving it
+  // (InferenceServiceImpl::Serve).
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> infer_queues;
+  std::vector<std::thread> infer_threads;
   std::unique_ptr<MetricsHttpServer> metrics_http;  // stopped before the scheduler goes
   std::string address;
   std::string metrics_address;
@@ -129,6 +138,30 @@ struct Server::Impl {
   // Host cache keep-alive expiry and pre-warm (HostTier::Maintain).
   std::unique_ptr<PeriodicTask> keepalive;
   ServerMetrics::Totals last_totals;
+
+  // A Start that failed after the gRPC server was built: nothing was
+  // served yet, so nothing waits (Server::Shutdown does the rest).
+  ~Impl() {
+    if (grpc_server != nullptr && !shut_down) grpc_server->Shutdown(std::chrono::system_clock::now());
+    StopInferenceQueues();
+  }
+
+  // Once every answer is sent: each queue's last events are drained by its
+  // thread (or here, when none started).
+  void StopInferenceQueues() {
+    for (auto& q : infer_queues) q->Shutdown();
+    for (std::thread& t : infer_threads) t.join();
+    if (infer_threads.empty()) {
+      void* tag = nullptr;
+      bool ok = false;
+      for (auto& q : infer_queues) {
+        while (q->Next(&tag, &ok)) {
+        }
+      }
+    }
+    infer_threads.clear();
+    infer_queues.clear();
+  }
 
   void SampleStorage(int64_t interval_ms) {
     Result<std::vector<TenantRecord>> tenants_list = tenants->List();
@@ -310,13 +343,16 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   impl->models = std::make_unique<ModelServiceImpl>(&impl->ctx);
   impl->inference = std::make_unique<InferenceServiceImpl>(&impl->ctx);
   impl->billing = std::make_unique<BillingServiceImpl>(&impl->ctx);
+  impl->health = std::make_unique<HealthServiceImpl>(&impl->ctx);
   impl->ctx.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count();
 
-  // grpc.health.v1 (for load balancers and grpc_health_probe) and server
-  // reflection (so grpc_cli / grpcurl can list and call every service).
-  grpc::EnableDefaultHealthCheckService(true);
+  // grpc.health.v1 (for load balancers and grpc_health_probe) is our own
+  // (api/health_service.h), not gRPC's, which brings the callback API's
+  // threads; server reflection lets grpc_cli / grpcurl list and call every
+  // service.
+  grpc::EnableDefaultHealthCheckService(false);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
@@ -337,6 +373,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   builder.RegisterService(impl->models.get());
   builder.RegisterService(impl->inference.get());
   builder.RegisterService(impl->billing.get());
+  builder.RegisterService(impl->health.get());
+  // One ModelInfer thread per serving CPU (per core when not pinned): each
+  // receives and queues requests on its own, without handing them over.
+  const size_t infer_threads = std::max<size_t>(
+      1, options.serving_cpus.empty() ? std::thread::hardware_concurrency() : options.serving_cpus.size());
+  for (size_t i = 0; i < infer_threads; ++i) impl->infer_queues.push_back(builder.AddCompletionQueue());
   impl->grpc_server = builder.BuildAndStart();
   if (!impl->grpc_server || port == 0) {
     return Status::Unavailable("cannot listen on '" + options.listen + "' (address in use or invalid)");
@@ -358,7 +400,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                             }));
     impl->metrics_address = impl->metrics_http->address();
   }
-  impl->grpc_server->GetHealthCheckService()->SetServingStatus(true);
+  for (auto& q : impl->infer_queues) {
+    impl->infer_threads.emplace_back([service = impl->inference.get(), q = q.get()] {
+      pthread_setname_np(pthread_self(), "orreryd-infer");
+      service->Serve(q);
+    });
+  }
   impl->ctx.ready.store(true);
   Impl* raw = impl.get();
   if (options.storage_sample_seconds > 0) {
@@ -392,7 +439,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   if (!impl_ || impl_->shut_down) return;
   impl_->shut_down = true;
   impl_->ctx.ready.store(false);
-  impl_->grpc_server->GetHealthCheckService()->SetServingStatus(false);
+  impl_->health->Stop();  // NOT_SERVING, and open health watches end
   spdlog::info("shutting down: finishing in-flight requests");
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + grace);
   impl_->grpc_server->Wait();
@@ -403,6 +450,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   impl_->scheduler->Shutdown();
   impl_->serving.reset();  // the answers lanes handed off, before the catalog closes
   impl_->ledger_writer.reset();  // their ledger entries and answers
+  impl_->StopInferenceQueues();  // every answer's completion drained
   impl_->catalog.reset();  // closes RocksDB cleanly
   spdlog::info("shutdown complete");
 }

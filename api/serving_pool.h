@@ -1,6 +1,7 @@
 // Threads for inference work that must not run where it arises: a request
 // whose model must load first (it blocks until the weights are resident,
-// and the gRPC callback threads that receive requests must never block),
+// and the threads that receive requests (InferenceServiceImpl::Serve) must
+// never block),
 // and the answer a lane hands off when other requests are waiting for it.
 #pragma once
 

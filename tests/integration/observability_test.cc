@@ -1,6 +1,7 @@
 // Observability end to end against the real orreryd: the Prometheus
 // endpoint's counters match the requests sent, gRPC health checking says
-// SERVING, and server reflection lists Orrery's services.
+// SERVING (NOT_SERVING while draining), and server reflection lists
+// Orrery's services.
 #include <chrono>
 #include <string>
 #include <thread>
@@ -10,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "api/proto/health.grpc.pb.h"
 #include "runtime/tensor_proto.h"
 #include "tests/common/http_client.h"
 #include "tests/integration/orreryd_process.h"
@@ -116,6 +118,63 @@ TEST(ObservabilityTest, MetricsCountRequestsHealthAndReflectionWork) {
   grpc::Status hs = GenericUnary(server.channel().get(), "/grpc.health.v1.Health/Check", "", &health);
   ASSERT_TRUE(hs.ok()) << hs.error_message();
   EXPECT_EQ(health, std::string("\x08\x01", 2));
+}
+
+// grpc.health.v1 follows the server's draining (not only its shutdown), for
+// the whole server and each service by name, and refuses unknown names;
+// a Watch sees the change as it happens.
+TEST(ObservabilityTest, HealthFollowsDrainAndResume) {
+  using grpc::health::v1::Health;
+  using grpc::health::v1::HealthCheckRequest;
+  using grpc::health::v1::HealthCheckResponse;
+  OrrerydProcess server;
+  ASSERT_TRUE(server.Start()) << "orreryd did not start";
+  testing::Stubs stubs(server.channel());
+  std::unique_ptr<Health::Stub> health = Health::NewStub(server.channel());
+  auto check = [&](const std::string& service, HealthCheckResponse::ServingStatus* status) {
+    HealthCheckRequest req;
+    req.set_service(service);
+    HealthCheckResponse resp;
+    grpc::Status s = testing::Call(health.get(), &Health::Stub::Check, "", req, &resp);
+    *status = resp.status();
+    return s;
+  };
+  HealthCheckResponse::ServingStatus status = HealthCheckResponse::UNKNOWN;
+  ASSERT_TRUE(check("", &status).ok());
+  EXPECT_EQ(status, HealthCheckResponse::SERVING);
+  ASSERT_TRUE(check("inference.GRPCInferenceService", &status).ok());
+  EXPECT_EQ(status, HealthCheckResponse::SERVING);
+  grpc::Status unknown = check("no.such.Service", &status);
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(unknown.error_message().find("no.such.Service"), std::string::npos);
+
+  grpc::ClientContext watch_ctx;
+  watch_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  HealthCheckRequest all;
+  std::unique_ptr<grpc::ClientReader<HealthCheckResponse>> watch = health->Watch(&watch_ctx, all);
+  HealthCheckResponse seen;
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), HealthCheckResponse::SERVING);
+
+  v1::DrainRequest drain;
+  drain.set_timeout_ms(10'000);
+  v1::DrainResponse drained;
+  ASSERT_TRUE(testing::Call(stubs.admin.get(), &v1::AdminService::Stub::Drain, server.admin_token(), drain, &drained)
+                  .ok());
+  ASSERT_TRUE(check("orrery.v1.ModelService", &status).ok());
+  EXPECT_EQ(status, HealthCheckResponse::NOT_SERVING);
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), HealthCheckResponse::NOT_SERVING);
+  v1::ResumeResponse resumed;
+  ASSERT_TRUE(testing::Call(stubs.admin.get(), &v1::AdminService::Stub::Resume, server.admin_token(),
+                            v1::ResumeRequest(), &resumed)
+                  .ok());
+  ASSERT_TRUE(check("", &status).ok());
+  EXPECT_EQ(status, HealthCheckResponse::SERVING);
+  ASSERT_TRUE(watch->Read(&seen));
+  EXPECT_EQ(seen.status(), HealthCheckResponse::SERVING);
+  watch_ctx.TryCancel();
+  (void)watch->Finish();
 }
 
 TEST(ObservabilityTest, ReflectionListsOrrerysServices) {
