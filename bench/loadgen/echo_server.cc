@@ -3,14 +3,16 @@
 // returns its inputs as outputs: same payload, same protobuf and gRPC work,
 // no scheduling, execution or metering. Its one response parameter,
 // `orrery_arrival_steady_ns`, is when the handler ran (as orreryd's).
-//   orrery-echo --listen 127.0.0.1:0 --port-file FILE [--api sync|callback]
-// Two of gRPC's server APIs, so that the floor is the faster plain one on
-// this machine (orreryd serves ModelInfer with the callback API): `sync`, a
-// handler on a gRPC thread pool's thread, and `callback`, a reactor finished
-// on the thread that received the request.
+//   orrery-echo --listen 127.0.0.1:0 --port-file FILE [--api sync|callback|async]
+// Three of gRPC's server APIs, so that the floor is the fastest plain one on
+// this machine (orreryd serves ModelInfer with the async API): `sync`, a
+// handler on a gRPC thread pool's thread; `callback`, a reactor finished on
+// the thread that received the request; `async`, one thread that serves a
+// completion queue and answers each request as it takes it.
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <list>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -59,6 +61,46 @@ class CallbackEcho final : public inference::GRPCInferenceService::CallbackServi
   }
 };
 
+// The async API: one thread serves a completion queue, asks for each next
+// call and answers it inline, so a request never changes threads. Serves
+// until the process is killed (the bench's echo never shuts down cleanly).
+class AsyncEcho {
+ public:
+  void Serve(grpc::ServerCompletionQueue* cq) {
+    std::list<Call> calls;  // one asked-for call at a time, plus the ones answering
+    auto ask = [&] {
+      Call& c = calls.emplace_back();
+      c.self = std::prev(calls.end());
+      service.RequestModelInfer(&c.ctx, &c.request, &c.responder, cq, cq, &c);
+    };
+    ask();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq->Next(&tag, &ok)) {
+      Call& c = *static_cast<Call*>(tag);
+      if (!ok || c.answered) {
+        calls.erase(c.self);
+        continue;
+      }
+      ask();
+      Echo(c.request, &c.response);
+      c.answered = true;
+      c.responder.Finish(c.response, grpc::Status::OK, &c);
+    }
+  }
+  inference::GRPCInferenceService::AsyncService service;
+
+ private:
+  struct Call {
+    grpc::ServerContext ctx;
+    inference::ModelInferRequest request;
+    inference::ModelInferResponse response;
+    grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder{&ctx};
+    bool answered = false;
+    std::list<Call>::iterator self;
+  };
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,7 +111,7 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "HOST:PORT (port 0 picks a free one)")->capture_default_str();
   app.add_option("--port-file", port_file, "Write the bound HOST:PORT to this file once serving");
   app.add_option("--api", api, "gRPC server API: sync or callback")
-      ->check(CLI::IsMember({"sync", "callback"}))
+      ->check(CLI::IsMember({"sync", "callback", "async"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   // The same gRPC as orreryd's, set up alike (api/server.cc): no lock-order
@@ -77,12 +119,17 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   SyncEcho sync_service;
   CallbackEcho callback_service;
+  AsyncEcho async_echo;
+  std::unique_ptr<grpc::ServerCompletionQueue> async_cq;
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(64 << 20);
   if (api == "sync") {
     builder.RegisterService(&sync_service);
+  } else if (api == "async") {
+    builder.RegisterService(&async_echo.service);
+    async_cq = builder.AddCompletionQueue();
   } else {
     builder.RegisterService(&callback_service);
   }
@@ -97,6 +144,7 @@ int main(int argc, char** argv) {
     std::rename((port_file + ".tmp").c_str(), port_file.c_str());
   }
   std::cout << "orrery-echo (" << api << " API) listening on " << host << ":" << port << std::endl;
+  if (async_cq != nullptr) async_echo.Serve(async_cq.get());
   server->Wait();
   return 0;
 }
