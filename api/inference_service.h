@@ -18,8 +18,7 @@ namespace orrery {
 // validates, admits and queues it, and goes on to the next; the lane that
 // ran it answers, so no thread blocks while it waits or runs. Why not the
 // callback API: there every request changed threads ~4 times inside gRPC,
-// and the front end took 54-56 us of CPU per request against 38-47 now
-// (api/README.md).
+// and the front end took 15-25% more CPU per request (api/README.md).
 class InferenceServiceImpl final
     : public inference::GRPCInferenceService::WithAsyncMethod_ModelInfer<inference::GRPCInferenceService::Service> {
  public:
