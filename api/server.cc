@@ -374,15 +374,17 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   builder.RegisterService(impl->inference.get());
   builder.RegisterService(impl->billing.get());
   builder.RegisterService(impl->health.get());
-  // Two ModelInfer threads per serving CPU (per core when not pinned), each
-  // with its own queue: each receives and queues requests on its own,
-  // without handing them over. With one per CPU, a flood on a CPU shared
-  // with other busy threads (scenario 2: A at 10x its share, the client on
-  // the same CPU) left requests waiting in gRPC for 9-12 ms (B's p99 6.9x
-  // its p99 alone); with two, 2.9-3.1 ms, as the callback API's 3.4-4.0.
-  const size_t infer_threads =
-      2 * std::max<size_t>(1, options.serving_cpus.empty() ? std::thread::hardware_concurrency()
-                                                           : options.serving_cpus.size());
+  // Two ModelInfer threads per serving CPU (per core, at most 8, when not
+  // pinned: receiving needs a few cores, not all), each with its own queue:
+  // each receives and queues requests on its own, without handing them
+  // over. With one per CPU, a flood on a CPU shared with other busy threads
+  // (scenario 2: A at 10x its share, the client on the same CPU) left
+  // requests waiting in gRPC for 9-12 ms (B's p99 6.9x its p99 alone); with
+  // two, 2.9-3.1 ms, as the callback API's 3.4-4.0.
+  const size_t infer_cpus = options.serving_cpus.empty()
+                                ? std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8)
+                                : options.serving_cpus.size();
+  const size_t infer_threads = 2 * infer_cpus;
   for (size_t i = 0; i < infer_threads; ++i) impl->infer_queues.push_back(builder.AddCompletionQueue());
   impl->grpc_server = builder.BuildAndStart();
   if (!impl->grpc_server || port == 0) {
