@@ -112,12 +112,14 @@ Result<int64_t> RequestDeadlineNs(const grpc::ServerContextBase& context, const 
 // drained by Serve. The handler fills it up to Submit; the scheduler's
 // callback (on the lane that ran the request) completes it.
 struct InferenceServiceImpl::Call {
-  explicit Call(ServiceContext* ctx) : draining_count(&ctx->in_flight) {}
   ~Call() { ReleaseSlots(); }
-  // The request arrived: it counts as in flight (for draining) until answered.
-  void Arrived() {
+  // The request arrived: it counts in `draining` (the server's in-flight
+  // count) until answered, and the completion queue's next event for it is
+  // its answer's.
+  void Arrived(std::atomic<int64_t>* draining) {
+    arrived = true;
     start = std::chrono::steady_clock::now();
-    in_flight = draining_count;
+    in_flight = draining;
     in_flight->fetch_add(1);
   }
   // What the request held while in flight: the draining count, the
@@ -131,16 +133,12 @@ struct InferenceServiceImpl::Call {
     pin = HostTier::Pin();
   }
 
-  grpc::ServerContext server_context;
-  inference::ModelInferRequest request_message;
-  inference::ModelInferResponse response_message;
-  grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder{&server_context};
+  grpc::ServerContext context;
+  inference::ModelInferRequest request;
+  inference::ModelInferResponse response;
+  grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder{&context};
   std::shared_ptr<Call> self;  // gRPC's reference: see above
-  bool arrived = false;        // the completion queue's next event is the answer's
-  const grpc::ServerContext* context = &server_context;
-  const inference::ModelInferRequest* request = &request_message;
-  inference::ModelInferResponse* response = &response_message;
-  std::atomic<int64_t>* const draining_count;
+  bool arrived = false;        // see Arrived
   std::atomic<int64_t>* in_flight = nullptr;
   std::chrono::steady_clock::time_point start;
   std::vector<std::string> labels{"", ""};  // tenant, model: "" until known
@@ -163,9 +161,9 @@ struct InferenceServiceImpl::Call {
 };
 
 void InferenceServiceImpl::RequestNext(grpc::ServerCompletionQueue* cq) {
-  auto call = std::make_shared<Call>(ctx_);
+  auto call = std::make_shared<Call>();
   call->self = call;
-  RequestModelInfer(&call->server_context, &call->request_message, &call->responder, cq, cq, call.get());
+  RequestModelInfer(&call->context, &call->request, &call->responder, cq, cq, call.get());
 }
 
 void InferenceServiceImpl::Serve(grpc::ServerCompletionQueue* cq) {
@@ -184,8 +182,7 @@ void InferenceServiceImpl::Serve(grpc::ServerCompletionQueue* cq) {
     }
     RequestNext(cq);
     std::shared_ptr<Call> call = c->self;
-    call->arrived = true;
-    call->Arrived();
+    call->Arrived(&ctx_->in_flight);
     grpc::Status status = Start(call);
     if (!status.ok()) Answer(*call, status);
   }
@@ -201,14 +198,14 @@ void InferenceServiceImpl::Answer(Call& call, const grpc::Status& status) {
   std::string version, request_id;
   const bool log = spdlog::should_log(spdlog::level::debug);
   if (log) {
-    version = status.ok() ? call.response->model_version() : call.request->model_version();
-    request_id = status.ok() ? call.response->id() : call.request->id();
+    version = status.ok() ? call.response.model_version() : call.request.model_version();
+    request_id = status.ok() ? call.response.id() : call.request.id();
   }
   call.ReleaseSlots();
   // The answer goes first: metrics and the log are not the client's wait
   // (on a lane they would delay this answer, not the next request's run).
   if (status.ok()) {
-    call.responder.Finish(*call.response, status, &call);
+    call.responder.Finish(call.response, status, &call);
   } else {
     call.responder.FinishWithError(status, &call);
   }
@@ -239,14 +236,14 @@ void InferenceServiceImpl::CountMiss(const ModelRecord& record, const LoadTrace&
 
 grpc::Status InferenceServiceImpl::Start(const std::shared_ptr<Call>& call) {
   Call& c = *call;
-  const inference::ModelInferRequest* request = c.request;
+  const inference::ModelInferRequest* request = &c.request;
   c.arrival_unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
   c.arrival_ns = ctx_->scheduler->NowNs();
   if (!ctx_->ready.load()) return ToGrpcStatus(Status::Unavailable("server is draining"));
   TenantRecord& tenant = c.tenant;
-  Result<ModelRecord> resolved = Resolve(*c.context, request->model_name(), request->model_version(), &tenant);
+  Result<ModelRecord> resolved = Resolve(c.context, request->model_name(), request->model_version(), &tenant);
   c.labels[0] = tenant.id();  // empty when the key was refused
   if (!resolved.ok()) return ToGrpcStatus(resolved.status());
   c.record = std::move(resolved).value();
@@ -269,7 +266,7 @@ grpc::Status InferenceServiceImpl::Start(const std::shared_ptr<Call>& call) {
     wanted.insert(o.name());
   }
 
-  Result<int64_t> deadline = RequestDeadlineNs(*c.context, *request, *ctx_->scheduler);
+  Result<int64_t> deadline = RequestDeadlineNs(c.context, *request, *ctx_->scheduler);
   if (!deadline.ok()) return ToGrpcStatus(deadline.status());
   InferenceRequest& scheduled = c.scheduled;
   scheduled.tenant_id = record->tenant_id();
@@ -322,7 +319,7 @@ grpc::Status InferenceServiceImpl::Start(const std::shared_ptr<Call>& call) {
 
 grpc::Status InferenceServiceImpl::Queue(const std::shared_ptr<Call>& call) {
   Call& c = *call;
-  const inference::ModelInferRequest* request = c.request;
+  const inference::ModelInferRequest* request = &c.request;
   const ModelRecord* record = &c.record;
   const TenantRecord& tenant = c.tenant;
   InferenceRequest& scheduled = c.scheduled;
@@ -404,7 +401,7 @@ void InferenceServiceImpl::Complete(const std::shared_ptr<Call>& call) {
   const std::string& request_id = c.request_id;
   const int64_t arrival_unix_us = c.arrival_unix_us;
   const int64_t arrival_ns = c.arrival_ns;
-  inference::ModelInferResponse* response = c.response;
+  inference::ModelInferResponse* response = &c.response;
   const int64_t answered_ns = c.answered_ns;
   Result<std::vector<NamedTensor>>& outputs = c.outputs;
   if (!outputs.ok() && outputs.status().code() == StatusCode::kDeadlineExceeded) {
@@ -450,7 +447,7 @@ void InferenceServiceImpl::Complete(const std::shared_ptr<Call>& call) {
   entry.set_cost_micros(InferenceCostMicros(ctx_->prices, run.lane_ns, 1.0, entry.bytes_loaded()) +
                         DeviceCostMicros(ctx_->prices, run.device_ns, entry.bytes_transferred()));
   // An id this server made up is in no ledger entry yet: no lookup for it.
-  const LedgerAppendOptions append{.new_request_id = c.request->id().empty()};
+  const LedgerAppendOptions append{.new_request_id = c.request.id().empty()};
 
   // The response is encoded here (off the writer's thread, which answers
   // every request in turn); it is sent only once the entry is written.
@@ -499,7 +496,7 @@ grpc::Status InferenceServiceImpl::Billed(Call& c, const Result<bool>& billed) {
   // Handler arrival to here (the ledger write included): the client's
   // latency minus this is gRPC and the network.
   const int64_t now_ns = ctx_->scheduler->NowNs();
-  (*c.response->mutable_parameters())["orrery_server_ns"].set_int64_param(now_ns - c.arrival_ns);
+  (*c.response.mutable_parameters())["orrery_server_ns"].set_int64_param(now_ns - c.arrival_ns);
   // What this request needed after its lane (wake-up, encoding, the wait
   // for the ledger writer and its write): admission plans for it.
   ctx_->scheduler->ObserveResponseNs(now_ns - c.answered_ns);
