@@ -3,14 +3,18 @@
 #include <chrono>
 #include <thread>
 
+#include "api/proto/grpc_predict_v2.grpc.pb.h"
+#include "api/proto/orrery.grpc.pb.h"
+
 namespace orrery {
 
 using grpc::health::v1::HealthCheckResponse;
 
 bool HealthServiceImpl::StatusOf(const std::string& service, HealthCheckResponse::ServingStatus* status) const {
-  static constexpr const char* kServices[] = {"inference.GRPCInferenceService", "orrery.v1.ModelService",
-                                              "orrery.v1.BillingService", "orrery.v1.AdminService",
-                                              "grpc.health.v1.Health"};
+  static constexpr const char* kServices[] = {
+      inference::GRPCInferenceService::service_full_name(), v1::ModelService::service_full_name(),
+      v1::BillingService::service_full_name(), v1::AdminService::service_full_name(),
+      grpc::health::v1::Health::service_full_name()};
   bool known = service.empty();
   for (const char* name : kServices) known = known || service == name;
   if (!known) return false;
@@ -33,8 +37,8 @@ grpc::Status HealthServiceImpl::Watch(grpc::ServerContext* context, const grpc::
   // As the protocol asks: an unknown name is watched as SERVICE_UNKNOWN.
   HealthCheckResponse::ServingStatus sent = HealthCheckResponse::UNKNOWN;
   for (bool first = true;; first = false) {
-    HealthCheckResponse::ServingStatus now = HealthCheckResponse::SERVICE_UNKNOWN;
-    if (!StatusOf(request->service(), &now)) now = HealthCheckResponse::SERVICE_UNKNOWN;
+    HealthCheckResponse::ServingStatus now = HealthCheckResponse::SERVICE_UNKNOWN;  // kept for unknown names
+    StatusOf(request->service(), &now);
     if (first || now != sent) {
       HealthCheckResponse response;
       response.set_status(now);
