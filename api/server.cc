@@ -409,7 +409,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   }
   for (auto& q : impl->infer_queues) {
     impl->infer_threads.emplace_back([service = impl->inference.get(), q = q.get()] {
-      pthread_setname_np(pthread_self(), "orreryd-infer");
+      (void)pthread_setname_np(pthread_self(), "orreryd-infer");
       service->Serve(q);
     });
   }
