@@ -282,9 +282,8 @@ struct ConvPrepared final : PreparedKernel {
   gemm_internal::ConvStemGeometry stem_geo;
   std::vector<float> stem_w;
   // Strided layers with the output channels across the lanes
-  // (gemm/conv_channels.h); each thread's row buffer is its scratch. The
-  // GEMM's packed W stays too (Compute falls back to it when the ISA is
-  // capped below AVX-512 after Prepare, as the stem does).
+  // (gemm/conv_channels.h); each thread's row buffer is its scratch.
+  // Either kernel's layer has no packed GEMM W (packed stays null).
   bool channels = false;
   gemm_internal::ConvChannelsGeometry channels_geo;
   std::vector<float> channels_w;
@@ -496,14 +495,62 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
                                                      /*gather=*/true, &p->direct_plan);
     }
   }
+  // The direct kernels below apply the epilogue in registers: only the
+  // activations the GEMM tile applies there.
+  Epilogue fused;
+  p->fusion.ApplyTo(&fused);
+  const bool post_in_tile = gemm_internal::PostInTile(fused);
+  if (p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
+      p->cg <= gemm_internal::kConvStemMaxChannels && p->g2.kernel[0] <= gemm_internal::kConvStemMaxKh &&
+      p->g2.kernel[1] <= gemm_internal::kConvStemMaxKw && p->g2.strides[1] == 2 &&
+      p->g2.pad_begin[1] < p->g2.kernel[1] && p->g2.dilations[1] == 1 &&
+      ActiveGemmIsa() == GemmIsa::kAvx512) {
+    if (post_in_tile) {
+      p->stem = true;
+      gemm_internal::ConvStemGeometry& sg = p->stem_geo;
+      sg.cg = p->cg;
+      sg.m = p->mg;
+      sg.h_in = p->g2.input[0];
+      sg.w_in = p->g2.input[1];
+      sg.h_out = p->g2.output[0];
+      sg.w_out = p->g2.output[1];
+      sg.kh = p->g2.kernel[0];
+      sg.sh = p->g2.strides[0];
+      sg.ph = p->g2.pad_begin[0];
+      sg.dh = p->g2.dilations[0];
+      sg.kw = p->g2.kernel[1];
+      sg.pw = p->g2.pad_begin[1];
+      p->stem_w = gemm_internal::PackConvStemWeights(sg, w->data<float>());
+    }
+  }
+  if (!p->stem && p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
+      ActiveGemmIsa() == GemmIsa::kAvx512 && p->g2.strides[0] == 2 && p->g2.strides[1] == 2 &&
+      p->g2.dilations[0] == 1 && p->g2.dilations[1] == 1 && p->g2.kernel[0] >= 3 && p->g2.kernel[1] >= 3 &&
+      p->cg > gemm_internal::kConvStemMaxChannels &&
+      p->g2.output[1] >= kConvChannelsMinRow && p->g2.output[1] <= gemm_internal::kConvChannelsMaxGroup) {
+    const gemm_internal::ConvChannelsGeometry cgeo = gemm_internal::MakeConvChannelsGeometry(
+        p->cg, p->mg, p->g2.input[0], p->g2.input[1], p->g2.output[0], p->g2.output[1],
+        p->g2.kernel[0], p->g2.kernel[1], p->g2.strides[0], p->g2.strides[1], p->g2.pad_begin[0],
+        p->g2.pad_begin[1]);
+    if (post_in_tile && cgeo.row_buffer_floats() <= kConvChannelsMaxRowBufferFloats) {
+      p->channels = true;
+      p->channels_geo = cgeo;
+      p->channels_w = gemm_internal::PackConvChannelsWeights(cgeo, w->data<float>());
+      p->channels_off = gemm_internal::ConvChannelsOffsets(cgeo);
+    }
+  }
   // 14x14-like planes take the tile rather than the transposed GEMM.
   // (Not over parity planes: the paths stay those measured with gathers.)
   const bool small_plane_tile =
       p->direct && !p->phase && w != nullptr &&
       gemm_internal::PreferConvDirectTileSmallPlane(p->direct_plan, p->mg, p->kdim);
+  // A layer the stem or channels kernel runs needs no packed GEMM W: with
+  // the ISA capped below AVX-512 after Prepare (tests only) Compute falls
+  // back to the GEMM over W as stored.
+  const bool own_kernel = p->stem || p->channels;
   p->transposed = gemm_path && w != nullptr && p->kdim > 0 && p->out_vol <= max_transposed &&
-                  p->mg >= kTransposedMinChannels && !small_plane_tile;
-  if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0) {
+                  p->mg >= kTransposedMinChannels && !small_plane_tile && !own_kernel;
+  if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0 && !own_kernel) {
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
       ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PackedGroups> pg,
                               PackWeights(*w, s, p->kdim, p->transposed));
@@ -544,49 +591,6 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
                                            &p->direct_plan) &&
         (gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg) ||
          gemm_internal::PreferConvDirectTileShallow(p->direct_plan, p->kdim));
-  }
-  // The direct kernels below apply the epilogue in registers: only the
-  // activations the GEMM tile applies there.
-  Epilogue fused;
-  p->fusion.ApplyTo(&fused);
-  const bool post_in_tile = gemm_internal::PostInTile(fused);
-  if (p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
-      p->cg <= gemm_internal::kConvStemMaxChannels && p->g2.kernel[0] <= gemm_internal::kConvStemMaxKh &&
-      p->g2.kernel[1] <= gemm_internal::kConvStemMaxKw && p->g2.strides[1] == 2 &&
-      p->g2.pad_begin[1] < p->g2.kernel[1] && p->g2.dilations[1] == 1) {
-    if (post_in_tile) {
-      p->stem = true;
-      gemm_internal::ConvStemGeometry& sg = p->stem_geo;
-      sg.cg = p->cg;
-      sg.m = p->mg;
-      sg.h_in = p->g2.input[0];
-      sg.w_in = p->g2.input[1];
-      sg.h_out = p->g2.output[0];
-      sg.w_out = p->g2.output[1];
-      sg.kh = p->g2.kernel[0];
-      sg.sh = p->g2.strides[0];
-      sg.ph = p->g2.pad_begin[0];
-      sg.dh = p->g2.dilations[0];
-      sg.kw = p->g2.kernel[1];
-      sg.pw = p->g2.pad_begin[1];
-      p->stem_w = gemm_internal::PackConvStemWeights(sg, w->data<float>());
-    }
-  }
-  if (!p->stem && p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
-      ActiveGemmIsa() == GemmIsa::kAvx512 && p->g2.strides[0] == 2 && p->g2.strides[1] == 2 &&
-      p->g2.dilations[0] == 1 && p->g2.dilations[1] == 1 && p->g2.kernel[0] >= 3 && p->g2.kernel[1] >= 3 &&
-      p->cg > gemm_internal::kConvStemMaxChannels &&
-      p->g2.output[1] >= kConvChannelsMinRow && p->g2.output[1] <= gemm_internal::kConvChannelsMaxGroup) {
-    const gemm_internal::ConvChannelsGeometry cgeo = gemm_internal::MakeConvChannelsGeometry(
-        p->cg, p->mg, p->g2.input[0], p->g2.input[1], p->g2.output[0], p->g2.output[1],
-        p->g2.kernel[0], p->g2.kernel[1], p->g2.strides[0], p->g2.strides[1], p->g2.pad_begin[0],
-        p->g2.pad_begin[1]);
-    if (post_in_tile && cgeo.row_buffer_floats() <= kConvChannelsMaxRowBufferFloats) {
-      p->channels = true;
-      p->channels_geo = cgeo;
-      p->channels_w = gemm_internal::PackConvChannelsWeights(cgeo, w->data<float>());
-      p->channels_off = gemm_internal::ConvChannelsOffsets(cgeo);
-    }
   }
   if (p->path == ConvPath::kIm2Col2D && p->direct_tile) {
     p->tail_cols = gemm_internal::ConvTailCols(p->direct_plan, p->kdim, gemm_internal::ActiveKernels());

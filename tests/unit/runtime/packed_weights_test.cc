@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "model_builder.h"
+#include "ops/cpu/gemm/sgemm.h"
 #include "runtime/model.h"
 
 namespace orrery {
@@ -131,6 +134,54 @@ TEST(PackedWeightsTest, WeightsOfOtherDimensionsAreRepackedNotUsed) {
   ASSERT_TRUE(six2.ok());
   EXPECT_EQ(imported, 0u);
   EXPECT_EQ(RunOnce(**six2, in), RunOnce(**six_plain, in));
+}
+
+// X[1, 3, 8, 64] -> Conv(3 -> 16, 3x3, stride 2, pads 1): an image stem
+// (gemm/conv_stem.h) -> Conv(16 -> 32, same): 16-wide output rows, the
+// channels kernel (gemm/conv_channels.h) -> Y[1, 32, 2, 16].
+ModelBuilder StemAndChannelsModel() {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {1, 3, 8, 64});
+  for (auto [name, m, c] : {std::tuple{"W1", 16, 3}, std::tuple{"W2", 32, 16}}) {
+    std::vector<float> w(static_cast<size_t>(m * c * 9));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 11) * 0.125f - 0.6f;
+    b.FloatInit(name, {m, c, 3, 3}, w);
+  }
+  for (auto [in, w, out] : {std::tuple{"X", "W1", "H"}, std::tuple{"H", "W2", "Y"}}) {
+    onnx::NodeProto* n = b.Node("Conv", {in, w}, {out}, out);
+    ModelBuilder::AttrInts(n, "strides", {2, 2});
+    ModelBuilder::AttrInts(n, "pads", {1, 1, 1, 1});
+  }
+  b.Output("Y", kFloat, {1, 32, 2, 16});
+  return b;
+}
+
+// Layers the direct AVX-512 kernels run keep only those kernels' weights:
+// nothing packed for the GEMM is exported for them. With the ISA capped
+// below AVX-512 after compiling, the same plan falls back to the GEMM over
+// the weights as stored and still computes the same outputs.
+TEST(PackedWeightsTest, StemAndChannelsLayersKeepNoPackedGemmWeights) {
+  using ops::cpu::GemmIsa;
+  if (ops::cpu::ActiveGemmIsa() != GemmIsa::kAvx512) GTEST_SKIP() << "needs AVX-512 (the stem and channels kernels)";
+  const std::string bytes = StemAndChannelsModel().Bytes();
+  auto model = CompiledModel::Compile(bytes);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Result<std::vector<std::byte>> blob = ExportPackedWeights(**model);
+  ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+  size_t imported = 99;
+  auto loaded = CompiledModel::Compile(bytes, {.packed_weights = *blob, .imported = &imported});
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(imported, 0u) << "no packed GEMM W for the stem or the channels layer";
+  const NamedTensor in = Input("X", {1, 3, 8, 64});
+  const std::vector<float> avx512 = RunOnce(**model, in);
+  ops::cpu::SetGemmIsaCapForTesting(GemmIsa::kAvx2);
+  const std::vector<float> fallback = RunOnce(**model, in);
+  ops::cpu::SetGemmIsaCapForTesting(GemmIsa::kAvx512);
+  ASSERT_EQ(fallback.size(), avx512.size());
+  ASSERT_EQ(avx512.size(), size_t{32 * 2 * 16});
+  for (size_t i = 0; i < avx512.size(); ++i) {
+    EXPECT_NEAR(fallback[i], avx512[i], 1e-4f * (1.0f + std::abs(avx512[i]))) << "at " << i;
+  }
 }
 
 TEST(PackedWeightsTest, ModelWithoutPackedOperandsExportsAnEmptyList) {
