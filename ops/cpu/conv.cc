@@ -879,8 +879,13 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
               gctx.scratch, ctx.threads);
         run_gemm_tail();
       } else if (p.path == ConvPath::kIm2Col2D && kern.conv_tile != nullptr && p.direct_tile) {
-        // The tile path uses no other scratch: its tail's B takes the start.
-        float* tile_tail_b = p.tail_cols > 0 ? reinterpret_cast<float*>(gctx.scratch.data()) : nullptr;
+        // The tile path uses no other scratch: its tail's B (the im2col of
+        // the last panel's few columns) takes the start.
+        float* tile_tail_b = nullptr;
+        if (p.tail_cols > 0 && gemm_internal::ConvTailCols(p.direct_plan, p.kdim, kern) == p.tail_cols) {
+          tile_tail_b = reinterpret_cast<float*>(gctx.scratch.data());
+          kern.im2col(p.im2col, xg, 0, p.kdim, p.out_vol - p.tail_cols, p.tail_cols, p.tail_cols, tile_tail_b);
+        }
         gemm_internal::RunConvDirect(p.direct_plan, *a.packed, p.mg, p.kdim, dvol, xp, yg, e,
                                      ctx.threads, kern, prefetch_direct, tile_tail_b);
       } else if (p.path == ConvPath::kIm2Col2D) {

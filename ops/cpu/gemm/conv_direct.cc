@@ -301,29 +301,9 @@ int64_t ConvTailCols(const ConvDirectPlan& plan, int64_t k, const GemmKernels& k
   return GemmTailCols(n, kern);
 }
 
-void ConvTailB(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k, int64_t j0,
-               int64_t cols, float* b) {
-  const uint16_t* masks = plan.masks.data() + (j0 / kPanelCols) * plan.k_vol * 3;
-  const int64_t lane0 = j0 % kPanelCols;
-  int64_t tap = 0;
-  const float* xc = x + j0;
-  for (int64_t kk = 0; kk < k; ++kk, b += cols) {
-    const uint16_t* m = masks + tap * 3;
-    const float* xt = xc + plan.off[static_cast<size_t>(tap)];
-    for (int64_t j = 0; j < cols; ++j) {
-      const int64_t l = lane0 + j;
-      b[j] = ((m[l / 16] >> (l % 16)) & 1u) != 0 ? xt[j] : 0.0f;
-    }
-    if (++tap == plan.k_vol) {
-      tap = 0;
-      xc += in_vol;
-    }
-  }
-}
-
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,
                    int64_t in_vol, const float* x, float* y, const Epilogue& ep,
-                   ThreadGroup* threads, const GemmKernels& kern, bool prefetch, float* tail) {
+                   ThreadGroup* threads, const GemmKernels& kern, bool prefetch, const float* tail) {
   const int64_t n = plan.positions();
   if (m <= 0 || n <= 0 || k <= 0) return;
   if (2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <
@@ -358,7 +338,6 @@ void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m,
   // kern.conv_tail over each task's rows, not the tile (ConvTailCols).
   const int64_t tail_cols = tail != nullptr && small ? ConvTailCols(plan, k, kern) : 0;
   const int64_t tail_j0 = (n_panels - 1) * kPanelCols;
-  if (tail_cols > 0) ConvTailB(plan, x, in_vol, k, tail_j0, tail_cols, tail);
   ParallelFor(threads, tasks, [&](int64_t task, int) {
     const int64_t ni = task % n_chunks, mi = task / n_chunks;
     const int64_t q0 = small ? 0 : bounds[ni];

@@ -142,23 +142,20 @@ int64_t ConvTailCols(const ConvDirectPlan& plan, int64_t k, const GemmKernels& k
 // positions, B read in place): n's last panel when it holds 1..4 columns
 // and the ISA has conv_tail, else 0.
 int64_t GemmTailCols(int64_t n, const GemmKernels& kern);
-// Floats of ConvTailB's output for `cols` columns at depth k.
+// Floats of conv_tail's B (ConvTailArgs::b) for `cols` columns at depth k.
 inline int64_t ConvTailFloats(int64_t k, int64_t cols) { return k * cols; }
-// conv_tail's B (ConvTailArgs::b): the im2col of columns [j0, j0 + cols)
-// (j0 the last panel's first), zero in the padding.
-void ConvTailB(const ConvDirectPlan& plan, const float* x, int64_t in_vol, int64_t k, int64_t j0,
-               int64_t cols, float* b);
 
 // Y[m x positions] = epilogue(W * im2col(X)) for one image and group: W is
 // packed (m x k, k = channels * k_vol), x the group's channels. Splits tiles
 // over `threads` like Sgemm; allocates nothing. `kern.conv_tile` must be set.
 // `prefetch`: prefetch the input ahead in software (for inputs likely not in
 // L2: a batch's planes, or channels over 1 MiB; see conv_direct.cc).
-// `tail`: ConvTailFloats(k, ConvTailCols(plan, k, kern)) floats of scratch
-// for the last panel's kernel, or null (the tile runs that panel too).
+// `tail`: the B of kern.conv_tail for the last ConvTailCols(plan, k, kern)
+// columns (their im2col, compact: kern.im2col with w = cols), filled by the
+// caller, or null (the tile runs that panel too).
 void RunConvDirect(const ConvDirectPlan& plan, const PackedMatrix& w, int64_t m, int64_t k,
                    int64_t in_vol, const float* x, float* y, const Epilogue& ep,
                    ThreadGroup* threads, const GemmKernels& kern, bool prefetch = false,
-                   float* tail = nullptr);
+                   const float* tail = nullptr);
 
 }  // namespace orrery::ops::cpu::gemm_internal

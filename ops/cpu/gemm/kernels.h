@@ -118,7 +118,7 @@ using ConvTileFn = void (*)(const ConvTileArgs& t);
 // kConvTailMaxCols positions (14x14: 196 = 4 x 48 + 4), at full depth: the
 // tile would run 16-lane vectors of positions over 1..4 of them, while the
 // channels fill every lane here. `b` holds those columns of B compact
-// (ConvTailB in conv_direct.h, or a caller's im2col or copy of them):
+// (their im2col, or for a pointwise layer a copy of them):
 // B[kk][j] at b[kk * cols + j] for kk < k.
 // One 16-float load of a packed 8-row panel at depth 2i holds its rows at
 // 2i (lanes 0-7) and 2i + 1 (8-15); B[2i][j] and B[2i + 1][j] broadcast
