@@ -268,4 +268,15 @@ std::vector<GridRun> SplitIntoRuns(std::span<const int64_t> dims, int64_t first,
   return runs;
 }
 
+WindowWalk::WindowWalk(const WindowGeometry& g, std::span<const int64_t> from, std::span<const int64_t> to)
+    : g_(g), from_(from), to_(to) {
+  const size_t r = g.rank();
+  const size_t last = r - 1;
+  to_strides_.assign(r, 1);
+  for (size_t j = last; j > 0; --j) to_strides_[j - 1] = to_strides_[j] * to[j];
+  for (int64_t t = 0; t < g.kernel[last]; ++t) {
+    inner_.push_back(ValidPositions(t, to[last], from[last], g.strides[last], g.dilations[last], g.pad_begin[last]));
+  }
+}
+
 }  // namespace orrery::ops

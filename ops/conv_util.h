@@ -193,4 +193,64 @@ struct GridRun {
 // runs along the innermost axis (how im2col tiles walk the grid).
 std::vector<GridRun> SplitIntoRuns(std::span<const int64_t> dims, int64_t first, int64_t count);
 
+// The walk im2col (Conv) and col2im (ConvTranspose) share: positions of one
+// grid (`from`: Conv's output, ConvTranspose's input) through every kernel
+// tap into the grid the taps land in (`to`: the other one), by the window
+// index position * stride - pad_begin + tap * dilation on each axis.
+class WindowWalk {
+ public:
+  // `g` must outlive the walk; `from` and `to` are g.output and g.input or
+  // the reverse.
+  WindowWalk(const WindowGeometry& g, std::span<const int64_t> from, std::span<const int64_t> to);
+
+  // For each of `channels` channels and each kernel tap t (the last axis
+  // fastest), over the runs of positions [p0, p0 + cols) of `from`
+  // (SplitIntoRuns): visit(c, t, run, lo, hi, at), where [lo, hi) within
+  // [run.begin, run.end) are the run's positions whose tap lands inside
+  // `to` (lo == hi: none does) and `at` is the flat index in `to` where
+  // position lo lands; position lo + i lands at at + i * (last stride).
+  // Allocates the runs and a tap counter per call.
+  template <class Visit>
+  void Run(int64_t p0, int64_t cols, int64_t channels, Visit&& visit) const {
+    const std::vector<GridRun> runs = SplitIntoRuns(from_, p0, cols);
+    const size_t r = g_.rank();
+    const size_t last = r - 1;
+    const int64_t k_vol = g_.kernel_volume();
+    std::vector<int64_t> tap(r, 0);
+    for (int64_t c = 0; c < channels; ++c) {
+      std::fill(tap.begin(), tap.end(), 0);
+      for (int64_t t = 0; t < k_vol; ++t) {
+        const IndexRange inner = inner_[static_cast<size_t>(tap[last])];
+        const int64_t off = tap[last] * g_.dilations[last] - g_.pad_begin[last];
+        for (const GridRun& run : runs) {
+          int64_t base = 0;
+          bool inside = true;
+          for (size_t j = 0; j < last; ++j) {
+            const int64_t i = run.outer[j] * g_.strides[j] - g_.pad_begin[j] + tap[j] * g_.dilations[j];
+            if (i < 0 || i >= to_[j]) {
+              inside = false;
+              break;
+            }
+            base += i * to_strides_[j];
+          }
+          const int64_t lo = std::clamp(inner.begin, run.begin, run.end);
+          const int64_t hi = inside ? std::clamp(inner.end, lo, run.end) : lo;
+          visit(c, t, run, lo, hi, base + lo * g_.strides[last] + off);
+        }
+        // Advance the kernel-tap odometer (last axis fastest).
+        for (size_t j = r; j > 0; --j) {
+          if (++tap[j - 1] < g_.kernel[j - 1]) break;
+          tap[j - 1] = 0;
+        }
+      }
+    }
+  }
+
+ private:
+  const WindowGeometry& g_;
+  std::span<const int64_t> from_, to_;
+  std::vector<int64_t> to_strides_;
+  std::vector<IndexRange> inner_;  // positions of `from` landing inside `to`, per innermost tap
+};
+
 }  // namespace orrery::ops

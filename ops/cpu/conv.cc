@@ -148,78 +148,34 @@ Status InferConv(const InferContext& ctx, std::vector<TensorType>* outputs) {
 // innermost axis copy the valid range and zero the padding around it.
 class Im2Col {
  public:
-  Im2Col(const WindowGeometry& g, int64_t channels) : g_(g), channels_(channels) {
-    const size_t r = g.rank();
-    const size_t last = r - 1;
-    in_strides_.assign(r, 1);
-    for (size_t j = last; j > 0; --j) in_strides_[j - 1] = in_strides_[j] * g.input[j];
-    for (int64_t t = 0; t < g.kernel[last]; ++t) {
-      inner_.push_back(ValidPositions(t, g.input[last], g.output[last], g.strides[last],
-                                      g.dilations[last], g.pad_begin[last]));
-    }
-  }
+  Im2Col(const WindowGeometry& g, int64_t channels) : g_(g), walk_(g, g.output, g.input), channels_(channels) {}
 
   // Fills col[(c * K + tap) * cols + (p - p0)].
   void Run(const float* x, int64_t p0, int64_t cols, float* col) const {
-    const std::vector<GridRun> runs = SplitIntoRuns(g_.output, p0, cols);
-    const size_t r = g_.rank();
-    const size_t last = r - 1;
     const int64_t k_vol = g_.kernel_volume();
     const int64_t in_vol = g_.input_volume();
-    const int64_t s_last = g_.strides[last];
-    std::vector<int64_t> tap(r, 0);
-    for (int64_t c = 0; c < channels_; ++c) {
-      const float* xc = x + c * in_vol;
-      std::fill(tap.begin(), tap.end(), 0);
-      for (int64_t t = 0; t < k_vol; ++t) {
-        float* dst = col + (c * k_vol + t) * cols;
-        const IndexRange inner = inner_[static_cast<size_t>(tap[last])];
-        const int64_t off = tap[last] * g_.dilations[last] - g_.pad_begin[last];
-        for (const GridRun& seg : runs) {
-          float* d = dst + seg.offset;
-          const int64_t n = seg.end - seg.begin;
-          int64_t base = 0;
-          bool inside = true;
-          for (size_t j = 0; j < last; ++j) {
-            const int64_t i = seg.outer[j] * g_.strides[j] - g_.pad_begin[j] +
-                              tap[j] * g_.dilations[j];
-            if (i < 0 || i >= g_.input[j]) {
-              inside = false;
-              break;
-            }
-            base += i * in_strides_[j];
-          }
-          const int64_t lo = std::clamp(inner.begin, seg.begin, seg.end);
-          const int64_t hi = std::clamp(inner.end, lo, seg.end);
-          if (!inside || hi == lo) {
-            std::fill(d, d + n, 0.0f);
-            continue;
-          }
-          std::fill(d, d + (lo - seg.begin), 0.0f);
-          const float* src = xc + base + lo * s_last + off;
-          float* out = d + (lo - seg.begin);
-          const int64_t len = hi - lo;
-          if (s_last == 1) {
-            std::memcpy(out, src, static_cast<size_t>(len) * sizeof(float));
-          } else {
-            for (int64_t i = 0; i < len; ++i) out[i] = src[i * s_last];
-          }
-          std::fill(out + len, d + n, 0.0f);
-        }
-        // Advance the kernel-tap odometer (last axis fastest).
-        for (size_t j = r; j > 0; --j) {
-          if (++tap[j - 1] < g_.kernel[j - 1]) break;
-          tap[j - 1] = 0;
+    const int64_t s_last = g_.strides[g_.rank() - 1];
+    walk_.Run(p0, cols, channels_, [&](int64_t c, int64_t t, const GridRun& seg, int64_t lo, int64_t hi, int64_t at) {
+      float* d = col + (c * k_vol + t) * cols + seg.offset;
+      float* out = d + (lo - seg.begin);
+      std::fill(d, out, 0.0f);
+      const int64_t len = hi - lo;
+      if (len > 0) {  // else `at` may lie outside the input
+        const float* src = x + c * in_vol + at;
+        if (s_last == 1) {
+          std::memcpy(out, src, static_cast<size_t>(len) * sizeof(float));
+        } else {
+          for (int64_t i = 0; i < len; ++i) out[i] = src[i * s_last];
         }
       }
-    }
+      std::fill(out + len, d + (seg.end - seg.begin), 0.0f);
+    });
   }
 
  private:
   const WindowGeometry& g_;
+  WindowWalk walk_;
   int64_t channels_;
-  std::vector<int64_t> in_strides_;
-  std::vector<IndexRange> inner_;  // valid output range per innermost tap
 };
 
 bool IsPointwise(const WindowGeometry& g) {

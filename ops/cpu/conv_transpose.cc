@@ -91,71 +91,31 @@ Status InferConvTranspose(const InferContext& ctx, std::vector<TensorType>* outp
 // positions [p0, p0 + cols), into y (channels x output grid) for one group.
 class Col2Im {
  public:
-  Col2Im(const WindowGeometry& g, int64_t channels) : g_(g), channels_(channels) {
-    const size_t r = g.rank();
-    const size_t last = r - 1;
-    out_strides_.assign(r, 1);
-    for (size_t j = last; j > 0; --j) out_strides_[j - 1] = out_strides_[j] * g.output[j];
-    // Input positions whose tap lands inside the output: the forward-conv
-    // range with input and output swapped.
-    for (int64_t t = 0; t < g.kernel[last]; ++t) {
-      inner_.push_back(ValidPositions(t, g.output[last], g.input[last], g.strides[last],
-                                      g.dilations[last], g.pad_begin[last]));
-    }
-  }
+  // Input positions whose tap lands inside the output: the forward-conv
+  // walk with input and output swapped.
+  Col2Im(const WindowGeometry& g, int64_t channels) : g_(g), walk_(g, g.input, g.output), channels_(channels) {}
 
   void Run(const float* col, int64_t p0, int64_t cols, float* y) const {
-    const std::vector<GridRun> runs = SplitIntoRuns(g_.input, p0, cols);
-    const size_t r = g_.rank();
-    const size_t last = r - 1;
     const int64_t k_vol = g_.kernel_volume();
     const int64_t out_vol = g_.output_volume();
-    const int64_t s_last = g_.strides[last];
-    std::vector<int64_t> tap(r, 0);
-    for (int64_t m = 0; m < channels_; ++m) {
-      float* ym = y + m * out_vol;
-      std::fill(tap.begin(), tap.end(), 0);
-      for (int64_t t = 0; t < k_vol; ++t) {
-        const float* src_row = col + (m * k_vol + t) * cols;
-        const IndexRange inner = inner_[static_cast<size_t>(tap[last])];
-        const int64_t off = tap[last] * g_.dilations[last] - g_.pad_begin[last];
-        for (const GridRun& run : runs) {
-          int64_t base = 0;
-          bool inside = true;
-          for (size_t j = 0; j < last; ++j) {
-            const int64_t o = run.outer[j] * g_.strides[j] - g_.pad_begin[j] +
-                              tap[j] * g_.dilations[j];
-            if (o < 0 || o >= g_.output[j]) {
-              inside = false;
-              break;
-            }
-            base += o * out_strides_[j];
-          }
-          const int64_t lo = std::clamp(inner.begin, run.begin, run.end);
-          const int64_t hi = std::clamp(inner.end, lo, run.end);
-          if (!inside || hi == lo) continue;
-          const float* __restrict src = src_row + run.offset + (lo - run.begin);
-          float* __restrict dst = ym + base + lo * s_last + off;
-          const int64_t len = hi - lo;
-          if (s_last == 1) {
-            for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
-          } else {
-            for (int64_t i = 0; i < len; ++i) dst[i * s_last] += src[i];
-          }
-        }
-        for (size_t j = r; j > 0; --j) {
-          if (++tap[j - 1] < g_.kernel[j - 1]) break;
-          tap[j - 1] = 0;
-        }
+    const int64_t s_last = g_.strides[g_.rank() - 1];
+    walk_.Run(p0, cols, channels_, [&](int64_t m, int64_t t, const GridRun& run, int64_t lo, int64_t hi, int64_t at) {
+      const int64_t len = hi - lo;
+      if (len == 0) return;  // `at` may lie outside the output
+      const float* __restrict src = col + (m * k_vol + t) * cols + run.offset + (lo - run.begin);
+      float* __restrict dst = y + m * out_vol + at;
+      if (s_last == 1) {
+        for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
+      } else {
+        for (int64_t i = 0; i < len; ++i) dst[i * s_last] += src[i];
       }
-    }
+    });
   }
 
  private:
   const WindowGeometry& g_;
+  WindowWalk walk_;
   int64_t channels_;
-  std::vector<int64_t> out_strides_;
-  std::vector<IndexRange> inner_;  // valid input range per innermost tap
 };
 
 bool IsPointwise(const WindowGeometry& g) {
