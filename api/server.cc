@@ -247,7 +247,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                recovered.orphans_removed, recovered.temps_removed);
   impl->tenants = std::make_unique<Tenants>(impl->catalog.get());
   impl->catalog_cache = std::make_unique<CatalogCache>(impl->catalog.get(), impl->tenants.get());
-  impl->cache = std::make_unique<ModelCache>(impl->catalog.get(), impl->segments.get());
+  // A GPU uploads weights from their values: its segments keep them.
+  impl->cache = std::make_unique<ModelCache>(impl->catalog.get(), impl->segments.get(),
+                                             /*packed_only_images=*/options.device == nullptr);
   ORRERY_ASSIGN_OR_RETURN(HostTier::Options host_options, HostTierOptionsOf(options));
   ORRERY_ASSIGN_OR_RETURN(impl->host, HostTier::Create(host_options, impl->cache.get(), SteadyClock::Get()));
   std::shared_ptr<Device> device = options.device;

@@ -112,7 +112,7 @@ int Main(int argc, char** argv) {
   const std::string seg_path = (*store)->dir() + "/" + name;
 
   // The layout-2 segment: model image + packed weights.
-  auto image = ExportModelImage(**first);
+  auto image = ExportModelImage(**first, {.packed_only = true});  // as ModelLoader writes it (no GPU)
   if (!image.ok()) return Fail("export image", image.status());
   const std::string image_name = SegmentStore::NewName();
   const SegmentSectionData sections[] = {{kModelImageSection, *image}, {kPackedWeightsSection, *blob}};

@@ -29,8 +29,9 @@ class ModelCache {
   using ModelPtr = std::shared_ptr<const CompiledModel>;
 
   // `segments` may be null (every miss compiles from the ONNX).
-  explicit ModelCache(const Catalog* catalog, SegmentStore* segments = nullptr)
-      : loader_(catalog, segments) {}
+  // `packed_only_images`: ModelLoader's.
+  explicit ModelCache(const Catalog* catalog, SegmentStore* segments = nullptr, bool packed_only_images = true)
+      : loader_(catalog, segments, packed_only_images) {}
 
   // Returns the compiled model for `record`, compiling it on a miss.
   Result<ModelPtr> Get(const ModelRecord& record);

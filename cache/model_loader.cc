@@ -156,7 +156,7 @@ Status ModelLoader::WriteSegment(const CompiledModel& model, std::string_view na
                                  ModelRecord* record) {
   if (segments_ == nullptr) return Status::FailedPrecondition("no segment store");
   ORRERY_ASSIGN_OR_RETURN(std::vector<std::byte> packed, ExportPackedWeights(model));
-  Result<std::vector<std::byte>> image = ExportModelImage(model);
+  Result<std::vector<std::byte>> image = ExportModelImage(model, {.packed_only = packed_only_images_});
   SegmentFileInfo info;
   if (image.ok()) {
     const SegmentSectionData sections[] = {{kModelImageSection, *image}, {kPackedWeightsSection, packed}};

@@ -44,8 +44,12 @@ inline constexpr uint32_t kModelSegmentLayoutVersion = 2;
 class ModelLoader {
  public:
   // `segments` may be null: every load compiles, nothing is written.
-  ModelLoader(const Catalog* catalog, SegmentStore* segments)
-      : catalog_(catalog), segments_(segments) {}
+  // `packed_only_images`: segments written here keep weight matrices only
+  // in their packed form (runtime/model_image.h ModelImageOptions), about
+  // half the bytes to store, read and cache; off for a GPU, whose upload
+  // needs the values.
+  ModelLoader(const Catalog* catalog, SegmentStore* segments, bool packed_only_images = true)
+      : catalog_(catalog), segments_(segments), packed_only_images_(packed_only_images) {}
 
   Result<std::unique_ptr<CompiledModel>> Load(const ModelRecord& record);
 
@@ -71,6 +75,7 @@ class ModelLoader {
 
   const Catalog* catalog_;
   SegmentStore* segments_;
+  const bool packed_only_images_;
   std::atomic<uint64_t> segment_loads_{0}, segment_rebuilds_{0}, compiles_{0}, image_loads_{0};
 };
 

@@ -194,6 +194,9 @@ enum FusionFlags : uint32_t {
   kFuseActivation = 1u << 2,
 };
 
+// KernelDef::packed_input.
+using PackedInputFn = int (*)(uint32_t cache_key);
+
 struct KernelDef {
   std::string op_type;
   Backend backend = Backend::kCpu;
@@ -222,6 +225,13 @@ struct KernelDef {
   // kCachedStateVersion below whenever what a kernel stores changes meaning.
   SerializeCachedFn serialize_cached = nullptr;
   DeserializeCachedFn deserialize_cached = nullptr;
+  // With serialize_cached: the input whose constant values the NodeCache
+  // entry under `cache_key` packs (-1: none). A model image leaves such a
+  // constant's raw values out when the entry is stored beside it
+  // (runtime/model_image.h): the kernel's Prepare and Compute do not read
+  // that input's values while a fitting entry is there, and Prepare returns
+  // FAILED_PRECONDITION instead of packing values that are not there.
+  PackedInputFn packed_input = nullptr;
 };
 
 // Version of every kernel's serialised NodeCache state taken together: the

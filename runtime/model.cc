@@ -2,6 +2,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+
 #include "ops/registry.h"
 #include "runtime/execution.h"
 #include "runtime/graph.h"
@@ -144,7 +146,26 @@ Result<std::unique_ptr<CompiledModel>> CompiledModel::Load(const LoadOptions& op
     if (options.imported != nullptr) *options.imported = *imported;
   }
   impl->cache = std::make_unique<runtime::PlanCache>(impl->plan);
-  WarmPlanCache(impl->signature, impl->cache.get());
+  if (runtime::HasPackedOnlyConstants(*impl->plan)) {
+    // Weights held only in packed form: the packed weights must stand in
+    // for every one, and the plan must specialise with them (another ISA
+    // may choose other layouts, which would need the values): else the
+    // caller recompiles from the ONNX.
+    ORRERY_RETURN_IF_ERROR(runtime::CheckPackedOnlyConstants(*impl->plan));
+    std::vector<Tensor> shapes;
+    for (const TensorSpec& s : impl->signature.inputs) {
+      Shape shape = s.shape;
+      for (int64_t& d : shape) d = std::max<int64_t>(d, 1);
+      shapes.push_back(Tensor::Unbound(s.dtype, std::move(shape)));
+    }
+    std::vector<const Tensor*> inputs;
+    for (const Tensor& t : shapes) inputs.push_back(&t);
+    if (Result<std::shared_ptr<const runtime::SpecializedPlan>> sp = impl->cache->Get(inputs); !sp.ok()) {
+      return Status::DataLoss("model image with packed-only weights does not plan here: " + sp.status().message());
+    }
+  } else {
+    WarmPlanCache(impl->signature, impl->cache.get());
+  }
   return std::unique_ptr<CompiledModel>(new CompiledModel(std::move(impl)));
 }
 

@@ -28,6 +28,7 @@ namespace orrery {
 namespace runtime {
 struct Plan;  // runtime/plan.h
 }  // namespace runtime
+struct ModelImageOptions;  // runtime/model_image.h
 
 // A graph input or output as seen by clients. Dynamic dims are -1.
 struct TensorSpec {
@@ -125,7 +126,8 @@ class CompiledModel {
  private:
   friend class Execution;
   friend Result<std::vector<std::byte>> ExportPackedWeights(const CompiledModel& model);
-  friend Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model);
+  friend Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model,
+                                                          const ModelImageOptions& options);
   struct Impl;
   explicit CompiledModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

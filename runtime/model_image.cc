@@ -1,5 +1,6 @@
 #include "runtime/model_image.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -17,6 +18,9 @@ constexpr size_t kHeaderBytes = 16;
 // deeper, so a deeper image is malformed (and recursion stays bounded).
 constexpr int kMaxStepDepth = 2;
 constexpr size_t kConstantAlign = kTensorAlignment;
+// A constant's flags word (version 2): its values are left out, its packed
+// form stands in (ModelImageOptions::packed_only).
+constexpr uint32_t kConstantPackedOnly = 1u << 0;
 
 enum class AttrKind : uint8_t { kInt, kFloat, kString, kTensor, kInts, kFloats, kStrings };
 
@@ -262,6 +266,20 @@ Result<Tensor> GetTensor(Reader& r, std::string_view what, const std::shared_ptr
   return t;
 }
 
+// A constant stored without its values: dtype, dims and no bytes; a
+// tensor without a buffer (float32, at least one element: what the GEMM
+// kernels pack).
+Result<Tensor> GetPackedOnlyTensor(Reader& r) {
+  ORRERY_ASSIGN_OR_RETURN(DType dtype, GetDType(r, "packed-only constant"));
+  ORRERY_ASSIGN_OR_RETURN(Shape shape, r.Ints("packed-only constant"));
+  ORRERY_ASSIGN_OR_RETURN(std::span<const std::byte> bytes, r.AlignedBytes("packed-only constant"));
+  if (dtype != DType::kFloat32 || !bytes.empty()) return r.Fail("packed-only constant");
+  Result<int64_t> n = CheckedNumElements(shape, dtype);
+  if (!n.ok()) return Status::DataLoss("model image: packed-only constant: " + n.status().message());
+  if (*n == 0) return r.Fail("packed-only constant");
+  return Tensor::Unbound(dtype, std::move(shape));
+}
+
 Result<ops::Attributes> GetAttrs(Reader& r) {
   ops::Attributes attrs;
   ORRERY_ASSIGN_OR_RETURN(size_t n, r.Count("attribute count", 9));
@@ -429,9 +447,49 @@ Status CheckDataflow(const runtime::Plan& plan, size_t num_inputs) {
   return Status::Ok();
 }
 
+// Per slot: whether it may be held packed only. Every step that reads it
+// reads it as an input whose packed form its node cache holds
+// (ops::KernelDef::packed_input), no unfused original step reads it (they
+// would pack it from its values) and it is no graph output.
+std::vector<char> PackedOnlyReadable(const runtime::Plan& plan) {
+  std::vector<char> ok(plan.num_slots, 1);
+  for (int s : plan.output_slots) ok[static_cast<size_t>(s)] = 0;
+  for (const runtime::Step& step : plan.steps) {
+    std::vector<uint32_t> keys;
+    if (step.node_cache != nullptr && step.packed_input != nullptr) {
+      for (const auto& [key, value] : step.node_cache->Snapshot()) keys.push_back(key);
+    }
+    for (size_t j = 0; j < step.inputs.size(); ++j) {
+      const int s = step.inputs[j];
+      if (s < 0) continue;
+      const bool packed = std::any_of(keys.begin(), keys.end(), [&](uint32_t key) {
+        return step.packed_input(key) == static_cast<int>(j);
+      });
+      if (!packed) ok[static_cast<size_t>(s)] = 0;
+    }
+    for (const runtime::Step& u : step.unfused) {
+      for (int s : u.inputs) {
+        if (s >= 0) ok[static_cast<size_t>(s)] = 0;
+      }
+    }
+  }
+  return ok;
+}
+
+// A constant decoded without its values (GetPackedOnlyTensor).
+bool IsPackedOnly(const Tensor& t) { return !t.empty() && t.num_elements() > 0 && t.raw_data() == nullptr; }
+
+// Static inputs but for their first (batch) dim: every plan of the model
+// packs its weights in the layouts the exported one did.
+bool StaticButFirstDim(const ModelSignature& sig) {
+  return std::all_of(sig.inputs.begin(), sig.inputs.end(), [](const TensorSpec& s) {
+    return std::all_of(s.shape.begin() + (s.shape.empty() ? 0 : 1), s.shape.end(), [](int64_t d) { return d >= 0; });
+  });
+}
+
 }  // namespace
 
-Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model) {
+Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model, const ModelImageOptions& options) {
   const CompiledModel::Impl& impl = *model.impl_;
   const runtime::Plan& plan = *impl.plan;
   const ModelSignature& sig = impl.signature;
@@ -453,9 +511,22 @@ Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model) {
   w.U64(plan.num_slots);
   w.U64(plan.slot_names.size());
   for (const std::string& n : plan.slot_names) w.Bytes(n);
+  std::vector<char> packed_only;
+  if (options.packed_only && StaticButFirstDim(sig)) packed_only = PackedOnlyReadable(plan);
   w.U64(plan.constants.size());
   for (const auto& [slot, t] : plan.constants) {
     w.U32(static_cast<uint32_t>(slot));
+    // A model loaded from a packed-only image has no values to write for
+    // those constants (Load checked that their packed forms stand in).
+    if (IsPackedOnly(t) || (!packed_only.empty() && packed_only[static_cast<size_t>(slot)] &&
+                            t.dtype() == DType::kFloat32 && t.num_elements() > 0)) {
+      w.U32(kConstantPackedOnly);
+      w.U32(static_cast<uint32_t>(t.dtype()));
+      w.Ints(t.shape());
+      w.AlignedBytes({});
+      continue;
+    }
+    w.U32(0);
     ORRERY_RETURN_IF_ERROR(PutTensor(w, t, /*aligned=*/true));
   }
   w.Slots(plan.input_slots);
@@ -511,10 +582,17 @@ Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
     ORRERY_ASSIGN_OR_RETURN(std::string n, r.String("slot name"));
     plan.slot_names.push_back(std::move(n));
   }
-  ORRERY_ASSIGN_OR_RETURN(size_t constants, r.Count("constants", 4 + 4 + 8 + 8));
+  ORRERY_ASSIGN_OR_RETURN(size_t constants, r.Count("constants", 4 + 4 + 4 + 8 + 8));
   for (size_t i = 0; i < constants; ++i) {
     ORRERY_ASSIGN_OR_RETURN(uint32_t slot, r.U32("constant slot"));
     if (slot >= plan.num_slots) return r.Fail("constant slot");
+    ORRERY_ASSIGN_OR_RETURN(uint32_t flags, r.U32("constant flags"));
+    if ((flags & ~kConstantPackedOnly) != 0) return r.Fail("constant flags");
+    if ((flags & kConstantPackedOnly) != 0) {
+      ORRERY_ASSIGN_OR_RETURN(Tensor t, GetPackedOnlyTensor(r));
+      plan.constants.emplace_back(static_cast<int>(slot), std::move(t));
+      continue;
+    }
     ORRERY_ASSIGN_OR_RETURN(Tensor t, GetTensor(r, "constant", &owner));
     plan.constants.emplace_back(static_cast<int>(slot), std::move(t));
   }
@@ -548,6 +626,23 @@ Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
   if (r.left() != 0) return Status::DataLoss("model image: trailing bytes");
   ORRERY_RETURN_IF_ERROR(CheckDataflow(plan, sig.inputs.size()));
   return out;
+}
+
+bool HasPackedOnlyConstants(const Plan& plan) {
+  return std::any_of(plan.constants.begin(), plan.constants.end(),
+                     [](const auto& c) { return IsPackedOnly(c.second); });
+}
+
+Status CheckPackedOnlyConstants(const Plan& plan) {
+  if (!HasPackedOnlyConstants(plan)) return Status::Ok();
+  const std::vector<char> ok = PackedOnlyReadable(plan);
+  for (const auto& [slot, t] : plan.constants) {
+    if (!IsPackedOnly(t) || ok[static_cast<size_t>(slot)]) continue;
+    return Status::DataLoss("model image: constant '" + plan.slot_names[static_cast<size_t>(slot)] +
+                            "' (slot " + std::to_string(slot) +
+                            ") is stored packed only, but not every step reading it has its packed form");
+  }
+  return Status::Ok();
 }
 
 }  // namespace runtime

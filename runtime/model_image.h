@@ -31,12 +31,27 @@ namespace orrery {
 // Bump whenever the image layout or the meaning of a plan field changes; an
 // image of another version is refused (FAILED_PRECONDITION) and the caller
 // recompiles from the ONNX.
-inline constexpr uint32_t kModelImageVersion = 1;
+// 2: a flags word before each constant (kConstantPackedOnly).
+inline constexpr uint32_t kModelImageVersion = 2;
+
+struct ModelImageOptions {
+  // Leave out the values of constants that exist in memory only to be
+  // packed: every step reading one is a kernel whose node cache holds its
+  // packed form (ops::KernelDef::packed_input), which ExportPackedWeights
+  // stores, no unfused original step reads it and it is no graph output.
+  // The image then loads only with those packed weights (CompiledModel::Load
+  // checks), and holds about half the bytes of a model of weight matrices.
+  // Only for models whose inputs are static but for their first dim: a
+  // plan for other shapes could need another packed layout. Export the
+  // packed weights first (it specialises the plan, which fills the caches);
+  // with empty caches nothing is left out.
+  bool packed_only = false;
+};
 
 // Cost: one pass over the plan and a copy of the constants still read
 // (folded weights and other initializers; packed operands are not here).
 // UNIMPLEMENTED for a plan holding string constants.
-Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model);
+Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model, const ModelImageOptions& options = {});
 
 namespace runtime {
 // The plan and signature an image holds, with every step's kernel resolved
@@ -47,13 +62,22 @@ namespace runtime {
 // CompiledModel::Load. Cost: one pass and a copy of the constants, or, with
 // an `owner` keeping `image` alive and unchanged, none: constants (stored
 // 64-byte aligned in the image) borrow its bytes when they are aligned in
-// memory (an image read into a page-aligned buffer).
+// memory (an image read into a page-aligned buffer). A constant stored
+// without its values (ModelImageOptions::packed_only) decodes as a tensor
+// without a buffer; CheckPackedOnlyConstants tells whether the imported
+// packed weights stand in for every one.
 struct DecodedImage {
   Plan plan;
   ModelSignature signature;
 };
 Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
                                       std::shared_ptr<const void> owner = nullptr);
+// Whether the plan has constants without values (ModelImageOptions::packed_only).
+bool HasPackedOnlyConstants(const Plan& plan);
+// OK when every constant without values is read only by steps whose node
+// cache holds its packed form (after ImportPackedWeights); else DATA_LOSS
+// naming the slot and the step. The rule ExportModelImage left them out by.
+Status CheckPackedOnlyConstants(const Plan& plan);
 }  // namespace runtime
 
 }  // namespace orrery

@@ -15,6 +15,7 @@ void BindKernel(const ops::KernelDef& def, Step& step) {
   step.fusions = def.fusions;
   step.overwrites_outputs = def.overwrites_outputs;
   step.values_checked_in_compute = def.values_checked_in_compute;
+  step.packed_input = def.packed_input;
   if (def.prepare != nullptr) step.node_cache = std::make_shared<ops::NodeCache>();
   step.alloc = def.alloc;
 }

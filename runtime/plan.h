@@ -37,6 +37,7 @@ struct Step {
   bool values_checked_in_compute = false;  // ops::KernelDef::values_checked_in_compute
   // Set when prepare is: what the node's preparations share across shapes.
   std::shared_ptr<ops::NodeCache> node_cache;
+  ops::PackedInputFn packed_input = nullptr;  // ops::KernelDef::packed_input
   ops::OutputAlloc alloc = ops::OutputAlloc::kPreallocated;
   std::vector<int> inputs;   // slots; -1 for absent optional inputs
   std::vector<int> outputs;  // slots; -1 for absent optional outputs

@@ -456,7 +456,10 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   Epilogue fused;
   p->fusion.ApplyTo(&fused);
   const bool post_in_tile = gemm_internal::PostInTile(fused);
-  if (p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
+  // Both repack W from its values: not when the image kept only the GEMM's
+  // packed form (ValuesStored).
+  const bool w_values = w != nullptr && ValuesStored(*w);
+  if (p->path == ConvPath::kIm2Col2D && s.group == 1 && w_values &&
       p->cg <= gemm_internal::kConvStemMaxChannels && p->g2.kernel[0] <= gemm_internal::kConvStemMaxKh &&
       p->g2.kernel[1] <= gemm_internal::kConvStemMaxKw && p->g2.strides[1] == 2 &&
       p->g2.pad_begin[1] < p->g2.kernel[1] && p->g2.dilations[1] == 1 &&
@@ -479,7 +482,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->stem_w = gemm_internal::PackConvStemWeights(sg, w->data<float>());
     }
   }
-  if (!p->stem && p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
+  if (!p->stem && p->path == ConvPath::kIm2Col2D && s.group == 1 && w_values &&
       ActiveGemmIsa() == GemmIsa::kAvx512 && p->g2.strides[0] == 2 && p->g2.strides[1] == 2 &&
       p->g2.dilations[0] == 1 && p->g2.dilations[1] == 1 && p->g2.kernel[0] >= 3 && p->g2.kernel[1] >= 3 &&
       p->cg > gemm_internal::kConvStemMaxChannels &&
@@ -508,6 +511,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
                   p->mg >= kTransposedMinChannels && !small_plane_tile && !own_kernel;
   if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0 && !own_kernel) {
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
+      if (!ValuesStored(*w)) return PackedValuesMissing("Conv", "W");
       ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PackedGroups> pg,
                               PackWeights(*w, s, p->kdim, p->transposed));
       return std::shared_ptr<const PreparedKernel>(std::move(pg));
@@ -816,7 +820,8 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
                       e);
         continue;
       }
-      LeftOperand a{.data = wd + gi * p.mg * p.kdim, .ld = p.kdim};
+      // wd is null when the image kept only the packed form (then set).
+      LeftOperand a{.data = wd != nullptr ? wd + gi * p.mg * p.kdim : nullptr, .ld = p.kdim};
       if (p.packed != nullptr) a.packed = &p.packed->groups[static_cast<size_t>(gi)];
       // After Sgemm over all but the last `tail` columns: their im2col (for
       // a pointwise layer a copy) and conv_tail.
@@ -897,7 +902,8 @@ Status RegisterConvKernels(OpRegistry* registry) {
                                       .fusions = kFuseResidual | kFuseActivation,
                                       .overwrites_outputs = true,
                                       .serialize_cached = SerializePackedGroups,
-                                      .deserialize_cached = DeserializePackedGroups});
+                                      .deserialize_cached = DeserializePackedGroups,
+                                      .packed_input = [](uint32_t) { return 1; }});  // W, either layout
 }
 
 }  // namespace orrery::ops::cpu

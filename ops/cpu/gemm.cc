@@ -95,8 +95,9 @@ struct GemmPrepared final : PreparedKernel {
 // fresh pack for this call.
 Result<std::shared_ptr<const PackedOperand>> PackThrough(
     NodeCache* cache, uint32_t key, PackedMatrix::Side side, int64_t rows, int64_t cols,
-    FunctionRef<PackedMatrix()> pack) {
+    const Tensor& values, FunctionRef<PackedMatrix()> pack) {
   auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
+    if (!ValuesStored(values)) return PackedValuesMissing("Gemm", side == PackedMatrix::Side::kRight ? "B" : "A");
     return std::shared_ptr<const PreparedKernel>(std::make_shared<PackedOperand>(pack()));
   };
   std::shared_ptr<const PreparedKernel> got;
@@ -145,14 +146,14 @@ Result<Prepared> PrepareGemm(const PrepareContext& ctx) {
   if (g->m > 0 && g->n > 0 && g->k > 0) {
     if (const Tensor* b = ctx.value(1); b != nullptr) {
       ORRERY_ASSIGN_OR_RETURN(g->packed_b, PackThrough(ctx.node_cache, 0, PackedMatrix::Side::kRight,
-                                                           g->k, g->n, [&] {
+                                                           g->k, g->n, *b, [&] {
                                 return PackedMatrix::PackRight(b->data<float>(), bs[1],
                                                                p.trans_b, g->k, g->n);
                               }));
     }
     if (const Tensor* a = ctx.value(0); a != nullptr) {
       ORRERY_ASSIGN_OR_RETURN(g->packed_a, PackThrough(ctx.node_cache, 1, PackedMatrix::Side::kLeft,
-                                                           g->m, g->k, [&] {
+                                                           g->m, g->k, *a, [&] {
                                 return PackedMatrix::PackLeft(a->data<float>(), as[1], p.trans_a,
                                                               g->m, g->k);
                               }));
@@ -229,7 +230,9 @@ Status RegisterGemmKernels(OpRegistry* registry) {
                                       .fusions = kFuseResidual | kFuseActivation,
                                       .overwrites_outputs = true,
                                       .serialize_cached = SerializePackedOperand,
-                                      .deserialize_cached = DeserializePackedOperand});
+                                      .deserialize_cached = DeserializePackedOperand,
+                                      // B under key 0, A (when constant) under 1.
+                                      .packed_input = [](uint32_t key) { return key == 0 ? 1 : key == 1 ? 0 : -1; }});
 }
 
 }  // namespace orrery::ops::cpu

@@ -112,6 +112,7 @@ Result<Prepared> PrepareMatMul(const PrepareContext& ctx) {
   const Tensor* b = ctx.value(1);
   if (p->folded && b != nullptr && d.n > 0 && d.k > 0) {
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
+      if (!ValuesStored(*b)) return PackedValuesMissing("MatMul", "B");
       return std::shared_ptr<const PreparedKernel>(std::make_shared<PackedOperand>(
           PackedMatrix::PackRight(b->data<float>(), d.n, false, d.k, d.n)));
     };
@@ -193,7 +194,8 @@ Status RegisterMatMulKernels(OpRegistry* registry) {
                                       .fusions = kFuseBias | kFuseResidual | kFuseActivation,
                                       .overwrites_outputs = true,
                                       .serialize_cached = SerializePackedOperand,
-                                      .deserialize_cached = DeserializePackedOperand});
+                                      .deserialize_cached = DeserializePackedOperand,
+                                      .packed_input = [](uint32_t key) { return key == 0 ? 1 : -1; }});
 }
 
 }  // namespace orrery::ops::cpu

@@ -88,4 +88,10 @@ Result<std::shared_ptr<const PreparedKernel>> DeserializePackedGroupsBorrowed(
   return std::shared_ptr<const PreparedKernel>(std::move(pg));
 }
 
+Status PackedValuesMissing(std::string_view op, std::string_view operand) {
+  return Status::FailedPrecondition(std::string(op) + ": the values of constant " + std::string(operand) +
+                                    " are not in memory (the model image keeps only their packed form) and "
+                                    "no packed form fits this call; recompile the model from its ONNX");
+}
+
 }  // namespace orrery::ops::cpu

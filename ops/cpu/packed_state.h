@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,14 @@ inline bool MatchesPacked(const PackedMatrix& m, PackedMatrix::Side side, int64_
                           int64_t cols) {
   return m.side() == side && m.rows() == rows && m.cols() == cols;
 }
+
+// Whether a constant operand's raw values are in memory: a model image
+// leaves them out when their packed form is stored beside it
+// (KernelDef::packed_input), and the tensor then has no buffer.
+inline bool ValuesStored(const Tensor& t) { return t.raw_data() != nullptr || t.num_elements() == 0; }
+// Prepare's error when such an operand must be packed anew (no fitting
+// packed form came with the image): the caller recompiles from the ONNX.
+Status PackedValuesMissing(std::string_view op, std::string_view operand);
 
 // KernelDef::serialize_cached / deserialize_cached for node caches holding
 // PackedOperand (Gemm, MatMul) or PackedGroups (Conv). Cost: one copy of the

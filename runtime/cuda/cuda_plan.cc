@@ -111,6 +111,14 @@ Result<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(std::shared_ptr<c
                                                                CudaContext* context,
                                                                std::span<const uint32_t> pages) {
   if (context == nullptr) return Status::Unavailable("no CUDA device");
+  // A model loaded from an image that kept some weights packed only (for
+  // the CPU kernels; runtime/model_image.h) has no values to upload.
+  for (const auto& [slot, value] : plan->constants) {
+    if (!value.empty() && value.num_elements() > 0 && value.raw_data() == nullptr) {
+      return Status::FailedPrecondition("CUDA weights: constant '" + plan->slot_names[static_cast<size_t>(slot)] +
+                                        "' is held packed for the CPU only (model image); not placeable");
+    }
+  }
   ORRERY_RETURN_IF_ERROR(Check(cudaSetDevice(context->info().ordinal), "cudaSetDevice"));
   ORRERY_ASSIGN_OR_RETURN(WeightLayout layout, LayOutWeights(PlanWeightSizes(*plan), context->page_bytes()));
   auto impl = std::make_unique<Impl>();

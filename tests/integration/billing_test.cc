@@ -212,7 +212,7 @@ TEST(BillingTest, MixOfRequestsFromTwoTenantsBillsExactlyTheBillableOnes) {
       EXPECT_GT(l.lane_ns(), 0);
       EXPECT_EQ(l.cost_micros(), l.lane_ns() + static_cast<int64_t>(l.bytes_loaded()))
           << "price: 1 micro per lane-ns and per byte loaded";
-      EXPECT_TRUE(l.bytes_loaded() == 0 || l.bytes_loaded() == 24576) << l.bytes_loaded();
+      EXPECT_TRUE(l.bytes_loaded() == 0 || l.bytes_loaded() == 20480) << l.bytes_loaded();
       loaded_lines += l.bytes_loaded() > 0 ? 1 : 0;
       EXPECT_GE(l.start_unix_us(), l.arrival_unix_us());
       EXPECT_GE(l.end_unix_us(), l.start_unix_us());

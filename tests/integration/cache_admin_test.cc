@@ -29,7 +29,7 @@ using orrery::testing::Stubs;
 using AdminStub = v1::AdminService::Stub;
 using InferStub = inference::GRPCInferenceService::Stub;
 
-constexpr uint64_t kSegmentBytes = 24576;  // the mlp's segment: what a miss loads
+constexpr uint64_t kSegmentBytes = 20480;  // the mlp's segment (weights packed only): what a miss loads
 // 3 micros per byte loaded (3e9 per GB) and free lane time: a line's cost is
 // exactly 3 x its bytes_loaded.
 constexpr const char* kPrices = R"({"lane_second_micros": 0, "gb_loaded_micros": 3000000000})";

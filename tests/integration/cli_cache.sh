@@ -43,11 +43,11 @@ orrery --json admin billing report --tenant cache-demo > demo.json
 import json, sys
 r = json.load(open(sys.argv[1]))
 lines = {l["request_id"]: l for l in r["lines"]}
-assert int(lines["cold-1"].get("bytes_loaded", 0)) == 24576, lines["cold-1"]
-assert int(lines["cold-1"]["cost_micros"]) == 2 * 24576, lines["cold-1"]
+assert int(lines["cold-1"].get("bytes_loaded", 0)) == 20480, lines["cold-1"]
+assert int(lines["cold-1"]["cost_micros"]) == 2 * 20480, lines["cold-1"]
 assert int(lines["warm-1"].get("bytes_loaded", 0)) == 0, lines["warm-1"]
 assert int(lines["warm-1"].get("cost_micros", 0)) == 0, lines["warm-1"]
-assert int(r["total_cost_micros"]) == int(r["counter_cost_micros"]) == 2 * 24576, r
+assert int(r["total_cost_micros"]) == int(r["counter_cost_micros"]) == 2 * 20480, r
 print("cache example billed: cold-1", lines["cold-1"]["cost_micros"], "micros, warm-1 0")
 PY
 
@@ -68,7 +68,7 @@ entries = {e["model"]: e for e in d["entries"]}
 assert sorted(entries) == ["a", "b"], entries          # --tenant leaves cache-demo's out
 for e in entries.values():
     assert e["tenant"] == "cache-check" and e["tier"] == "host", e
-    assert int(e["size_bytes"]) == 24576, e
+    assert int(e["size_bytes"]) == 20480, e
     assert int(e.get("pins", 0)) == 0, e
     assert int(e.get("last_use_unix_ms", 0)) == 0, e   # uploaded, never requested
 assert entries["b"]["state"] == "resident", entries["b"]

@@ -87,7 +87,7 @@ TEST(HostCacheTest, ModelLargerThanTheCacheIsRefusedAtUpload) {
   grpc::Status s =
       UploadModel(stubs.models.get(), tenant.api_key(), "big", ReadFileOrEmpty(ModelPath("mlp", "model.onnx")), &up);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_NE(s.error_message().find("24576"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("20480"), std::string::npos) << s.error_message();
   EXPECT_NE(s.error_message().find("10000"), std::string::npos) << s.error_message();
   // Nothing stored: no model, no segment left behind.
   v1::ListModelsResponse list;
