@@ -168,6 +168,18 @@ grpc::Status ModelServiceImpl::UploadModel(grpc::ServerContext* context,
   if (!put.ok()) return ToGrpcStatus(put.status());
   if (!put->replayed) {
     ModelCache::ModelPtr model(std::move(compiled).value());
+    // Kept in memory as a load makes it, from the segment just written:
+    // weights packed only, borrowed from the read buffer, the bytes the host
+    // tier charges. The compiled model also holds the values it packed.
+    if (!record.segment_file().empty()) {
+      Result<std::unique_ptr<CompiledModel>> loaded = loader.Load(record);
+      if (loaded.ok()) {
+        model = std::move(loaded).value();
+      } else {
+        spdlog::warn("tenant {}: model '{}' v{}: its new segment does not load, keeping the compiled model: {}",
+                     tenant->id(), name, record.version(), loaded.status().message());
+      }
+    }
     ctx_->cache->Put(record, model);
     if (ctx_->host != nullptr) {
       // Accounted in the host cache as resident: its "load" finds the model
