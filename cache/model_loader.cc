@@ -70,14 +70,24 @@ Result<std::unique_ptr<CompiledModel>> ModelLoader::Load(const ModelRecord& reco
     if (header.ok() && header->layout_version == kModelSegmentLayoutVersion) {
       // The compiled model itself: no catalog read, no ONNX.
       Result<std::unique_ptr<CompiledModel>> model = LoadImage(record, *header, std::move(shared_buffer));
-      if (model.ok()) {
+      const bool values_needed =
+          model.ok() && !packed_only_images_ && runtime::HasPackedOnlyConstants(*(*model)->shape_generic_plan());
+      if (model.ok() && !values_needed) {
         segment_loads_.fetch_add(1, std::memory_order_relaxed);
         image_loads_.fetch_add(1, std::memory_order_relaxed);
         return model;
       }
-      spdlog::warn("{}: segment {} not loadable, rebuilding it from the ONNX: {}", Describe(record),
-                   record.segment_file(), model.status().message());
-      rebuild = true;
+      if (values_needed) {
+        // Written packed only by a CPU server; this one (a GPU's) needs the
+        // values. A rewrite would not match the header CRC the record
+        // holds, so the segment stays and each load compiles the ONNX.
+        spdlog::info("{}: segment {} keeps weights packed only; compiling the ONNX for their values",
+                     Describe(record), record.segment_file());
+      } else {
+        spdlog::warn("{}: segment {} not loadable, rebuilding it from the ONNX: {}", Describe(record),
+                     record.segment_file(), model.status().message());
+        rebuild = true;
+      }
     } else if (header.ok() && header->layout_version == kPackedWeightsSegmentLayoutVersion) {
       // A segment from before model images (packed weights only): compile
       // the ONNX with them. Kept as it is: rewriting it in the new layout

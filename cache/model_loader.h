@@ -47,7 +47,8 @@ class ModelLoader {
   // `packed_only_images`: segments written here keep weight matrices only
   // in their packed form (runtime/model_image.h ModelImageOptions), about
   // half the bytes to store, read and cache; off for a GPU, whose upload
-  // needs the values.
+  // needs the values: such a loader compiles the ONNX of a version whose
+  // segment holds weights packed only (and leaves the segment as is).
   ModelLoader(const Catalog* catalog, SegmentStore* segments, bool packed_only_images = true)
       : catalog_(catalog), segments_(segments), packed_only_images_(packed_only_images) {}
 

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/model_image.h"
 #include "runtime/packed_weights.h"
 #include "tests/unit/runtime/model_builder.h"
 
@@ -70,6 +71,30 @@ class ModelLoaderTest : public ::testing::Test {
   std::unique_ptr<SegmentStore> segments_;
   std::string want_;
 };
+
+// A segment written with weights packed only (a CPU server's) loaded by a
+// loader that keeps the values (a GPU server's): the model is compiled from
+// the ONNX, with the values, and the segment is left as the record has it.
+TEST_F(ModelLoaderTest, PackedOnlySegmentsCompileWhereTheValuesAreNeeded) {
+  ModelLoader cpu(catalog_.get(), segments_.get(), /*packed_only_images=*/true);
+  ModelRecord r = Upload(cpu);
+  auto packed = cpu.Load(r);
+  ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+  EXPECT_TRUE(runtime::HasPackedOnlyConstants(*(*packed)->shape_generic_plan()));
+  ModelLoader gpu(catalog_.get(), segments_.get(), /*packed_only_images=*/false);
+  auto full = gpu.Load(r);
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_FALSE(runtime::HasPackedOnlyConstants(*(*full)->shape_generic_plan()));
+  EXPECT_EQ(Run(**full), want_);
+  EXPECT_EQ(gpu.stats().compiles, 1u);
+  EXPECT_EQ(gpu.stats().segment_rebuilds, 0u);
+  EXPECT_EQ(gpu.stats().image_loads, 0u);
+  // Untouched: the CPU loader still loads it from its image.
+  auto again = cpu.Load(r);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(Run(**again), want_);
+  EXPECT_EQ(cpu.stats().image_loads, 2u);
+}
 
 TEST_F(ModelLoaderTest, LoadsFromTheModelImageWithoutCompiling) {
   ModelLoader loader(catalog_.get(), segments_.get());
