@@ -70,21 +70,26 @@ Status InferSignature(const runtime::Plan& plan, ModelSignature* sig) {
   return Status::Ok();
 }
 
-// A model whose inputs are all static has one possible plan: specialise it
-// now so that the first request does not pay for it. A failure is left for
-// Run to report.
-void WarmPlanCache(const ModelSignature& sig, runtime::PlanCache* cache) {
+// A model whose inputs are all static has one possible plan: Compile and
+// Load specialise it at once so that the first request does not pay for
+// it (a failure is left for Run to report).
+bool AllStatic(const ModelSignature& sig) { return std::all_of(sig.inputs.begin(), sig.inputs.end(), IsStatic); }
+
+}  // namespace
+
+Status CompiledModel::Impl::SpecializeForSignature() const {
   std::vector<Tensor> shapes;
-  for (const TensorSpec& s : sig.inputs) {
-    if (!IsStatic(s)) return;
-    shapes.push_back(Tensor::Unbound(s.dtype, s.shape));
+  for (const TensorSpec& s : signature.inputs) {
+    Shape shape = s.shape;
+    for (int64_t& d : shape) {
+      if (d < 0) d = 1;
+    }
+    shapes.push_back(Tensor::Unbound(s.dtype, std::move(shape)));
   }
   std::vector<const Tensor*> inputs;
   for (const Tensor& t : shapes) inputs.push_back(&t);
-  (void)cache->Get(inputs);
+  return cache->Get(inputs).status();
 }
-
-}  // namespace
 
 CompiledModel::CompiledModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CompiledModel::~CompiledModel() = default;
@@ -124,7 +129,7 @@ Result<std::unique_ptr<CompiledModel>> CompiledModel::Compile(std::string_view o
     }
   }
   impl->cache = std::make_unique<runtime::PlanCache>(impl->plan);
-  WarmPlanCache(sig, impl->cache.get());
+  if (AllStatic(sig)) (void)impl->SpecializeForSignature();
   return std::unique_ptr<CompiledModel>(new CompiledModel(std::move(impl)));
 }
 
@@ -152,19 +157,11 @@ Result<std::unique_ptr<CompiledModel>> CompiledModel::Load(const LoadOptions& op
     // may choose other layouts, which would need the values): else the
     // caller recompiles from the ONNX.
     ORRERY_RETURN_IF_ERROR(runtime::CheckPackedOnlyConstants(*impl->plan));
-    std::vector<Tensor> shapes;
-    for (const TensorSpec& s : impl->signature.inputs) {
-      Shape shape = s.shape;
-      for (int64_t& d : shape) d = std::max<int64_t>(d, 1);
-      shapes.push_back(Tensor::Unbound(s.dtype, std::move(shape)));
+    if (Status s = impl->SpecializeForSignature(); !s.ok()) {
+      return Status::DataLoss("model image with packed-only weights does not plan here: " + s.message());
     }
-    std::vector<const Tensor*> inputs;
-    for (const Tensor& t : shapes) inputs.push_back(&t);
-    if (Result<std::shared_ptr<const runtime::SpecializedPlan>> sp = impl->cache->Get(inputs); !sp.ok()) {
-      return Status::DataLoss("model image with packed-only weights does not plan here: " + sp.status().message());
-    }
-  } else {
-    WarmPlanCache(impl->signature, impl->cache.get());
+  } else if (AllStatic(impl->signature)) {
+    (void)impl->SpecializeForSignature();
   }
   return std::unique_ptr<CompiledModel>(new CompiledModel(std::move(impl)));
 }

@@ -52,20 +52,8 @@ const ops::KernelDef* SerializableKernel(const runtime::Step& step) {
 
 Result<std::vector<std::byte>> ExportPackedWeights(const CompiledModel& model) {
   const CompiledModel::Impl& impl = *model.impl_;
-  // Specialise for the signature's shapes (dynamic dims as 1): this runs
-  // every Prepare, which fills the NodeCaches. Unbound tensors carry the
-  // types without buffers, as for the warm-up in Compile.
-  std::vector<Tensor> shapes;
-  for (const TensorSpec& s : impl.signature.inputs) {
-    Shape shape = s.shape;
-    for (int64_t& d : shape) {
-      if (d < 0) d = 1;
-    }
-    shapes.push_back(Tensor::Unbound(s.dtype, std::move(shape)));
-  }
-  std::vector<const Tensor*> inputs;
-  for (const Tensor& t : shapes) inputs.push_back(&t);
-  ORRERY_RETURN_IF_ERROR(impl.cache->Get(inputs).status());
+  // Every Prepare runs, which fills the NodeCaches.
+  ORRERY_RETURN_IF_ERROR(impl.SpecializeForSignature());
 
   const runtime::Plan& plan = *impl.plan;
   const auto* magic = reinterpret_cast<const std::byte*>(kMagic);
