@@ -493,10 +493,24 @@ Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model, cons
   const CompiledModel::Impl& impl = *model.impl_;
   const runtime::Plan& plan = *impl.plan;
   const ModelSignature& sig = impl.signature;
+  // Which constants are stored without their values: a model loaded from a
+  // packed-only image has none for them (Load checked that their packed
+  // forms stand in); others when asked and allowed.
+  std::vector<char> eligible;
+  if (options.packed_only && StaticButFirstDim(sig)) eligible = PackedOnlyReadable(plan);
+  std::vector<char> packed_only(plan.constants.size(), 0);
+  for (size_t i = 0; i < plan.constants.size(); ++i) {
+    const auto& [slot, t] = plan.constants[i];
+    packed_only[i] = IsPackedOnly(t) || (!eligible.empty() && eligible[static_cast<size_t>(slot)] &&
+                                         t.dtype() == DType::kFloat32 && t.num_elements() > 0);
+  }
+  // Version 1 (no flags words) when nothing is packed only: what earlier
+  // builds read.
+  const bool flags = std::find(packed_only.begin(), packed_only.end(), 1) != packed_only.end();
   Writer w;
   const auto* magic = reinterpret_cast<const std::byte*>(kMagic);
   w.out().assign(magic, magic + 4);
-  w.U32(kModelImageVersion);
+  w.U32(flags ? kModelImageVersion : kModelImageMinVersion);
   w.U32(ops::kCachedStateVersion);
   w.U32(0);
   // Signature.
@@ -511,22 +525,18 @@ Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model, cons
   w.U64(plan.num_slots);
   w.U64(plan.slot_names.size());
   for (const std::string& n : plan.slot_names) w.Bytes(n);
-  std::vector<char> packed_only;
-  if (options.packed_only && StaticButFirstDim(sig)) packed_only = PackedOnlyReadable(plan);
   w.U64(plan.constants.size());
-  for (const auto& [slot, t] : plan.constants) {
+  for (size_t i = 0; i < plan.constants.size(); ++i) {
+    const auto& [slot, t] = plan.constants[i];
     w.U32(static_cast<uint32_t>(slot));
-    // A model loaded from a packed-only image has no values to write for
-    // those constants (Load checked that their packed forms stand in).
-    if (IsPackedOnly(t) || (!packed_only.empty() && packed_only[static_cast<size_t>(slot)] &&
-                            t.dtype() == DType::kFloat32 && t.num_elements() > 0)) {
+    if (packed_only[i]) {
       w.U32(kConstantPackedOnly);
       w.U32(static_cast<uint32_t>(t.dtype()));
       w.Ints(t.shape());
       w.AlignedBytes({});
       continue;
     }
-    w.U32(0);
+    if (flags) w.U32(0);
     ORRERY_RETURN_IF_ERROR(PutTensor(w, t, /*aligned=*/true));
   }
   w.Slots(plan.input_slots);
@@ -553,12 +563,14 @@ Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
   (void)r.U32("magic");
   ORRERY_ASSIGN_OR_RETURN(uint32_t version, r.U32("version"));
   ORRERY_ASSIGN_OR_RETURN(uint32_t state_version, r.U32("state version"));
-  if (version != kModelImageVersion || state_version != ops::kCachedStateVersion) {
+  if (version < kModelImageMinVersion || version > kModelImageVersion ||
+      state_version != ops::kCachedStateVersion) {
     return Status::FailedPrecondition(
         "model image: version " + std::to_string(version) + "/" + std::to_string(state_version) +
-        ", this build reads " + std::to_string(kModelImageVersion) + "/" +
-        std::to_string(ops::kCachedStateVersion));
+        ", this build reads " + std::to_string(kModelImageMinVersion) + "-" + std::to_string(kModelImageVersion) +
+        "/" + std::to_string(ops::kCachedStateVersion));
   }
+  const bool has_flags = version >= 2;
   (void)r.U32("reserved");
 
   DecodedImage out;
@@ -582,11 +594,14 @@ Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
     ORRERY_ASSIGN_OR_RETURN(std::string n, r.String("slot name"));
     plan.slot_names.push_back(std::move(n));
   }
-  ORRERY_ASSIGN_OR_RETURN(size_t constants, r.Count("constants", 4 + 4 + 4 + 8 + 8));
+  ORRERY_ASSIGN_OR_RETURN(size_t constants, r.Count("constants", 4 + (has_flags ? 4 : 0) + 4 + 8 + 8));
   for (size_t i = 0; i < constants; ++i) {
     ORRERY_ASSIGN_OR_RETURN(uint32_t slot, r.U32("constant slot"));
     if (slot >= plan.num_slots) return r.Fail("constant slot");
-    ORRERY_ASSIGN_OR_RETURN(uint32_t flags, r.U32("constant flags"));
+    uint32_t flags = 0;
+    if (has_flags) {
+      ORRERY_ASSIGN_OR_RETURN(flags, r.U32("constant flags"));
+    }
     if ((flags & ~kConstantPackedOnly) != 0) return r.Fail("constant flags");
     if ((flags & kConstantPackedOnly) != 0) {
       ORRERY_ASSIGN_OR_RETURN(Tensor t, GetPackedOnlyTensor(r));

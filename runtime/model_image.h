@@ -31,8 +31,10 @@ namespace orrery {
 // Bump whenever the image layout or the meaning of a plan field changes; an
 // image of another version is refused (FAILED_PRECONDITION) and the caller
 // recompiles from the ONNX.
-// 2: a flags word before each constant (kConstantPackedOnly).
+// 2: a flags word before each constant (packed only, see below); written
+// only by an image with such a constant, others are still version 1.
 inline constexpr uint32_t kModelImageVersion = 2;
+inline constexpr uint32_t kModelImageMinVersion = 1;  // the oldest read
 
 struct ModelImageOptions {
   // Leave out the values of constants that exist in memory only to be
@@ -76,7 +78,7 @@ Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
 bool HasPackedOnlyConstants(const Plan& plan);
 // OK when every constant without values is read only by steps whose node
 // cache holds its packed form (after ImportPackedWeights); else DATA_LOSS
-// naming the slot and the step. The rule ExportModelImage left them out by.
+// naming the constant. The rule ExportModelImage left them out by.
 Status CheckPackedOnlyConstants(const Plan& plan);
 }  // namespace runtime
 
