@@ -109,6 +109,9 @@ class Tensor {
   // A tensor with a dtype and shape but no buffer (raw_data() is nullptr)
   // until ShareBuffer gives it one.
   static Tensor Unbound(DType dtype, Shape shape);
+  // Bytes to hold but no buffer: Unbound and not yet given one (an arena
+  // slot), or a constant a model image keeps only in packed form.
+  bool unbound() const { return raw_data() == nullptr && byte_size() > 0; }
   // Points this tensor at `src`'s buffer, keeping its own dtype and shape,
   // which must describe as many bytes as `src` holds (INVALID_ARGUMENT).
   Status ShareBuffer(const Tensor& src);

@@ -102,7 +102,7 @@ Status RunStatic(const SpecializedPlan& plan, const PlannedStep& ps,
                               TypeString(got.dtype(), got.shape()) + ", planned " +
                               TypeString(want.dtype, want.shape));
     }
-    if (got.raw_data() == nullptr && got.byte_size() > 0) {
+    if (got.unbound()) {
       state.poisoned = preallocated;
       return Status::Internal(step.label + ": kernel left output #" + std::to_string(o) +
                               " without a buffer");
@@ -170,7 +170,7 @@ Result<std::vector<NamedTensor>> CollectOutputs(const SpecializedPlan& plan, Run
   out.reserve(plan.output_entries.size());
   for (size_t i = 0; i < plan.output_entries.size(); ++i) {
     const Tensor& t = state.entries[static_cast<size_t>(plan.output_entries[i])];
-    if (t.empty() || (t.raw_data() == nullptr && t.byte_size() > 0)) {
+    if (t.empty() || t.unbound()) {
       return Status::Internal("output '" + plan.output_names[i] + "' has no value");
     }
     if (InArena(state, t)) {

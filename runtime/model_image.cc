@@ -476,9 +476,6 @@ std::vector<char> PackedOnlyReadable(const runtime::Plan& plan) {
   return ok;
 }
 
-// A constant decoded without its values (GetPackedOnlyTensor).
-bool IsPackedOnly(const Tensor& t) { return !t.empty() && t.num_elements() > 0 && t.raw_data() == nullptr; }
-
 // Static inputs but for their first (batch) dim: every plan of the model
 // packs its weights in the layouts the exported one did.
 bool StaticButFirstDim(const ModelSignature& sig) {
@@ -501,7 +498,7 @@ Result<std::vector<std::byte>> ExportModelImage(const CompiledModel& model, cons
   std::vector<char> packed_only(plan.constants.size(), 0);
   for (size_t i = 0; i < plan.constants.size(); ++i) {
     const auto& [slot, t] = plan.constants[i];
-    packed_only[i] = IsPackedOnly(t) || (!eligible.empty() && eligible[static_cast<size_t>(slot)] &&
+    packed_only[i] = t.unbound() || (!eligible.empty() && eligible[static_cast<size_t>(slot)] &&
                                          t.dtype() == DType::kFloat32 && t.num_elements() > 0);
   }
   // Version 1 (no flags words) when nothing is packed only: what earlier
@@ -645,14 +642,14 @@ Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
 
 bool HasPackedOnlyConstants(const Plan& plan) {
   return std::any_of(plan.constants.begin(), plan.constants.end(),
-                     [](const auto& c) { return IsPackedOnly(c.second); });
+                     [](const auto& c) { return c.second.unbound(); });
 }
 
 Status CheckPackedOnlyConstants(const Plan& plan) {
   if (!HasPackedOnlyConstants(plan)) return Status::Ok();
   const std::vector<char> ok = PackedOnlyReadable(plan);
   for (const auto& [slot, t] : plan.constants) {
-    if (!IsPackedOnly(t) || ok[static_cast<size_t>(slot)]) continue;
+    if (!t.unbound() || ok[static_cast<size_t>(slot)]) continue;
     return Status::DataLoss("model image: constant '" + plan.slot_names[static_cast<size_t>(slot)] +
                             "' (slot " + std::to_string(slot) +
                             ") is stored packed only, but not every step reading it has its packed form");

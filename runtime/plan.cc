@@ -161,7 +161,7 @@ Status RunKernel(const Step& step, int64_t opset, std::span<const Tensor* const>
       in_types.emplace_back();
       continue;
     }
-    if (t->empty() || (t->raw_data() == nullptr && t->byte_size() > 0)) {
+    if (t->empty() || t->unbound()) {
       return Status::Internal(step.label + ": input #" + std::to_string(i) + " has no value");
     }
     in_types.push_back(ops::TensorType{t->dtype(), t->shape()});

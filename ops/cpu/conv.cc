@@ -457,8 +457,8 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   p->fusion.ApplyTo(&fused);
   const bool post_in_tile = gemm_internal::PostInTile(fused);
   // Both repack W from its values: not when the image kept only the GEMM's
-  // packed form (ValuesStored).
-  const bool w_values = w != nullptr && ValuesStored(*w);
+  // packed form (unbound).
+  const bool w_values = w != nullptr && !w->unbound();
   if (p->path == ConvPath::kIm2Col2D && s.group == 1 && w_values &&
       p->cg <= gemm_internal::kConvStemMaxChannels && p->g2.kernel[0] <= gemm_internal::kConvStemMaxKh &&
       p->g2.kernel[1] <= gemm_internal::kConvStemMaxKw && p->g2.strides[1] == 2 &&
@@ -511,7 +511,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
                   p->mg >= kTransposedMinChannels && !small_plane_tile && !own_kernel;
   if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0 && !own_kernel) {
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
-      if (!ValuesStored(*w)) return PackedValuesMissing("Conv", "W");
+      if (w->unbound()) return PackedValuesMissing("Conv", "W");
       ORRERY_ASSIGN_OR_RETURN(std::shared_ptr<const PackedGroups> pg,
                               PackWeights(*w, s, p->kdim, p->transposed));
       return std::shared_ptr<const PreparedKernel>(std::move(pg));

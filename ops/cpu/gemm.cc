@@ -97,7 +97,7 @@ Result<std::shared_ptr<const PackedOperand>> PackThrough(
     NodeCache* cache, uint32_t key, PackedMatrix::Side side, int64_t rows, int64_t cols,
     const Tensor& values, FunctionRef<PackedMatrix()> pack) {
   auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
-    if (!ValuesStored(values)) return PackedValuesMissing("Gemm", side == PackedMatrix::Side::kRight ? "B" : "A");
+    if (values.unbound()) return PackedValuesMissing("Gemm", side == PackedMatrix::Side::kRight ? "B" : "A");
     return std::shared_ptr<const PreparedKernel>(std::make_shared<PackedOperand>(pack()));
   };
   std::shared_ptr<const PreparedKernel> got;

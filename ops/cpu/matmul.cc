@@ -112,7 +112,7 @@ Result<Prepared> PrepareMatMul(const PrepareContext& ctx) {
   const Tensor* b = ctx.value(1);
   if (p->folded && b != nullptr && d.n > 0 && d.k > 0) {
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
-      if (!ValuesStored(*b)) return PackedValuesMissing("MatMul", "B");
+      if (b->unbound()) return PackedValuesMissing("MatMul", "B");
       return std::shared_ptr<const PreparedKernel>(std::make_shared<PackedOperand>(
           PackedMatrix::PackRight(b->data<float>(), d.n, false, d.k, d.n)));
     };

@@ -38,12 +38,10 @@ inline bool MatchesPacked(const PackedMatrix& m, PackedMatrix::Side side, int64_
   return m.side() == side && m.rows() == rows && m.cols() == cols;
 }
 
-// Whether a constant operand's raw values are in memory: a model image
-// leaves them out when their packed form is stored beside it
-// (KernelDef::packed_input), and the tensor then has no buffer.
-inline bool ValuesStored(const Tensor& t) { return t.raw_data() != nullptr || t.num_elements() == 0; }
-// Prepare's error when such an operand must be packed anew (no fitting
-// packed form came with the image): the caller recompiles from the ONNX.
+// Prepare's error when a constant operand whose values a model image left
+// out (KernelDef::packed_input; the tensor is unbound()) must be packed
+// anew, no fitting packed form having come with the image: the caller
+// recompiles from the ONNX.
 Status PackedValuesMissing(std::string_view op, std::string_view operand);
 
 // KernelDef::serialize_cached / deserialize_cached for node caches holding

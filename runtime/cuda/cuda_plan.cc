@@ -114,7 +114,7 @@ Result<std::shared_ptr<const CudaWeights>> CudaWeights::Upload(std::shared_ptr<c
   // A model loaded from an image that kept some weights packed only (for
   // the CPU kernels; runtime/model_image.h) has no values to upload.
   for (const auto& [slot, value] : plan->constants) {
-    if (!value.empty() && value.num_elements() > 0 && value.raw_data() == nullptr) {
+    if (value.unbound()) {
       return Status::FailedPrecondition("CUDA weights: constant '" + plan->slot_names[static_cast<size_t>(slot)] +
                                         "' is held packed for the CPU only (model image); not placeable");
     }

@@ -14,7 +14,6 @@
 namespace orrery::ops::cpu::gemm_internal {
 namespace {
 
-
 // P positions (their windows' top-left corners in the row buffer at
 // base[i]) x NV vectors of 16 channels: the sums over the whole depth into
 // buf[i][16 v + lane]. (Measured and not kept: depth chunks held in L1
