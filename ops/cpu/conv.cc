@@ -482,7 +482,11 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->stem_w = gemm_internal::PackConvStemWeights(sg, w->data<float>());
     }
   }
-  if (!p->stem && p->path == ConvPath::kIm2Col2D && s.group == 1 && w_values &&
+  // The in-place kernels (this one and the tiles below) only where they
+  // win (InPlaceConvKernels); the stem kernel above wins on every AVX-512
+  // core measured (Intel Xeon: ResNet-18's conv1 1.92 -> 1.53 ms).
+  const bool in_place = InPlaceConvKernels();
+  if (!p->stem && in_place && p->path == ConvPath::kIm2Col2D && s.group == 1 && w_values &&
       ActiveGemmIsa() == GemmIsa::kAvx512 && p->g2.strides[0] == 2 && p->g2.strides[1] == 2 &&
       p->g2.dilations[0] == 1 && p->g2.dilations[1] == 1 && p->g2.kernel[0] >= 3 && p->g2.kernel[1] >= 3 &&
       p->cg > gemm_internal::kConvStemMaxChannels &&
@@ -498,7 +502,9 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->channels_off = gemm_internal::ConvChannelsOffsets(cgeo);
     }
   }
-  // 14x14-like planes take the tile rather than the transposed GEMM.
+  // 14x14-like planes take the tile rather than the transposed GEMM, or
+  // without the in-place kernels Sgemm over panels (Intel Xeon, ResNet-18's
+  // layer3 3x3s: even with or 1-4% faster than the transposed GEMM).
   // (Not over parity planes: the paths stay those measured with gathers.)
   const bool small_plane_tile =
       p->direct && !p->phase && w != nullptr &&
@@ -538,11 +544,11 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   }
   if (p->path == ConvPath::kIm2Col2D) {
     p->direct_tile =
-        p->direct && !p->phase && !p->transposed && p->packed != nullptr &&
+        in_place && p->direct && !p->phase && !p->transposed && p->packed != nullptr &&
         (small_plane_tile || gemm_internal::PreferConvDirectTile(p->direct_plan, p->mg) ||
          gemm_internal::PreferConvDirectTileFullDepth(p->direct_plan, p->mg, p->kdim));
   }
-  if (p->path == ConvPath::kPointwise && g.rank() <= 2 && !p->transposed && p->packed != nullptr &&
+  if (in_place && p->path == ConvPath::kPointwise && g.rank() <= 2 && !p->transposed && p->packed != nullptr &&
       ((p->mg <= kPointwiseTileMaxChannels && p->kdim <= kPointwiseTileMaxDepth) ||
        p->kdim <= gemm_internal::kConvDirectShallowMaxDepth)) {
     // A 1x1 convolution is the linear plan with one tap at offset 0.

@@ -9,6 +9,7 @@
 // prefetched one panel (right) or one left block (left) ahead (NextPanel).
 // Against <= 128 rows of prepacked weights a raw row-major right operand is
 // read in place (b_in_place), not packed.
+#include <cpuid.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ops/cpu/gemm/kernels.h"
@@ -94,6 +96,22 @@ GemmIsa EnvCap() {
 }
 
 std::atomic<int> g_test_cap{static_cast<int>(GemmIsa::kAvx512)};
+
+bool DetectInPlaceConv() {
+  if (const char* v = std::getenv("ORRERY_CONV_KERNELS"); v != nullptr) {
+    if (std::string_view(v) == "gemm") return false;
+    if (std::string_view(v) == "inplace") return true;
+  }
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return true;
+  char vendor[12];
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  return std::string_view(vendor, 12) != "GenuineIntel";
+}
+
+std::atomic<int> g_test_inplace_conv{-1};  // -1: not set by a test
 
 struct Blocking {
   int64_t kc = 1;           // depth of one K block
@@ -399,6 +417,16 @@ GemmIsa ActiveGemmIsa() {
 
 void SetGemmIsaCapForTesting(GemmIsa cap) {
   g_test_cap.store(static_cast<int>(cap), std::memory_order_relaxed);
+}
+
+bool InPlaceConvKernels() {
+  static const bool detected = DetectInPlaceConv();
+  const int forced = g_test_inplace_conv.load(std::memory_order_relaxed);
+  return forced < 0 ? detected : forced != 0;
+}
+
+void SetInPlaceConvKernelsForTesting(std::optional<bool> on) {
+  g_test_inplace_conv.store(on.has_value() ? static_cast<int>(*on) : -1, std::memory_order_relaxed);
 }
 
 namespace gemm_internal {

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,19 @@ GemmIsa ActiveGemmIsa();
 // Caps the ISA for the whole process (tests). Not for concurrent use with
 // running GEMMs.
 void SetGemmIsaCapForTesting(GemmIsa cap);
+
+// Whether Conv may use the AVX-512 kernels that read the input in place
+// instead of Sgemm over packed panels: the im2col-free tiles
+// (gemm/conv_direct.h) and the channels kernel for strided layers
+// (gemm/conv_channels.h). Which is faster depends on the core, not the
+// ISA: they were tuned on AMD Zen 5 and win there, but on an Intel Xeon
+// with AVX-512 they lose (ResNet-18, one thread, p50 28.9 -> 25.5 ms
+// without them; their tap-shifted row loads split cache lines). So: on
+// unless the CPU is Intel's; ORRERY_CONV_KERNELS=inplace|gemm overrides
+// (read once), SetInPlaceConvKernelsForTesting too (nullopt: back to
+// that). Read at Conv's Prepare.
+bool InPlaceConvKernels();
+void SetInPlaceConvKernelsForTesting(std::optional<bool> on);
 
 // Activations a GEMM epilogue applies (the `_fused_activation` names).
 enum class Activation : int {

@@ -418,13 +418,22 @@ TEST(ConvTest, PointwiseGemmPath) {
 }
 
 // Every micro-kernel ISA (the im2col panels, the depthwise rows and the
-// epilogue are compiled per ISA) against the naive reference.
+// epilogue are compiled per ISA) against the naive reference; on AVX-512
+// with and without the in-place kernels (InPlaceConvKernels), whatever
+// this CPU's default.
 TEST(ConvTest, EveryGemmIsaMatchesReference) {
   using cpu::GemmIsa;
-  for (GemmIsa isa : {GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512}) {
+  struct Run {
+    GemmIsa isa;
+    bool in_place;
+  };
+  for (const Run run : {Run{GemmIsa::kPortable, true}, Run{GemmIsa::kAvx2, true},
+                        Run{GemmIsa::kAvx512, true}, Run{GemmIsa::kAvx512, false}}) {
+    const GemmIsa isa = run.isa;
     cpu::SetGemmIsaCapForTesting(isa);
     if (cpu::ActiveGemmIsa() != isa) continue;  // the CPU lacks it
-    SCOPED_TRACE(std::string(cpu::GemmIsaName(isa)));
+    cpu::SetInPlaceConvKernelsForTesting(run.in_place);
+    SCOPED_TRACE(std::string(cpu::GemmIsaName(isa)) + (run.in_place ? " in place" : " gemm"));
     uint32_t seed = 100;
     // im2col panels spanning several output rows (w_out 7) and wide rows.
     CheckConv({.x = {1, 5, 7, 7}, .w = {9, 5, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true}, seed++);
@@ -802,6 +811,7 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
     CheckConv({.x = {1, 8, 9, 9}, .w = {128, 4, 3, 3}, .group = 2, .strides = {2, 2}}, seed++);
   }
   cpu::SetGemmIsaCapForTesting(GemmIsa::kAvx512);
+  cpu::SetInPlaceConvKernelsForTesting(std::nullopt);
 }
 
 TEST(ConvTest, OneAndThreeDimensional) {

@@ -163,6 +163,12 @@ ModelBuilder StemAndChannelsModel() {
 TEST(PackedWeightsTest, StemAndChannelsLayersKeepNoPackedGemmWeights) {
   using ops::cpu::GemmIsa;
   if (ops::cpu::ActiveGemmIsa() != GemmIsa::kAvx512) GTEST_SKIP() << "needs AVX-512 (the stem and channels kernels)";
+  // The channels kernel runs where InPlaceConvKernels() (not on Intel
+  // unless asked for).
+  struct InPlaceOn {
+    InPlaceOn() { ops::cpu::SetInPlaceConvKernelsForTesting(true); }
+    ~InPlaceOn() { ops::cpu::SetInPlaceConvKernelsForTesting(std::nullopt); }
+  } in_place_on;
   const std::string bytes = StemAndChannelsModel().Bytes();
   auto model = CompiledModel::Compile(bytes);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
