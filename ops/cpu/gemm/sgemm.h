@@ -42,9 +42,9 @@ void SetGemmIsaCapForTesting(GemmIsa cap);
 // (gemm/conv_direct.h) and the channels kernel for strided layers
 // (gemm/conv_channels.h). Which is faster depends on the core, not the
 // ISA: they were tuned on AMD Zen 5 and win there, but on an Intel Xeon
-// with AVX-512 they lose (ResNet-18, one thread, p50 28.9 -> 25.5 ms
-// without them; their tap-shifted row loads split cache lines). So: on
-// unless the CPU is Intel's; ORRERY_CONV_KERNELS=inplace|gemm overrides
+// with AVX-512 they lose (ResNet-18, one thread, p50 28.1 -> 25.0-25.5 ms
+// without them; why was not traced: that VM exposes no hardware counters).
+// So: on unless the CPU is Intel's; ORRERY_CONV_KERNELS=inplace|gemm overrides
 // (read once), SetInPlaceConvKernelsForTesting too (nullopt: back to
 // that). Read at Conv's Prepare.
 bool InPlaceConvKernels();
