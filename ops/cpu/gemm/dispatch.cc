@@ -9,7 +9,6 @@
 // prefetched one panel (right) or one left block (left) ahead (NextPanel).
 // Against <= 128 rows of prepacked weights a raw row-major right operand is
 // read in place (b_in_place), not packed.
-#include <cpuid.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,13 +101,8 @@ bool DetectInPlaceConv() {
     if (std::string_view(v) == "gemm") return false;
     if (std::string_view(v) == "inplace") return true;
   }
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return true;
-  char vendor[12];
-  std::memcpy(vendor, &ebx, 4);
-  std::memcpy(vendor + 4, &edx, 4);
-  std::memcpy(vendor + 8, &ecx, 4);
-  return std::string_view(vendor, 12) != "GenuineIntel";
+  __builtin_cpu_init();
+  return !__builtin_cpu_is("intel");
 }
 
 std::atomic<int> g_test_inplace_conv{-1};  // -1: not set by a test
