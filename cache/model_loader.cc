@@ -1,5 +1,6 @@
 #include "cache/model_loader.h"
 
+#include <span>
 #include <string>
 #include <utility>
 
@@ -62,62 +63,39 @@ Result<std::unique_ptr<CompiledModel>> ModelLoader::Load(const ModelRecord& reco
   const bool has_segment = segments_ != nullptr && !record.segment_file().empty();
   // Why the segment was not used; rebuild it unless the read itself failed.
   bool rebuild = false;
-  std::string onnx;
   if (has_segment) {
     auto shared_buffer = std::make_shared<AlignedBuffer>();
     AlignedBuffer& buffer = *shared_buffer;
     Result<SegmentHeader> header = segments_->ReadVerified(record.segment_file(), ExpectationOf(record), &buffer);
     if (header.ok() && header->layout_version == kModelSegmentLayoutVersion) {
+      Result<std::span<const std::byte>> image = SegmentStore::Section(*header, buffer, kModelImageSection);
+      Result<std::span<const std::byte>> packed = SegmentStore::Section(*header, buffer, kPackedWeightsSection);
+      if (image.ok() && packed.ok() && !packed_only_images_ && runtime::ImageHasPackedOnlyConstants(*image)) {
+        // Written packed only by a CPU server; this one (a GPU's) needs the
+        // values, so it compiles the ONNX, with the segment's packed weights
+        // (the image is not decoded). A rewrite would not match the header
+        // CRC the record holds, so the segment stays as it is.
+        spdlog::info("{}: segment {} keeps weights packed only; compiling the ONNX for their values",
+                     Describe(record), record.segment_file());
+        return CompileWithPackedWeights(record, *packed, /*rewrite_unimportable=*/false);
+      }
       // The compiled model itself: no catalog read, no ONNX.
       Result<std::unique_ptr<CompiledModel>> model = LoadImage(record, *header, std::move(shared_buffer));
-      const bool values_needed =
-          model.ok() && !packed_only_images_ && runtime::HasPackedOnlyConstants(*(*model)->shape_generic_plan());
-      if (model.ok() && !values_needed) {
+      if (model.ok()) {
         segment_loads_.fetch_add(1, std::memory_order_relaxed);
         image_loads_.fetch_add(1, std::memory_order_relaxed);
         return model;
       }
-      if (values_needed) {
-        // Written packed only by a CPU server; this one (a GPU's) needs the
-        // values. A rewrite would not match the header CRC the record
-        // holds, so the segment stays and each load compiles the ONNX.
-        spdlog::info("{}: segment {} keeps weights packed only; compiling the ONNX for their values",
-                     Describe(record), record.segment_file());
-      } else {
-        spdlog::warn("{}: segment {} not loadable, rebuilding it from the ONNX: {}", Describe(record),
-                     record.segment_file(), model.status().message());
-        rebuild = true;
-      }
+      spdlog::warn("{}: segment {} not loadable, rebuilding it from the ONNX: {}", Describe(record),
+                   record.segment_file(), model.status().message());
+      rebuild = true;
     } else if (header.ok() && header->layout_version == kPackedWeightsSegmentLayoutVersion) {
       // A segment from before model images (packed weights only): compile
       // the ONNX with them. Kept as it is: rewriting it in the new layout
       // would no longer match the header CRC the record holds.
       Result<std::span<const std::byte>> payload =
           SegmentStore::Section(*header, buffer, kPackedWeightsSection);
-      if (payload.ok()) {
-        ORRERY_ASSIGN_OR_RETURN(onnx, catalog_->GetModelBlob(record.tenant_id(), record.name(), record.version()));
-        size_t imported = 0;
-        Status import_status;
-        ORRERY_ASSIGN_OR_RETURN(
-            std::unique_ptr<CompiledModel> model,
-            CompiledModel::Compile(onnx, {.packed_weights = *payload,
-                                          .imported = &imported,
-                                          .import_status = &import_status}));
-        if (import_status.ok()) {
-          segment_loads_.fetch_add(1, std::memory_order_relaxed);
-          spdlog::debug("{}: loaded with {} packed weight entries from segment {}", Describe(record),
-                        imported, record.segment_file());
-          return model;
-        }
-        // Verified bytes this build cannot use: the model packed as usual;
-        // rewrite the segment so the next load skips the ONNX.
-        spdlog::warn("{}: segment {} not importable, rebuilding it: {}", Describe(record),
-                     record.segment_file(), import_status.message());
-        segment_rebuilds_.fetch_add(1, std::memory_order_relaxed);
-        compiles_.fetch_add(1, std::memory_order_relaxed);
-        RewriteSegment(*model, record);
-        return model;
-      }
+      if (payload.ok()) return CompileWithPackedWeights(record, *payload, /*rewrite_unimportable=*/true);
       spdlog::warn("{}: segment {} unusable, rebuilding it from the ONNX: {}", Describe(record),
                    record.segment_file(), payload.status().message());
       rebuild = true;
@@ -139,11 +117,41 @@ Result<std::unique_ptr<CompiledModel>> ModelLoader::Load(const ModelRecord& reco
   }
   if (rebuild) segment_rebuilds_.fetch_add(1, std::memory_order_relaxed);
   compiles_.fetch_add(1, std::memory_order_relaxed);
-  if (onnx.empty()) {
-    ORRERY_ASSIGN_OR_RETURN(onnx, catalog_->GetModelBlob(record.tenant_id(), record.name(), record.version()));
-  }
+  ORRERY_ASSIGN_OR_RETURN(std::string onnx,
+                          catalog_->GetModelBlob(record.tenant_id(), record.name(), record.version()));
   ORRERY_ASSIGN_OR_RETURN(std::unique_ptr<CompiledModel> model, CompiledModel::Compile(onnx));
   if (rebuild) RewriteSegment(*model, record);
+  return model;
+}
+
+Result<std::unique_ptr<CompiledModel>> ModelLoader::CompileWithPackedWeights(const ModelRecord& record,
+                                                                             std::span<const std::byte> packed,
+                                                                             bool rewrite_unimportable) {
+  ORRERY_ASSIGN_OR_RETURN(std::string onnx,
+                          catalog_->GetModelBlob(record.tenant_id(), record.name(), record.version()));
+  size_t imported = 0;
+  Status import_status;
+  ORRERY_ASSIGN_OR_RETURN(
+      std::unique_ptr<CompiledModel> model,
+      CompiledModel::Compile(onnx, {.packed_weights = packed, .imported = &imported, .import_status = &import_status}));
+  if (import_status.ok()) {
+    segment_loads_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::debug("{}: loaded with {} packed weight entries from segment {}", Describe(record), imported,
+                  record.segment_file());
+    return model;
+  }
+  // Verified bytes this build cannot use: the model was packed as usual.
+  compiles_.fetch_add(1, std::memory_order_relaxed);
+  if (!rewrite_unimportable) {
+    spdlog::warn("{}: segment {} not importable, packed from the ONNX: {}", Describe(record),
+                 record.segment_file(), import_status.message());
+    return model;
+  }
+  // Rewrite the segment so the next load skips the ONNX.
+  spdlog::warn("{}: segment {} not importable, rebuilding it: {}", Describe(record), record.segment_file(),
+               import_status.message());
+  segment_rebuilds_.fetch_add(1, std::memory_order_relaxed);
+  RewriteSegment(*model, record);
   return model;
 }
 

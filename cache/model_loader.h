@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "base/status.h"
@@ -48,7 +49,8 @@ class ModelLoader {
   // in their packed form (runtime/model_image.h ModelImageOptions), about
   // half the bytes to store, read and cache; off for a GPU, whose upload
   // needs the values: such a loader compiles the ONNX of a version whose
-  // segment holds weights packed only (and leaves the segment as is).
+  // segment holds weights packed only, importing the segment's packed
+  // weights (and leaves the segment as is).
   ModelLoader(const Catalog* catalog, SegmentStore* segments, bool packed_only_images = true)
       : catalog_(catalog), segments_(segments), packed_only_images_(packed_only_images) {}
 
@@ -71,6 +73,13 @@ class ModelLoader {
  private:
   Result<std::unique_ptr<CompiledModel>> LoadImage(const ModelRecord& record, const SegmentHeader& header,
                                                    std::shared_ptr<const AlignedBuffer> buffer);
+  // The record's ONNX compiled with a segment's packed weights, so nothing
+  // is packed again (a segment load). If this build cannot import them, the
+  // model is packed as usual (a compile) and, with `rewrite_unimportable`,
+  // the segment rewritten.
+  Result<std::unique_ptr<CompiledModel>> CompileWithPackedWeights(const ModelRecord& record,
+                                                                  std::span<const std::byte> packed,
+                                                                  bool rewrite_unimportable);
   // WriteSegment under the record's own name, logging failures.
   void RewriteSegment(const CompiledModel& model, const ModelRecord& record);
 

@@ -76,6 +76,10 @@ Result<DecodedImage> DecodeModelImage(std::span<const std::byte> image,
                                       std::shared_ptr<const void> owner = nullptr);
 // Whether the plan has constants without values (ModelImageOptions::packed_only).
 bool HasPackedOnlyConstants(const Plan& plan);
+// The same asked of an image's header, before decoding it: version 2 is
+// written only when some constant is stored without values. Reads 8 bytes;
+// false for bytes that are no image (DecodeModelImage reports those).
+bool ImageHasPackedOnlyConstants(std::span<const std::byte> image);
 // OK when every constant without values is read only by steps whose node
 // cache holds its packed form (after ImportPackedWeights); else DATA_LOSS
 // naming the constant. The rule ExportModelImage left them out by.

@@ -240,6 +240,10 @@ TEST(ModelImageTest, PackedOnlyImagesLeaveOutPackedWeightsAndLoadOnlyWithThem) {
     // loads those).
     EXPECT_EQ(GetU32(*small, 4), kModelImageVersion);
     EXPECT_EQ(GetU32(e.image, 4), kModelImageMinVersion);
+    // The header tells it before decoding (a GPU server's loader asks).
+    EXPECT_TRUE(runtime::ImageHasPackedOnlyConstants(*small));
+    EXPECT_FALSE(runtime::ImageHasPackedOnlyConstants(e.image));
+    EXPECT_FALSE(runtime::ImageHasPackedOnlyConstants(std::span(*small).first(7)));
     // Without packed weights, or with another model's, nothing stands in
     // for the left-out values: DATA_LOSS (the loader recompiles the ONNX),
     // never a run without weights.
