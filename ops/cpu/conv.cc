@@ -19,6 +19,9 @@
 //   - stride 2, windows of 3x3 or more, more than 4 input channels, output
 //     rows 14-128 wide, AVX-512: a direct kernel with the output channels
 //     across the lanes, broadcasting the input (gemm/conv_channels.h);
+//   - 3x3 stride 1, pads 0 or 1, one group, >= 32 input and output
+//     channels, output planes >= 13 wide, AVX-512: Winograd's F(2x2, 3x3),
+//     16 GEMMs over transformed weights and input (gemm/conv_winograd.h);
 //   - stride 1 with the output plane the input's size, <= 32 channels per
 //     group, >= 256 positions, AVX-512: the im2col-free tile reading the
 //     input at per-tap offsets (gemm/conv_direct.h);
@@ -44,6 +47,7 @@
 #include "ops/cpu/gemm/conv_channels.h"
 #include "ops/cpu/gemm/conv_direct.h"
 #include "ops/cpu/gemm/conv_stem.h"
+#include "ops/cpu/gemm/conv_winograd.h"
 #include "ops/cpu/gemm/depthwise_flat.h"
 #include "ops/cpu/gemm/fusion.h"
 #include "ops/cpu/gemm/kernels.h"
@@ -244,6 +248,13 @@ struct ConvPrepared final : PreparedKernel {
   gemm_internal::ConvChannelsGeometry channels_geo;
   std::vector<float> channels_w;
   std::vector<int32_t> channels_off;
+  // 3x3 stride-1 layers by Winograd's F(2x2, 3x3) (gemm/conv_winograd.h):
+  // the transformed W, packed per chunk and term, in the node cache under
+  // key kWinogradCacheKey (so a model image can leave W out); no packed
+  // GEMM W (packed stays null).
+  bool winograd = false;
+  gemm_internal::WinogradGeometry winograd_geo;
+  std::shared_ptr<const PackedGroups> winograd_u;
 };
 
 // Output positions at most this, with at least kTransposedMinChannels
@@ -327,6 +338,15 @@ constexpr int64_t kConvChannelsMinRow = 14;
 // Row buffers up to 4 MiB (ConvChannelsGeometry::row_buffer_floats).
 constexpr int64_t kConvChannelsMaxRowBufferFloats = int64_t{1} << 20;
 
+// Node cache keys: W packed as the GEMM's left operand, as its right
+// operand for the transposed GEMM, transformed for Winograd.
+constexpr uint32_t kGemmCacheKey = 0;
+constexpr uint32_t kTransposedCacheKey = 1;
+constexpr uint32_t kWinogradCacheKey = 2;
+// Winograd's F(2x2, 3x3) for layers with at least this many input and
+// output channels (fewer: the transforms outweigh the GEMMs' savings).
+constexpr int64_t kWinogradMinChannels = 32;
+
 // W per group as the left operand W_g [mg x kdim], or transposed as the
 // right operand W_g^T [kdim x mg].
 Result<std::shared_ptr<const PackedGroups>> PackWeights(const Tensor& w, const ConvSetup& s,
@@ -339,6 +359,24 @@ Result<std::shared_ptr<const PackedGroups>> PackWeights(const Tensor& w, const C
                                    : PackedMatrix::PackLeft(wg, kdim, false, mg, kdim));
   }
   return std::shared_ptr<const PackedGroups>(std::move(p));
+}
+
+// Packed weights from the node cache under `key` (made by `make` on first
+// use), or made for this call when there is no cache or the cached entry
+// does not `fit` (imported state of other dimensions).
+Result<std::shared_ptr<const PackedGroups>> CachedGroups(NodeCache* cache, uint32_t key, NodeCache::MakeFn make,
+                                                         FunctionRef<bool(const PackedMatrix&, size_t)> fits,
+                                                         size_t count) {
+  std::shared_ptr<const PreparedKernel> got;
+  if (cache != nullptr) {
+    ORRERY_ASSIGN_OR_RETURN(got, cache->GetOrMake(key, make));
+    const auto* pg = dynamic_cast<const PackedGroups*>(got.get());
+    bool ok = pg != nullptr && pg->groups.size() == count;
+    for (size_t i = 0; ok && i < count; ++i) ok = fits(pg->groups[i], i);
+    if (ok) return std::static_pointer_cast<const PackedGroups>(got);
+  }
+  ORRERY_ASSIGN_OR_RETURN(got, make());
+  return std::static_pointer_cast<const PackedGroups>(got);
 }
 
 // The 2-D window fields that Im2ColGeometry and DepthwiseGeometry share,
@@ -502,6 +540,32 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       p->channels_off = gemm_internal::ConvChannelsOffsets(cgeo);
     }
   }
+  if (!p->stem && !p->channels && p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
+      WinogradConvs() && ActiveGemmIsa() == GemmIsa::kAvx512 && p->cg >= kWinogradMinChannels &&
+      p->mg >= kWinogradMinChannels &&
+      gemm_internal::WinogradFits(p->g2.kernel[0], p->g2.kernel[1], p->g2.strides[0], p->g2.strides[1],
+                                  p->g2.dilations[0], p->g2.dilations[1], p->g2.pad_begin[0],
+                                  p->g2.pad_begin[1], p->g2.pad_end[0], p->g2.pad_end[1], p->g2.output[0],
+                                  p->g2.output[1])) {
+    p->winograd_geo = gemm_internal::MakeWinogradGeometry(p->cg, p->mg, p->g2.input[0], p->g2.input[1],
+                                                          p->g2.output[0], p->g2.output[1], p->g2.pad_begin[0],
+                                                          p->g2.pad_begin[1]);
+    const gemm_internal::WinogradGeometry& wg = p->winograd_geo;
+    auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
+      if (w->unbound()) return PackedValuesMissing("Conv", "W");
+      auto u = std::make_shared<PackedGroups>();
+      u->groups = gemm_internal::PackWinogradWeights(wg, w->data<float>());
+      return std::shared_ptr<const PreparedKernel>(std::move(u));
+    };
+    auto fits = [&](const PackedMatrix& m, size_t i) {
+      const int64_t m0 = static_cast<int64_t>(i) / gemm_internal::kWinogradTerms * gemm_internal::kWinogradChunk;
+      return MatchesPacked(m, PackedMatrix::Side::kLeft, std::min(gemm_internal::kWinogradChunk, wg.m - m0), wg.c);
+    };
+    ORRERY_ASSIGN_OR_RETURN(p->winograd_u,
+                            CachedGroups(ctx.node_cache, kWinogradCacheKey, make, fits,
+                                         static_cast<size_t>(gemm_internal::kWinogradTerms * wg.chunks())));
+    p->winograd = true;
+  }
   // 14x14-like planes take the tile rather than the transposed GEMM, or
   // without the in-place kernels Sgemm over panels (Intel Xeon, ResNet-18's
   // layer3 3x3s: even with or 1-4% faster than the transposed GEMM).
@@ -509,10 +573,11 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   const bool small_plane_tile =
       p->direct && !p->phase && w != nullptr &&
       gemm_internal::PreferConvDirectTileSmallPlane(p->direct_plan, p->mg, p->kdim);
-  // A layer the stem or channels kernel runs needs no packed GEMM W: with
-  // the ISA capped below AVX-512 after Prepare (tests only) Compute falls
-  // back to the GEMM over W as stored.
-  const bool own_kernel = p->stem || p->channels;
+  // A layer the stem, channels or Winograd kernel runs needs no packed GEMM
+  // W: with the ISA capped below AVX-512 after Prepare (tests only) Compute
+  // falls back to the GEMM over W as stored, or runs Winograd's portable
+  // transforms.
+  const bool own_kernel = p->stem || p->channels || p->winograd;
   p->transposed = gemm_path && w != nullptr && p->kdim > 0 && p->out_vol <= max_transposed &&
                   p->mg >= kTransposedMinChannels && !small_plane_tile && !own_kernel;
   if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0 && !own_kernel) {
@@ -522,25 +587,12 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
                               PackWeights(*w, s, p->kdim, p->transposed));
       return std::shared_ptr<const PreparedKernel>(std::move(pg));
     };
-    std::shared_ptr<const PreparedKernel> got;
-    const uint32_t key = p->transposed ? 1 : 0;  // the two layouts differ
-    if (ctx.node_cache != nullptr) {
-      ORRERY_ASSIGN_OR_RETURN(got, ctx.node_cache->GetOrMake(key, make));
-      // Imported state of other dimensions: pack for this call instead.
-      const auto* pg = dynamic_cast<const PackedGroups*>(got.get());
-      bool fits = pg != nullptr && static_cast<int64_t>(pg->groups.size()) == s.group;
-      for (size_t gi = 0; fits && gi < pg->groups.size(); ++gi) {
-        fits = p->transposed
-                   ? MatchesPacked(pg->groups[gi], PackedMatrix::Side::kRight, p->kdim, p->mg)
-                   : MatchesPacked(pg->groups[gi], PackedMatrix::Side::kLeft, p->mg, p->kdim);
-      }
-      if (!fits) {
-        ORRERY_ASSIGN_OR_RETURN(got, make());
-      }
-    } else {
-      ORRERY_ASSIGN_OR_RETURN(got, make());
-    }
-    p->packed = std::static_pointer_cast<const PackedGroups>(got);
+    auto fits = [&](const PackedMatrix& m, size_t) {
+      return p->transposed ? MatchesPacked(m, PackedMatrix::Side::kRight, p->kdim, p->mg)
+                           : MatchesPacked(m, PackedMatrix::Side::kLeft, p->mg, p->kdim);
+    };
+    const uint32_t key = p->transposed ? kTransposedCacheKey : kGemmCacheKey;  // the layouts differ
+    ORRERY_ASSIGN_OR_RETURN(p->packed, CachedGroups(ctx.node_cache, key, make, fits, static_cast<size_t>(s.group)));
   }
   if (p->path == ConvPath::kIm2Col2D) {
     p->direct_tile =
@@ -590,6 +642,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   if (p->channels) {
     scratch = std::max(scratch, p->channels_geo.row_buffer_floats() * static_cast<int64_t>(sizeof(float)));
   }
+  if (p->winograd) scratch = std::max(scratch, gemm_internal::WinogradScratchBytes(p->winograd_geo));
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
 
@@ -712,6 +765,32 @@ void RunGemmTail(const gemm_internal::GemmKernels& kern, const PackedMatrix& w, 
   });
 }
 
+// Winograd's tasks: blocks of tile rows x groups of output channel chunks,
+// enough of them for every thread when a plane has few blocks (each task
+// transforms its block's input itself).
+void RunWinograd(const KernelContext& ctx, const ConvPrepared& p, const float* xd, float* yd, const float* bd,
+                 const float* zd, const Epilogue& ep) {
+  const gemm_internal::WinogradGeometry& g = p.winograd_geo;
+  const int64_t blocks = g.blocks();
+  const int64_t chunks = g.chunks();
+  const int64_t threads = NumThreads(ctx.threads);
+  const int64_t groups =
+      threads > 1 && blocks < 2 * threads ? std::min(chunks, (2 * threads + blocks - 1) / blocks) : 1;
+  const std::span<const PackedMatrix> u(p.winograd_u->groups);
+  for (int64_t n = 0; n < p.s.n; ++n) {
+    Epilogue e = ep;
+    e.row_bias = bd;
+    e.residual = zd != nullptr ? zd + n * p.s.m * p.out_vol : nullptr;
+    const float* xn = xd + n * p.s.c * p.in_vol;
+    float* yn = yd + n * p.s.m * p.out_vol;
+    ParallelFor(ctx.threads, blocks * groups, [&](int64_t task, int thread) {
+      const int64_t b = task / groups, gi = task % groups;
+      gemm_internal::RunWinogradBlock(g, xn, u, yn, b, gi * chunks / groups, (gi + 1) * chunks / groups, e,
+                                      ThreadScratch(ctx, thread));
+    });
+  }
+}
+
 Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (ctx.prepared == nullptr) {
     const TensorType out_type{DType::kFloat32, outputs[0].shape()};
@@ -740,6 +819,10 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
     ep.row_bias = bd;
     ep.residual = zd;
     return RunDepthwise(ctx, p, xd, wd, yd, ep);
+  }
+  if (p.winograd) {
+    RunWinograd(ctx, p, xd, yd, bd, zd, ep);
+    return Status::Ok();
   }
   if (p.stem && ActiveGemmIsa() == GemmIsa::kAvx512) {
     const gemm_internal::ConvStemGeometry& sg = p.stem_geo;

@@ -107,6 +107,13 @@ bool DetectInPlaceConv() {
 
 std::atomic<int> g_test_inplace_conv{-1};  // -1: not set by a test
 
+bool DetectWinogradConv() {
+  const char* v = std::getenv("ORRERY_CONV_WINOGRAD");
+  return v == nullptr || std::string_view(v) != "off";
+}
+
+std::atomic<int> g_test_winograd_conv{-1};  // -1: not set by a test
+
 struct Blocking {
   int64_t kc = 1;           // depth of one K block
   int64_t nchunks = 1;       // N chunks (ChunkStart)
@@ -421,6 +428,16 @@ bool InPlaceConvKernels() {
 
 void SetInPlaceConvKernelsForTesting(std::optional<bool> on) {
   g_test_inplace_conv.store(on.has_value() ? static_cast<int>(*on) : -1, std::memory_order_relaxed);
+}
+
+bool WinogradConvs() {
+  static const bool detected = DetectWinogradConv();
+  const int forced = g_test_winograd_conv.load(std::memory_order_relaxed);
+  return forced < 0 ? detected : forced != 0;
+}
+
+void SetWinogradConvsForTesting(std::optional<bool> on) {
+  g_test_winograd_conv.store(on.has_value() ? static_cast<int>(*on) : -1, std::memory_order_relaxed);
 }
 
 namespace gemm_internal {

@@ -192,6 +192,12 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor x14b = F32({1, 32, 14, 14}, Wave(32 * 14 * 14));
   const Tensor w14b = F32({72, 32, 3, 3}, Wave(72 * 32 * 9));
   ExpectSameOnTwoThreads("Conv", {&x14b, &w14b}, pad1);
+  // Winograd's F(2x2, 3x3) (AVX-512): 28x28, 32 -> 130 channels, two
+  // blocks of tile rows and three chunks of channels in two groups.
+  const Tensor xw = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
+  const Tensor ww = F32({130, 32, 3, 3}, Wave(130 * 32 * 9));
+  const Tensor b130 = F32({130}, Wave(130));
+  ExpectSameOnTwoThreads("Conv", {&xw, &ww, &b130}, pad1);
   // Pointwise, 16 channels, 32 deep: the tile on one thread, Sgemm on two.
   const Tensor xq = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
   const Tensor wq = F32({16, 32, 1, 1}, Wave(16 * 32));

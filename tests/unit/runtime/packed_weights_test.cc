@@ -10,6 +10,7 @@
 #include "model_builder.h"
 #include "ops/cpu/gemm/sgemm.h"
 #include "runtime/model.h"
+#include "runtime/model_image.h"
 
 namespace orrery {
 namespace {
@@ -188,6 +189,54 @@ TEST(PackedWeightsTest, StemAndChannelsLayersKeepNoPackedGemmWeights) {
   for (size_t i = 0; i < avx512.size(); ++i) {
     EXPECT_NEAR(fallback[i], avx512[i], 1e-4f * (1.0f + std::abs(avx512[i]))) << "at " << i;
   }
+}
+
+// X[1, 32, 28, 28] -> Conv(W[40, 32, 3, 3], pads 1): Winograd's layer on
+// AVX-512 (ops/cpu/gemm/conv_winograd.h).
+ModelBuilder WinogradModel() {
+  ModelBuilder b(13);
+  b.Input("X", kFloat, {1, 32, 28, 28});
+  std::vector<float> w(40 * 32 * 9);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 11) * 0.05f - 0.25f;
+  b.FloatInit("W", {40, 32, 3, 3}, w);
+  ModelBuilder::AttrInts(b.Node("Conv", {"X", "W"}, {"Y"}, "conv"), "pads", {1, 1, 1, 1});
+  b.Output("Y", kFloat, {1, 40, 28, 28});
+  return b;
+}
+
+// The transformed weights are the layer's packed form: exported, imported
+// and standing in for W in a packed-only image, so a cold load neither
+// transforms nor needs the values.
+TEST(PackedWeightsTest, WinogradWeightsAreExportedAndStandInForW) {
+  using ops::cpu::GemmIsa;
+  if (ops::cpu::ActiveGemmIsa() != GemmIsa::kAvx512) GTEST_SKIP() << "needs AVX-512 (Conv's Winograd path)";
+  const std::string bytes = WinogradModel().Bytes();
+  auto model = CompiledModel::Compile(bytes);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Result<std::vector<std::byte>> blob = ExportPackedWeights(**model);
+  ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+  // 16 terms x 1 chunk of 40 x 32 floats, more than W's 40 x 32 x 9.
+  EXPECT_GT(blob->size(), 16u * 40 * 32 * sizeof(float));
+  size_t imported = 0;
+  auto loaded = CompiledModel::Compile(bytes, {.packed_weights = *blob, .imported = &imported});
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(imported, 1u);
+  const NamedTensor in = Input("X", {1, 32, 28, 28});
+  const std::vector<float> want = RunOnce(**model, in);
+  EXPECT_EQ(RunOnce(**loaded, in), want);
+  Result<std::vector<std::byte>> full = ExportModelImage(**model);
+  Result<std::vector<std::byte>> small = ExportModelImage(**model, {.packed_only = true});
+  ASSERT_TRUE(full.ok() && small.ok());
+  EXPECT_LT(small->size() + 40 * 32 * 9 * sizeof(float) / 2, full->size()) << "W left out";
+  auto cold = CompiledModel::Load({.image = *small, .packed_weights = *blob});
+  ASSERT_TRUE(cold.ok()) << cold.status().ToString();
+  EXPECT_EQ(RunOnce(**cold, in), want);
+  // Without Winograd the layer needs the GEMM's packing, which only the
+  // values give: the load says so (the server then compiles the ONNX).
+  ops::cpu::SetWinogradConvsForTesting(false);
+  auto other = CompiledModel::Load({.image = *small, .packed_weights = *blob});
+  ops::cpu::SetWinogradConvsForTesting(std::nullopt);
+  EXPECT_FALSE(other.ok());
 }
 
 TEST(PackedWeightsTest, ModelWithoutPackedOperandsExportsAnEmptyList) {

@@ -1,0 +1,254 @@
+#include "ops/cpu/gemm/conv_winograd.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/cpu/gemm/conv_direct.h"
+#include "ops/cpu/gemm/kernels.h"
+
+namespace orrery::ops::cpu::gemm_internal {
+namespace {
+
+int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// Scratch regions, each 64-byte aligned: V, the products, padded rows, the
+// GEMM tail's B, Sgemm's.
+struct WinogradScratch {
+  int64_t v_floats, prod_floats, rows_floats, tail_floats, gemm_bytes;
+
+  explicit WinogradScratch(const WinogradGeometry& g)
+      : v_floats(RoundUp(kWinogradTerms * g.c * g.block_tiles(), 16)),
+        prod_floats(RoundUp(kWinogradTerms * std::min(g.m, kWinogradChunk) * g.block_tiles(), 16)),
+        rows_floats(RoundUp((4 + 2 * g.block_rows) * g.padded_w, 16)),
+        tail_floats(RoundUp(ConvTailFloats(g.c, kConvTailMaxCols), 16)),
+        gemm_bytes(RoundUp(SgemmScratchBytes({std::min(g.m, kWinogradChunk), g.block_tiles(), g.c},
+                                             /*a_packed=*/true, /*b_packed=*/false),
+                           64)) {}
+  int64_t bytes() const {
+    return (v_floats + prod_floats + rows_floats + tail_floats) * static_cast<int64_t>(sizeof(float)) +
+           gemm_bytes;
+  }
+};
+
+}  // namespace
+
+bool WinogradFits(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t pad_top,
+                  int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t h_out, int64_t w_out) {
+  const auto pad_ok = [](int64_t p) { return p == 0 || p == 1; };
+  return kh == 3 && kw == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 && pad_ok(pad_top) &&
+         pad_ok(pad_left) && pad_ok(pad_bottom) && pad_ok(pad_right) && h_out >= 2 &&
+         w_out >= kWinogradMinWidth;
+}
+
+WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_t w_in, int64_t h_out,
+                                      int64_t w_out, int64_t ph, int64_t pw) {
+  WinogradGeometry g;
+  g.c = c;
+  g.m = m;
+  g.h_in = h_in;
+  g.w_in = w_in;
+  g.h_out = h_out;
+  g.w_out = w_out;
+  g.ph = ph;
+  g.pw = pw;
+  g.tiles_h = (h_out + 1) / 2;
+  g.tiles_w = (w_out + 1) / 2;
+  // Blocks of whole tile rows whose tile count fills the GEMM's 48-column
+  // panels best (Sgemm rounds its last panel up: 84 tiles cost 96), of at
+  // most kWinogradMaxBlockTiles tiles and ~1 MiB of V.
+  const int64_t max_tiles =
+      std::max<int64_t>(g.tiles_w, std::min<int64_t>(kWinogradMaxBlockTiles, (int64_t{1} << 18) / (16 * c)));
+  // Up to kConvTailMaxCols columns past whole panels go to the GEMM tail
+  // kernel (49 = 48 + 1 costs 49).
+  double best = -1.0;
+  for (int64_t r = 1; r <= g.tiles_h && r * g.tiles_w <= max_tiles; ++r) {
+    const int64_t t = r * g.tiles_w;
+    const int64_t cost = t > kPanelCols && t % kPanelCols <= kConvTailMaxCols ? t : RoundUp(t, kPanelCols);
+    const double fill = static_cast<double>(t) / static_cast<double>(cost);
+    if (fill >= best) {
+      best = fill;
+      g.block_rows = r;
+    }
+  }
+  // Padded column t is input column t - pw; a row of 16 tiles from tile tx0
+  // reads columns 2 tx0 .. 2 tx0 + 33 (whole vectors: up to 2 * tiles
+  // rounded to 16, + 2).
+  g.padded_w = 2 * RoundUp(g.tiles_w, 16) + 16;
+  return g;
+}
+
+int64_t WinogradScratchBytes(const WinogradGeometry& g) { return WinogradScratch(g).bytes(); }
+
+std::vector<PackedMatrix> PackWinogradWeights(const WinogradGeometry& g, const float* w) {
+  std::vector<PackedMatrix> out;
+  out.reserve(static_cast<size_t>(kWinogradTerms * g.chunks()));
+  std::vector<float> u(static_cast<size_t>(kWinogradTerms * kWinogradChunk * g.c));
+  for (int64_t ch = 0; ch < g.chunks(); ++ch) {
+    const int64_t m0 = ch * kWinogradChunk;
+    const int64_t rows = std::min(kWinogradChunk, g.m - m0);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t c = 0; c < g.c; ++c) {
+        const float* k = w + ((m0 + i) * g.c + c) * 9;
+        // G k (4x3), then (G k) G^T (4x4); G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
+        float t[4][3];
+        for (int j = 0; j < 3; ++j) {
+          const float k0 = k[j], k1 = k[3 + j], k2 = k[6 + j];
+          t[0][j] = k0;
+          t[1][j] = 0.5f * (k0 + k1 + k2);
+          t[2][j] = 0.5f * (k0 - k1 + k2);
+          t[3][j] = k2;
+        }
+        for (int r = 0; r < 4; ++r) {
+          const float k0 = t[r][0], k1 = t[r][1], k2 = t[r][2];
+          const float row[4] = {k0, 0.5f * (k0 + k1 + k2), 0.5f * (k0 - k1 + k2), k2};
+          for (int s = 0; s < 4; ++s) u[static_cast<size_t>(((r * 4 + s) * rows + i) * g.c + c)] = row[s];
+        }
+      }
+    }
+    for (int64_t xi = 0; xi < kWinogradTerms; ++xi) {
+      out.push_back(PackedMatrix::PackLeft(u.data() + xi * rows * g.c, g.c, false, rows, g.c));
+    }
+  }
+  return out;
+}
+
+// Padded rows of one channel for tile rows [ty0, ty1): row r holds input row
+// 2 ty0 - ph + r at columns [pw, pw + w_in), zeros elsewhere.
+void WinogradPadRows(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* rows) {
+  const int64_t n = 2 * (ty1 - ty0) + 2;
+  for (int64_t r = 0; r < n; ++r) {
+    float* dst = rows + r * g.padded_w;
+    const int64_t ih = 2 * ty0 - g.ph + r;
+    if (ih < 0 || ih >= g.h_in) {
+      std::memset(dst, 0, static_cast<size_t>(g.padded_w) * sizeof(float));
+      continue;
+    }
+    std::memset(dst, 0, static_cast<size_t>(g.pw) * sizeof(float));
+    std::memcpy(dst + g.pw, x + ih * g.w_in, static_cast<size_t>(g.w_in) * sizeof(float));
+    std::memset(dst + g.pw + g.w_in, 0, static_cast<size_t>(g.padded_w - g.pw - g.w_in) * sizeof(float));
+  }
+}
+
+void WinogradInputPortable(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* v,
+                           int64_t ldv_term, float* rows) {
+  WinogradPadRows(g, x, ty0, ty1, rows);
+  for (int64_t ty = ty0; ty < ty1; ++ty) {
+    const float* base = rows + 2 * (ty - ty0) * g.padded_w;
+    for (int64_t tx = 0; tx < g.tiles_w; ++tx) {
+      float d[4][4];
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) d[i][j] = base[i * g.padded_w + 2 * tx + j];
+      }
+      // B^T d B; B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
+      float e[4][4];
+      for (int j = 0; j < 4; ++j) {
+        e[0][j] = d[0][j] - d[2][j];
+        e[1][j] = d[1][j] + d[2][j];
+        e[2][j] = d[2][j] - d[1][j];
+        e[3][j] = d[1][j] - d[3][j];
+      }
+      const int64_t q = (ty - ty0) * g.tiles_w + tx;
+      for (int i = 0; i < 4; ++i) {
+        float* vi = v + i * 4 * ldv_term + q;
+        vi[0] = e[i][0] - e[i][2];
+        vi[ldv_term] = e[i][1] + e[i][2];
+        vi[2 * ldv_term] = e[i][2] - e[i][1];
+        vi[3 * ldv_term] = e[i][1] - e[i][3];
+      }
+    }
+  }
+}
+
+void WinogradOutputPortable(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0,
+                            int64_t ty1, float* y) {
+  for (int64_t ty = ty0; ty < ty1; ++ty) {
+    for (int64_t tx = 0; tx < g.tiles_w; ++tx) {
+      const int64_t q = (ty - ty0) * g.tiles_w + tx;
+      float p[4][4];
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) p[i][j] = prod[(i * 4 + j) * ld_term + q];
+      }
+      // A^T p A; A^T = [1 1 1 0; 0 1 -1 -1].
+      float r[2][4];
+      for (int j = 0; j < 4; ++j) {
+        r[0][j] = p[0][j] + p[1][j] + p[2][j];
+        r[1][j] = p[1][j] - p[2][j] - p[3][j];
+      }
+      for (int i = 0; i < 2; ++i) {
+        const int64_t oh = 2 * ty + i;
+        if (oh >= g.h_out) break;
+        float* yr = y + oh * g.w_out + 2 * tx;
+        yr[0] = r[i][0] + r[i][1] + r[i][2];
+        if (2 * tx + 1 < g.w_out) yr[1] = r[i][1] - r[i][2] - r[i][3];
+      }
+    }
+  }
+}
+
+void RunWinogradBlock(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,
+                      int64_t block, int64_t chunk0, int64_t chunk1, const Epilogue& ep,
+                      std::span<std::byte> scratch) {
+  const WinogradScratch layout(g);
+  float* v = reinterpret_cast<float*>(scratch.data());
+  float* prod = v + layout.v_floats;
+  float* rows = prod + layout.prod_floats;
+  float* tail_b = rows + layout.rows_floats;
+  const std::span<std::byte> gemm_scratch = scratch.subspan(
+      static_cast<size_t>((layout.v_floats + layout.prod_floats + layout.rows_floats + layout.tail_floats) *
+                          static_cast<int64_t>(sizeof(float))),
+      static_cast<size_t>(layout.gemm_bytes));
+  const GemmKernels& kern = ActiveKernels();
+  const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
+  const int64_t ty0 = block * g.block_rows;
+  const int64_t ty1 = std::min(g.tiles_h, ty0 + g.block_rows);
+  const int64_t tiles = (ty1 - ty0) * g.tiles_w;
+  const int64_t ldv = g.block_tiles();
+  // The last 1..4 tiles past whole panels (a 14x14 plane's 49th) by the
+  // GEMM tail kernel, not a 16-column panel.
+  const int64_t tail = GemmTailCols(tiles, kern);
+  const int64_t plane_in = g.h_in * g.w_in;
+  const int64_t plane_out = g.h_out * g.w_out;
+  for (int64_t c = 0; c < g.c; ++c) {
+    if (avx512) {
+      WinogradInputAvx512(g, x + c * plane_in, ty0, ty1, v + c * ldv, g.c * ldv, rows);
+    } else {
+      WinogradInputPortable(g, x + c * plane_in, ty0, ty1, v + c * ldv, g.c * ldv, rows);
+    }
+  }
+  // The block's output rows (the last tile row of an odd height has one).
+  const int64_t oh0 = 2 * ty0;
+  const int64_t oh1 = std::min(g.h_out, 2 * ty1);
+  for (int64_t ch = chunk0; ch < chunk1; ++ch) {
+    const int64_t m0 = ch * kWinogradChunk;
+    const int64_t mc = std::min(kWinogradChunk, g.m - m0);
+    for (int64_t xi = 0; xi < kWinogradTerms; ++xi) {
+      const PackedMatrix& a = u[static_cast<size_t>(ch * kWinogradTerms + xi)];
+      const float* vx = v + xi * g.c * ldv;
+      float* px = prod + xi * mc * ldv;
+      Sgemm({mc, tiles - tail, g.c}, LeftOperand{.packed = &a}, RightOperand{.data = vx, .ld = ldv}, px, ldv,
+            Epilogue{}, gemm_scratch, nullptr);
+      if (tail > 0) {
+        const int64_t j0 = tiles - tail;
+        for (int64_t k = 0; k < g.c; ++k) {
+          for (int64_t j = 0; j < tail; ++j) tail_b[k * tail + j] = vx[k * ldv + j0 + j];
+        }
+        kern.conv_tail({.a = a.data(), .k = g.c, .b = tail_b, .cols = static_cast<int>(tail), .rows = mc,
+                        .c = px + j0, .ldc = ldv});
+      }
+    }
+    for (int64_t i = 0; i < mc; ++i) {
+      float* yp = y + (m0 + i) * plane_out;
+      if (avx512) {
+        WinogradOutputAvx512(g, prod + i * ldv, mc * ldv, ty0, ty1, yp);
+      } else {
+        WinogradOutputPortable(g, prod + i * ldv, mc * ldv, ty0, ty1, yp);
+      }
+    }
+    if (ep.has_post()) {
+      ApplyEpilogue(ep, y + m0 * plane_out + oh0 * g.w_out, plane_out, m0, oh0 * g.w_out, mc,
+                    (oh1 - oh0) * g.w_out);
+    }
+  }
+}
+
+}  // namespace orrery::ops::cpu::gemm_internal

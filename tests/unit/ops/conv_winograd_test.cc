@@ -1,0 +1,194 @@
+// Winograd's F(2x2, 3x3) internals (ops/cpu/gemm/conv_winograd.h): which
+// layers fit, how planes are cut into blocks, the AVX-512 transforms against
+// the portable ones (bit for bit), and whole blocks against a direct sum on
+// every GEMM instruction set. (Conv choosing it: conv_test.cc.)
+#include "ops/cpu/gemm/conv_winograd.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "ops/cpu/gemm/sgemm.h"
+
+namespace orrery::ops::cpu::gemm_internal {
+namespace {
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = dist(gen);
+  return v;
+}
+
+// A 64-byte aligned scratch buffer of `bytes`.
+struct Scratch {
+  explicit Scratch(int64_t bytes) : storage(static_cast<size_t>(bytes) + 64) {}
+  std::span<std::byte> span() {
+    auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t{63});
+    return {base, storage.size() - 64};
+  }
+  std::vector<std::byte> storage;
+};
+
+TEST(WinogradTest, FitsOnlyThreeByThreeStrideOneOnWidePlanes) {
+  // kh kw sh sw dh dw pads (t l b r) h_out w_out
+  EXPECT_TRUE(WinogradFits(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 56, 56));
+  EXPECT_TRUE(WinogradFits(3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 2, 13));
+  EXPECT_TRUE(WinogradFits(3, 3, 1, 1, 1, 1, 0, 1, 1, 0, 28, 28));
+  EXPECT_TRUE(WinogradFits(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 13, 13));
+  EXPECT_FALSE(WinogradFits(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7, 7)) << "narrow plane";
+  EXPECT_FALSE(WinogradFits(3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 28, 28)) << "stride 2";
+  EXPECT_FALSE(WinogradFits(3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 28, 28)) << "dilated";
+  EXPECT_FALSE(WinogradFits(3, 3, 1, 1, 1, 1, 2, 2, 2, 2, 30, 30)) << "pad 2";
+  EXPECT_FALSE(WinogradFits(5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 28, 28)) << "5x5";
+  EXPECT_FALSE(WinogradFits(3, 1, 1, 1, 1, 1, 1, 0, 1, 0, 28, 28)) << "3x1";
+}
+
+TEST(WinogradTest, BlocksFillTheGemmPanels) {
+  // 56x56: 28 tiles a row; 5 rows = 140 tiles of 144 columns.
+  const WinogradGeometry a = MakeWinogradGeometry(64, 64, 56, 56, 56, 56, 1, 1);
+  EXPECT_EQ(a.tiles_h, 28);
+  EXPECT_EQ(a.tiles_w, 28);
+  EXPECT_EQ(a.block_rows, 5);
+  EXPECT_EQ(a.blocks(), 6);
+  // 28x28 at 128 channels: 7 rows of 14, 98 tiles = two panels and 2
+  // columns for the GEMM tail kernel (V is capped at ~1 MiB, 128 tiles).
+  const WinogradGeometry b = MakeWinogradGeometry(128, 128, 28, 28, 28, 28, 1, 1);
+  EXPECT_EQ(b.tiles_w, 14);
+  EXPECT_EQ(b.block_rows, 7);
+  EXPECT_EQ(MakeWinogradGeometry(512, 128, 28, 28, 28, 28, 1, 1).block_rows, 2) << "512 deep: V capped at 32 tiles";
+  // Odd planes round their tiles up; one block when the plane is small.
+  const WinogradGeometry c = MakeWinogradGeometry(32, 70, 5, 29, 3, 27, 0, 0);
+  EXPECT_EQ(c.tiles_h, 2);
+  EXPECT_EQ(c.tiles_w, 14);
+  EXPECT_EQ(c.blocks(), 1);
+  EXPECT_EQ(c.chunks(), 2);
+  // 14x14: the whole plane, 49 tiles (48 + a tail column).
+  const WinogradGeometry d = MakeWinogradGeometry(256, 256, 14, 14, 14, 14, 1, 1);
+  EXPECT_EQ(d.block_tiles(), 49);
+  EXPECT_EQ(d.blocks(), 1);
+}
+
+// Pads (top, left) and the output each geometry gets; bottom / right pads
+// follow from the sizes.
+struct Plane {
+  int64_t h_in, w_in, ph, pw, h_out, w_out;
+};
+const Plane kPlanes[] = {
+    {29, 27, 1, 1, 29, 27},  // odd both ways: half tiles at the edges
+    {30, 31, 0, 0, 28, 29},  // no padding
+    {28, 30, 0, 1, 27, 29},  // uneven padding
+    {56, 56, 1, 1, 56, 56},  // several blocks, 28 tiles a row (16 + 12)
+    {3, 40, 1, 1, 3, 40},    // one tile row and a half
+    {14, 14, 1, 1, 14, 14},  // 49 tiles: 48 by Sgemm, 1 by the GEMM tail kernel (AVX-512)
+};
+
+TEST(WinogradTest, Avx512TransformsMatchThePortableOnes) {
+  SetGemmIsaCapForTesting(GemmIsa::kAvx512);
+  if (ActiveGemmIsa() != GemmIsa::kAvx512) GTEST_SKIP() << "no AVX-512 on this CPU: the portable transforms only";
+  for (const Plane& pl : kPlanes) {
+    SCOPED_TRACE(::testing::Message() << pl.h_in << "x" << pl.w_in);
+    const WinogradGeometry g = MakeWinogradGeometry(1, 1, pl.h_in, pl.w_in, pl.h_out, pl.w_out, pl.ph, pl.pw);
+    const std::vector<float> x = Random(pl.h_in * pl.w_in, 7);
+    std::vector<float> rows(static_cast<size_t>((4 + 2 * g.tiles_h) * g.padded_w));
+    // Input: the whole plane as one range of tile rows, then per block.
+    const int64_t ld = g.tiles_h * g.tiles_w;
+    std::vector<float> v_port(static_cast<size_t>(kWinogradTerms * ld), -7.0f), v_avx = v_port;
+    WinogradInputPortable(g, x.data(), 0, g.tiles_h, v_port.data(), ld, rows.data());
+    WinogradInputAvx512(g, x.data(), 0, g.tiles_h, v_avx.data(), ld, rows.data());
+    EXPECT_EQ(v_avx, v_port);
+    EXPECT_EQ(std::count(v_port.begin(), v_port.end(), -7.0f), 0) << "every term of every tile written";
+    // Output: products back to the plane.
+    const std::vector<float> prod = Random(kWinogradTerms * ld, 8);
+    std::vector<float> y_port(static_cast<size_t>(pl.h_out * pl.w_out), -7.0f), y_avx = y_port;
+    for (int64_t ty0 = 0; ty0 < g.tiles_h; ty0 += g.block_rows) {
+      const int64_t ty1 = std::min(g.tiles_h, ty0 + g.block_rows);
+      const float* p = prod.data() + ty0 * g.tiles_w;
+      WinogradOutputPortable(g, p, ld, ty0, ty1, y_port.data());
+      WinogradOutputAvx512(g, p, ld, ty0, ty1, y_avx.data());
+    }
+    EXPECT_EQ(y_avx, y_port);
+    EXPECT_EQ(std::count(y_port.begin(), y_port.end(), -7.0f), 0) << "every output written";
+  }
+  SetGemmIsaCapForTesting(GemmIsa::kAvx512);
+}
+
+// y = relu(conv(x, w) + bias + z) by the direct sum in double.
+std::vector<float> Direct(const WinogradGeometry& g, const std::vector<float>& x, const std::vector<float>& w,
+                          const std::vector<float>& bias, const std::vector<float>& z) {
+  std::vector<float> y(static_cast<size_t>(g.m * g.h_out * g.w_out));
+  for (int64_t m = 0; m < g.m; ++m) {
+    for (int64_t oh = 0; oh < g.h_out; ++oh) {
+      for (int64_t ow = 0; ow < g.w_out; ++ow) {
+        double acc = 0.0;
+        for (int64_t c = 0; c < g.c; ++c) {
+          for (int64_t r = 0; r < 3; ++r) {
+            for (int64_t s = 0; s < 3; ++s) {
+              const int64_t ih = oh - g.ph + r, iw = ow - g.pw + s;
+              if (ih < 0 || ih >= g.h_in || iw < 0 || iw >= g.w_in) continue;
+              acc += static_cast<double>(x[static_cast<size_t>((c * g.h_in + ih) * g.w_in + iw)]) *
+                     w[static_cast<size_t>(((m * g.c + c) * 3 + r) * 3 + s)];
+            }
+          }
+        }
+        const size_t i = static_cast<size_t>((m * g.h_out + oh) * g.w_out + ow);
+        y[i] = std::max(0.0f, static_cast<float>(acc) + bias[static_cast<size_t>(m)] + z[i]);
+      }
+    }
+  }
+  return y;
+}
+
+TEST(WinogradTest, BlocksMatchTheDirectSumOnEveryIsa) {
+  for (const GemmIsa isa : {GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512}) {
+    SetGemmIsaCapForTesting(isa);
+    if (ActiveGemmIsa() != isa) continue;  // the CPU lacks it
+    SCOPED_TRACE(GemmIsaName(isa));
+    for (const Plane& pl : kPlanes) {
+      SCOPED_TRACE(::testing::Message() << pl.h_in << "x" << pl.w_in);
+      // 70 output channels: a chunk of 64 and one of 6.
+      const WinogradGeometry g = MakeWinogradGeometry(5, 70, pl.h_in, pl.w_in, pl.h_out, pl.w_out, pl.ph, pl.pw);
+      const std::vector<float> x = Random(g.c * pl.h_in * pl.w_in, 1);
+      const std::vector<float> w = Random(g.m * g.c * 9, 2);
+      const std::vector<float> bias = Random(g.m, 3);
+      const std::vector<float> z = Random(g.m * pl.h_out * pl.w_out, 4);
+      const std::vector<PackedMatrix> u = PackWinogradWeights(g, w.data());
+      ASSERT_EQ(static_cast<int64_t>(u.size()), kWinogradTerms * g.chunks());
+      Epilogue ep;
+      ep.row_bias = bias.data();
+      ep.residual = z.data();
+      ep.ld_residual = pl.h_out * pl.w_out;
+      ep.act = Activation::kRelu;
+      Scratch scratch(WinogradScratchBytes(g));
+      std::vector<float> y(z.size(), -7.0f);
+      // Chunks one at a time in some blocks, together in others.
+      for (int64_t b = 0; b < g.blocks(); ++b) {
+        if (b % 2 == 0) {
+          RunWinogradBlock(g, x.data(), u, y.data(), b, 0, g.chunks(), ep, scratch.span());
+        } else {
+          for (int64_t ch = g.chunks(); ch-- > 0;) {
+            RunWinogradBlock(g, x.data(), u, y.data(), b, ch, ch + 1, ep, scratch.span());
+          }
+        }
+      }
+      const std::vector<float> want = Direct(g, x, w, bias, z);
+      double err = 0.0, norm = 0.0;
+      for (size_t i = 0; i < y.size(); ++i) {
+        err += (static_cast<double>(y[i]) - want[i]) * (static_cast<double>(y[i]) - want[i]);
+        norm += static_cast<double>(want[i]) * want[i];
+      }
+      EXPECT_LT(std::sqrt(err / norm), 1e-6) << "relative L2 error";
+    }
+  }
+  SetGemmIsaCapForTesting(GemmIsa::kAvx512);
+}
+
+}  // namespace
+}  // namespace orrery::ops::cpu::gemm_internal
