@@ -765,29 +765,16 @@ void RunGemmTail(const gemm_internal::GemmKernels& kern, const PackedMatrix& w, 
   });
 }
 
-// Winograd's tasks: blocks of tile rows x groups of output channel chunks,
-// enough of them for every thread when a plane has few blocks (each task
-// transforms its block's input itself).
+// Winograd's F(2x2, 3x3), image by image (gemm/conv_winograd.h).
 void RunWinograd(const KernelContext& ctx, const ConvPrepared& p, const float* xd, float* yd, const float* bd,
                  const float* zd, const Epilogue& ep) {
-  const gemm_internal::WinogradGeometry& g = p.winograd_geo;
-  const int64_t blocks = g.blocks();
-  const int64_t chunks = g.chunks();
-  const int64_t threads = NumThreads(ctx.threads);
-  const int64_t groups =
-      threads > 1 && blocks < 2 * threads ? std::min(chunks, (2 * threads + blocks - 1) / blocks) : 1;
   const std::span<const PackedMatrix> u(p.winograd_u->groups);
   for (int64_t n = 0; n < p.s.n; ++n) {
     Epilogue e = ep;
     e.row_bias = bd;
     e.residual = zd != nullptr ? zd + n * p.s.m * p.out_vol : nullptr;
-    const float* xn = xd + n * p.s.c * p.in_vol;
-    float* yn = yd + n * p.s.m * p.out_vol;
-    ParallelFor(ctx.threads, blocks * groups, [&](int64_t task, int thread) {
-      const int64_t b = task / groups, gi = task % groups;
-      gemm_internal::RunWinogradBlock(g, xn, u, yn, b, gi * chunks / groups, (gi + 1) * chunks / groups, e,
-                                      ThreadScratch(ctx, thread));
-    });
+    gemm_internal::RunWinograd(p.winograd_geo, xd + n * p.s.c * p.in_vol, u, yd + n * p.s.m * p.out_vol, e,
+                               ctx.scratch, ctx.threads);
   }
 }
 

@@ -11,24 +11,138 @@ namespace {
 
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-// Scratch regions, each 64-byte aligned: V, the products, padded rows, the
-// GEMM tail's B, Sgemm's.
-struct WinogradScratch {
-  int64_t v_floats, prod_floats, rows_floats, tail_floats, gemm_bytes;
+// One thread's scratch slice, each region 64-byte aligned: its padded rows,
+// the GEMM tail's B and Sgemm's scratch (local), then V and the products.
+// A block alone in a slice holds one chunk's products; shared by the
+// threads (in thread 0's slice) all channels' (only planes of at most
+// kWinogradSharedMaxBlocks blocks are sized for that).
+struct Layout {
+  int64_t rows_floats, tail_floats, gemm_bytes, v_floats, prod_floats;
+  bool shareable;
 
-  explicit WinogradScratch(const WinogradGeometry& g)
-      : v_floats(RoundUp(kWinogradTerms * g.c * g.block_tiles(), 16)),
-        prod_floats(RoundUp(kWinogradTerms * std::min(g.m, kWinogradChunk) * g.block_tiles(), 16)),
-        rows_floats(RoundUp((4 + 2 * g.block_rows) * g.padded_w, 16)),
+  explicit Layout(const WinogradGeometry& g)
+      : rows_floats(RoundUp((4 + 2 * g.block_rows) * g.padded_w, 16)),
         tail_floats(RoundUp(ConvTailFloats(g.c, kConvTailMaxCols), 16)),
         gemm_bytes(RoundUp(SgemmScratchBytes({std::min(g.m, kWinogradChunk), g.block_tiles(), g.c},
                                              /*a_packed=*/true, /*b_packed=*/false),
-                           64)) {}
-  int64_t bytes() const {
-    return (v_floats + prod_floats + rows_floats + tail_floats) * static_cast<int64_t>(sizeof(float)) +
-           gemm_bytes;
-  }
+                           64)),
+        v_floats(RoundUp(kWinogradTerms * g.c * g.block_tiles(), 16)),
+        prod_floats(RoundUp(kWinogradTerms * (g.blocks() <= kWinogradSharedMaxBlocks ? g.m : std::min(g.m, kWinogradChunk)) *
+                                g.block_tiles(),
+                            16)),
+        shareable(g.blocks() <= kWinogradSharedMaxBlocks) {}
+  int64_t local_bytes() const { return (rows_floats + tail_floats) * static_cast<int64_t>(sizeof(float)) + gemm_bytes; }
+  int64_t bytes() const { return local_bytes() + (v_floats + prod_floats) * static_cast<int64_t>(sizeof(float)); }
 };
+
+// The regions of one slice.
+struct Slice {
+  float* rows;
+  float* tail_b;
+  std::span<std::byte> gemm;
+  float* v;
+  float* prod;
+
+  Slice(const Layout& l, std::span<std::byte> s)
+      : rows(reinterpret_cast<float*>(s.data())),
+        tail_b(rows + l.rows_floats),
+        gemm(s.subspan(static_cast<size_t>((l.rows_floats + l.tail_floats) * static_cast<int64_t>(sizeof(float))),
+                       static_cast<size_t>(l.gemm_bytes))),
+        v(reinterpret_cast<float*>(s.data() + l.local_bytes())),
+        prod(v + l.v_floats) {}
+};
+
+// Tile rows [ty0, ty1) of a block and its tile count.
+struct BlockRows {
+  int64_t ty0, ty1, tiles;
+  BlockRows(const WinogradGeometry& g, int64_t block)
+      : ty0(block * g.block_rows),
+        ty1(std::min(g.tiles_h, ty0 + g.block_rows)),
+        tiles((ty1 - ty0) * g.tiles_w) {}
+};
+
+// Input channels [c0, c1) of `block` transformed into v [16][c][ldv].
+void InputChannels(const WinogradGeometry& g, const float* x, int64_t block, int64_t c0, int64_t c1, float* v,
+                   float* rows) {
+  const BlockRows b(g, block);
+  const int64_t ldv = g.block_tiles();
+  const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
+  for (int64_t c = c0; c < c1; ++c) {
+    const float* xc = x + c * g.h_in * g.w_in;
+    if (avx512) {
+      WinogradInputAvx512(g, xc, b.ty0, b.ty1, v + c * ldv, g.c * ldv, rows);
+    } else {
+      WinogradInputPortable(g, xc, b.ty0, b.ty1, v + c * ldv, g.c * ldv, rows);
+    }
+  }
+}
+
+// Terms [xi0, xi1) of chunk `ch`'s products: U[xi] V[xi] into prod, whose
+// row for channel m is at (m - prod_m0) * ldv, term xi at xi * prod_term.
+// The last 1..4 tiles past whole panels (a 14x14 plane's 49th) go to the
+// GEMM tail kernel, not a 16-column panel.
+void Products(const WinogradGeometry& g, std::span<const PackedMatrix> u, const float* v, int64_t block, int64_t ch,
+              int64_t xi0, int64_t xi1, float* prod, int64_t prod_m0, int64_t prod_term, const Slice& sl) {
+  const BlockRows b(g, block);
+  const int64_t ldv = g.block_tiles();
+  const GemmKernels& kern = ActiveKernels();
+  const int64_t tail = GemmTailCols(b.tiles, kern);
+  const int64_t j0 = b.tiles - tail;
+  const int64_t m0 = ch * kWinogradChunk;
+  const int64_t mc = std::min(kWinogradChunk, g.m - m0);
+  for (int64_t xi = xi0; xi < xi1; ++xi) {
+    const PackedMatrix& a = u[static_cast<size_t>(ch * kWinogradTerms + xi)];
+    const float* vx = v + xi * g.c * ldv;
+    float* px = prod + xi * prod_term + (m0 - prod_m0) * ldv;
+    Sgemm({mc, j0, g.c}, LeftOperand{.packed = &a}, RightOperand{.data = vx, .ld = ldv}, px, ldv, Epilogue{},
+          sl.gemm, nullptr);
+    if (tail > 0) {
+      for (int64_t k = 0; k < g.c; ++k) {
+        for (int64_t j = 0; j < tail; ++j) sl.tail_b[k * tail + j] = vx[k * ldv + j0 + j];
+      }
+      kern.conv_tail({.a = a.data(), .k = g.c, .b = sl.tail_b, .cols = static_cast<int>(tail), .rows = mc,
+                      .c = px + j0, .ldc = ldv});
+    }
+  }
+}
+
+// Output channels [m0, m1) of `block` from prod (as in Products), then the
+// epilogue on their rows.
+void OutputChannels(const WinogradGeometry& g, const float* prod, int64_t prod_m0, int64_t prod_term,
+                    int64_t block, int64_t m0, int64_t m1, float* y, const Epilogue& ep) {
+  const BlockRows b(g, block);
+  const int64_t ldv = g.block_tiles();
+  const int64_t plane_out = g.h_out * g.w_out;
+  const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
+  for (int64_t m = m0; m < m1; ++m) {
+    const float* pm = prod + (m - prod_m0) * ldv;
+    if (avx512) {
+      WinogradOutputAvx512(g, pm, prod_term, b.ty0, b.ty1, y + m * plane_out);
+    } else {
+      WinogradOutputPortable(g, pm, prod_term, b.ty0, b.ty1, y + m * plane_out);
+    }
+  }
+  // The block's output rows (the last tile row of an odd height has one).
+  const int64_t oh0 = 2 * b.ty0;
+  const int64_t oh1 = std::min(g.h_out, 2 * b.ty1);
+  if (ep.has_post()) {
+    ApplyEpilogue(ep, y + m0 * plane_out + oh0 * g.w_out, plane_out, m0, oh0 * g.w_out, m1 - m0,
+                  (oh1 - oh0) * g.w_out);
+  }
+}
+
+// A block's output channel chunks [chunk0, chunk1) in one slice.
+void RunBlockAlone(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,
+                   int64_t block, int64_t chunk0, int64_t chunk1, const Epilogue& ep, const Slice& sl) {
+  InputChannels(g, x, block, 0, g.c, sl.v, sl.rows);
+  const int64_t prod_term = std::min(g.m, kWinogradChunk) * g.block_tiles();
+  for (int64_t ch = chunk0; ch < chunk1; ++ch) {
+    const int64_t m0 = ch * kWinogradChunk;
+    const int64_t m1 = std::min(g.m, m0 + kWinogradChunk);
+    Products(g, u, sl.v, block, ch, 0, kWinogradTerms, sl.prod, m0, prod_term, sl);
+    OutputChannels(g, sl.prod, m0, prod_term, block, m0, m1, y, ep);
+  }
+}
 
 }  // namespace
 
@@ -77,7 +191,7 @@ WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_
   return g;
 }
 
-int64_t WinogradScratchBytes(const WinogradGeometry& g) { return WinogradScratch(g).bytes(); }
+int64_t WinogradScratchBytes(const WinogradGeometry& g) { return Layout(g).bytes(); }
 
 std::vector<PackedMatrix> PackWinogradWeights(const WinogradGeometry& g, const float* w) {
   std::vector<PackedMatrix> out;
@@ -188,67 +302,46 @@ void WinogradOutputPortable(const WinogradGeometry& g, const float* prod, int64_
 void RunWinogradBlock(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,
                       int64_t block, int64_t chunk0, int64_t chunk1, const Epilogue& ep,
                       std::span<std::byte> scratch) {
-  const WinogradScratch layout(g);
-  float* v = reinterpret_cast<float*>(scratch.data());
-  float* prod = v + layout.v_floats;
-  float* rows = prod + layout.prod_floats;
-  float* tail_b = rows + layout.rows_floats;
-  const std::span<std::byte> gemm_scratch = scratch.subspan(
-      static_cast<size_t>((layout.v_floats + layout.prod_floats + layout.rows_floats + layout.tail_floats) *
-                          static_cast<int64_t>(sizeof(float))),
-      static_cast<size_t>(layout.gemm_bytes));
-  const GemmKernels& kern = ActiveKernels();
-  const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
-  const int64_t ty0 = block * g.block_rows;
-  const int64_t ty1 = std::min(g.tiles_h, ty0 + g.block_rows);
-  const int64_t tiles = (ty1 - ty0) * g.tiles_w;
-  const int64_t ldv = g.block_tiles();
-  // The last 1..4 tiles past whole panels (a 14x14 plane's 49th) by the
-  // GEMM tail kernel, not a 16-column panel.
-  const int64_t tail = GemmTailCols(tiles, kern);
-  const int64_t plane_in = g.h_in * g.w_in;
-  const int64_t plane_out = g.h_out * g.w_out;
-  for (int64_t c = 0; c < g.c; ++c) {
-    if (avx512) {
-      WinogradInputAvx512(g, x + c * plane_in, ty0, ty1, v + c * ldv, g.c * ldv, rows);
-    } else {
-      WinogradInputPortable(g, x + c * plane_in, ty0, ty1, v + c * ldv, g.c * ldv, rows);
+  RunBlockAlone(g, x, u, y, block, chunk0, chunk1, ep, Slice(Layout(g), scratch));
+}
+
+void RunWinograd(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,
+                 const Epilogue& ep, std::span<std::byte> scratch, ThreadGroup* threads) {
+  const Layout layout(g);
+  const int64_t nthreads = NumThreads(threads);
+  const size_t stride = scratch.size() / static_cast<size_t>(nthreads);
+  auto slice = [&](int thread) { return Slice(layout, scratch.subspan(static_cast<size_t>(thread) * stride, stride)); };
+  const int64_t blocks = g.blocks();
+  const int64_t chunks = g.chunks();
+  if (nthreads > 1 && blocks < 2 * nthreads && layout.shareable) {
+    // Few blocks for the threads: each block in three finely split phases
+    // over V and all channels' products in thread 0's slice.
+    const Slice shared = slice(0);
+    const int64_t prod_term = g.m * g.block_tiles();
+    const int64_t in_tasks = std::min(g.c, 4 * nthreads);
+    const int64_t out_tasks = std::min((g.m + 15) / 16, 4 * nthreads);
+    for (int64_t b = 0; b < blocks; ++b) {
+      ParallelFor(threads, in_tasks, [&](int64_t t, int thread) {
+        InputChannels(g, x, b, t * g.c / in_tasks, (t + 1) * g.c / in_tasks, shared.v, slice(thread).rows);
+      });
+      ParallelFor(threads, chunks * kWinogradTerms, [&](int64_t t, int thread) {
+        const int64_t xi = t % kWinogradTerms;
+        Products(g, u, shared.v, b, t / kWinogradTerms, xi, xi + 1, shared.prod, 0, prod_term, slice(thread));
+      });
+      ParallelFor(threads, out_tasks, [&](int64_t t, int) {
+        OutputChannels(g, shared.prod, 0, prod_term, b, t * g.m / out_tasks, (t + 1) * g.m / out_tasks, y, ep);
+      });
     }
+    return;
   }
-  // The block's output rows (the last tile row of an odd height has one).
-  const int64_t oh0 = 2 * ty0;
-  const int64_t oh1 = std::min(g.h_out, 2 * ty1);
-  for (int64_t ch = chunk0; ch < chunk1; ++ch) {
-    const int64_t m0 = ch * kWinogradChunk;
-    const int64_t mc = std::min(kWinogradChunk, g.m - m0);
-    for (int64_t xi = 0; xi < kWinogradTerms; ++xi) {
-      const PackedMatrix& a = u[static_cast<size_t>(ch * kWinogradTerms + xi)];
-      const float* vx = v + xi * g.c * ldv;
-      float* px = prod + xi * mc * ldv;
-      Sgemm({mc, tiles - tail, g.c}, LeftOperand{.packed = &a}, RightOperand{.data = vx, .ld = ldv}, px, ldv,
-            Epilogue{}, gemm_scratch, nullptr);
-      if (tail > 0) {
-        const int64_t j0 = tiles - tail;
-        for (int64_t k = 0; k < g.c; ++k) {
-          for (int64_t j = 0; j < tail; ++j) tail_b[k * tail + j] = vx[k * ldv + j0 + j];
-        }
-        kern.conv_tail({.a = a.data(), .k = g.c, .b = tail_b, .cols = static_cast<int>(tail), .rows = mc,
-                        .c = px + j0, .ldc = ldv});
-      }
-    }
-    for (int64_t i = 0; i < mc; ++i) {
-      float* yp = y + (m0 + i) * plane_out;
-      if (avx512) {
-        WinogradOutputAvx512(g, prod + i * ldv, mc * ldv, ty0, ty1, yp);
-      } else {
-        WinogradOutputPortable(g, prod + i * ldv, mc * ldv, ty0, ty1, yp);
-      }
-    }
-    if (ep.has_post()) {
-      ApplyEpilogue(ep, y + m0 * plane_out + oh0 * g.w_out, plane_out, m0, oh0 * g.w_out, mc,
-                    (oh1 - oh0) * g.w_out);
-    }
-  }
+  // Blocks (x groups of chunks when they are fewer than twice the threads
+  // and the slices hold only one chunk's products), each in its thread's
+  // slice.
+  const int64_t groups = nthreads > 1 && blocks < 2 * nthreads ? std::min(chunks, (2 * nthreads + blocks - 1) / blocks) : 1;
+  ParallelFor(threads, blocks * groups, [&](int64_t task, int thread) {
+    const int64_t b = task / groups, gi = task % groups;
+    RunBlockAlone(g, x, u, y, b, gi * chunks / groups, (gi + 1) * chunks / groups, ep, slice(thread));
+  });
 }
 
 }  // namespace orrery::ops::cpu::gemm_internal

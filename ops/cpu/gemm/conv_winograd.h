@@ -11,11 +11,16 @@
 // (relative L2 ~3e-7 on random 64..512-channel layers).
 //
 // Work goes by blocks of tile rows (up to kWinogradMaxBlockTiles tiles, so
-// that a block's V and products stay in L2) and chunks of kWinogradChunk output
-// channels: a task transforms its block's input, runs the 16 GEMMs of each
-// chunk (Sgemm on one thread) and transforms their products back into Y,
-// then applies the epilogue there. Every output is computed the same way
-// whatever the thread count.
+// that a block's V and products stay in L2) and chunks of kWinogradChunk
+// output channels: a task transforms its block's input, runs the 16 GEMMs
+// of each chunk (Sgemm on one thread) and transforms their products back
+// into Y, then applies the epilogue there. With several threads and fewer
+// than two blocks each (a 14x14 plane is one block), each block runs in
+// three phases instead, each split finely over the threads: the input's
+// channels, the chunks x 16 GEMMs, the output's channels (whole chunks per
+// task measured up to 32% slower than the direct path on GoogLeNet's 14x14
+// layers at two threads: 5 chunks do not split evenly in two). Every
+// output is computed the same way whatever the thread count.
 #pragma once
 
 #include <cstddef>
@@ -24,12 +29,16 @@
 #include <vector>
 
 #include "ops/cpu/gemm/sgemm.h"
+#include "ops/parallel.h"
 
 namespace orrery::ops::cpu::gemm_internal {
 
 inline constexpr int64_t kWinogradChunk = 64;          // output channels per packed U matrix
 inline constexpr int64_t kWinogradMaxBlockTiles = 144;  // tiles per block at most
 inline constexpr int64_t kWinogradTerms = 16;          // 4x4 products per tile
+// Planes of at most this many blocks get scratch for the phased way (all
+// channels' products of a block in one slice).
+inline constexpr int64_t kWinogradSharedMaxBlocks = 3;
 // Output planes at least this wide (7 tiles a row): narrower ones give the
 // GEMMs too few columns. Intel Xeon, ResNet-18, one thread: a 7x7 plane's
 // 16 tiles ran 1.6x slower than the direct path (2.42 against 1.52 ms).
@@ -58,8 +67,9 @@ bool WinogradFits(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, in
 WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_t w_in, int64_t h_out,
                                       int64_t w_out, int64_t ph, int64_t pw);
 
-// Scratch bytes one thread needs for RunWinogradBlock (its block's V and one
-// chunk's products, one input channel's padded rows, Sgemm's own scratch).
+// Scratch bytes one thread needs (its padded rows, Sgemm's scratch, a
+// block's V and products: one chunk's, or on planes of few blocks all
+// channels').
 int64_t WinogradScratchBytes(const WinogradGeometry& g);
 
 // W [m][c][3][3] -> U = G w G^T as kWinogradTerms * chunks() packed left
@@ -68,8 +78,15 @@ int64_t WinogradScratchBytes(const WinogradGeometry& g);
 // floats stored.
 std::vector<PackedMatrix> PackWinogradWeights(const WinogradGeometry& g, const float* w);
 
+// One image: y[m][oh][ow] = epilogue(sum over c, taps of x * w) on
+// `threads` (see above), `scratch` holding NumThreads(threads) slices of
+// equal size, each at least WinogradScratchBytes and 64-byte aligned (the
+// layout of KernelContext::scratch). Allocates nothing.
+void RunWinograd(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,
+                 const Epilogue& ep, std::span<std::byte> scratch, ThreadGroup* threads);
+
 // Output channel chunks [chunk0, chunk1) of the tile rows of `block` of one
-// image: y[m][oh][ow] = epilogue(sum over c, taps of x * w), the epilogue as
+// image, in one thread's scratch: y[m][oh][ow] = epilogue(sum over c, taps of x * w), the epilogue as
 // ApplyEpilogue's (row bias, residual with ld_residual, activation; no alpha
 // or accumulate). `u` from PackWinogradWeights; `scratch` of
 // WinogradScratchBytes, 64-byte aligned. The transforms are AVX-512 when
