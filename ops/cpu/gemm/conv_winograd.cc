@@ -27,8 +27,8 @@ struct Layout {
                                              /*a_packed=*/true, /*b_packed=*/false),
                            64)),
         v_floats(RoundUp(kWinogradTerms * g.c * g.block_tiles(), 16)),
-        prod_floats(RoundUp(kWinogradTerms * (g.blocks() <= kWinogradSharedMaxBlocks ? g.m : std::min(g.m, kWinogradChunk)) *
-                                g.block_tiles(),
+        prod_floats(RoundUp(kWinogradTerms * g.block_tiles() *
+                                (g.blocks() <= kWinogradSharedMaxBlocks ? g.m : std::min(g.m, kWinogradChunk)),
                             16)),
         shareable(g.blocks() <= kWinogradSharedMaxBlocks) {}
   int64_t local_bytes() const { return (rows_floats + tail_floats) * static_cast<int64_t>(sizeof(float)) + gemm_bytes; }
@@ -337,7 +337,8 @@ void RunWinograd(const WinogradGeometry& g, const float* x, std::span<const Pack
   // Blocks (x groups of chunks when they are fewer than twice the threads
   // and the slices hold only one chunk's products), each in its thread's
   // slice.
-  const int64_t groups = nthreads > 1 && blocks < 2 * nthreads ? std::min(chunks, (2 * nthreads + blocks - 1) / blocks) : 1;
+  const int64_t groups =
+      nthreads > 1 && blocks < 2 * nthreads ? std::min(chunks, (2 * nthreads + blocks - 1) / blocks) : 1;
   ParallelFor(threads, blocks * groups, [&](int64_t task, int thread) {
     const int64_t b = task / groups, gi = task % groups;
     RunBlockAlone(g, x, u, y, b, gi * chunks / groups, (gi + 1) * chunks / groups, ep, slice(thread));

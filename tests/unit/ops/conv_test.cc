@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +18,7 @@ namespace {
 
 using testing::ExpectNear;
 using testing::F32;
+using testing::RandomFloats;
 using testing::RunOp;
 using testing::Values;
 
@@ -195,14 +195,6 @@ struct ConvCase {
   bool bias = false;
 };
 
-std::vector<float> RandomValues(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = dist(gen);
-  return v;
-}
-
 int64_t Prod(const std::vector<int64_t>& v) {
   int64_t p = 1;
   for (int64_t d : v) p *= d;
@@ -283,9 +275,9 @@ Attributes ConvAttrs(const ConvCase& c) {
 // Runs Conv on random data and compares with NaiveConv.
 void CheckConv(const ConvCase& c, uint32_t seed, float tol = 1e-4f) {
   const size_t r = c.x.size() - 2;
-  Tensor x = F32(c.x, RandomValues(NumElements(c.x), seed));
-  Tensor w = F32(c.w, RandomValues(NumElements(c.w), seed + 1));
-  Tensor b = F32({c.w[0]}, RandomValues(c.w[0], seed + 2));
+  Tensor x = F32(c.x, RandomFloats(NumElements(c.x), seed));
+  Tensor w = F32(c.w, RandomFloats(NumElements(c.w), seed + 1));
+  Tensor b = F32({c.w[0]}, RandomFloats(c.w[0], seed + 2));
   auto out = RunOp("Conv", {&x, &w, c.bias ? &b : nullptr}, ConvAttrs(c));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   // Expected geometry, computed independently of conv_util.
@@ -1035,10 +1027,10 @@ std::vector<float> NaiveConvTranspose(const TransposeCase& c, const std::vector<
 
 void CheckConvTranspose(const TransposeCase& c, uint32_t seed) {
   const size_t r = c.x.size() - 2;
-  Tensor x = F32(c.x, RandomValues(NumElements(c.x), seed));
-  Tensor w = F32(c.w, RandomValues(NumElements(c.w), seed + 1));
+  Tensor x = F32(c.x, RandomFloats(NumElements(c.x), seed));
+  Tensor w = F32(c.w, RandomFloats(NumElements(c.w), seed + 1));
   const int64_t m = c.w[1] * c.group;
-  Tensor b = F32({m}, RandomValues(m, seed + 2));
+  Tensor b = F32({m}, RandomFloats(m, seed + 2));
   Attributes a;
   if (c.group != 1) a.Set("group", c.group);
   if (!c.strides.empty()) a.Set("strides", c.strides);

@@ -10,22 +10,16 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <random>
 #include <span>
 #include <vector>
 
+#include "op_test_util.h"
 #include "ops/cpu/gemm/sgemm.h"
 
 namespace orrery::ops::cpu::gemm_internal {
 namespace {
 
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = dist(gen);
-  return v;
-}
+using ops::testing::RandomFloats;
 
 // A 64-byte aligned scratch buffer of `bytes`.
 struct Scratch {
@@ -96,7 +90,7 @@ TEST(WinogradTest, Avx512TransformsMatchThePortableOnes) {
   for (const Plane& pl : kPlanes) {
     SCOPED_TRACE(::testing::Message() << pl.h_in << "x" << pl.w_in);
     const WinogradGeometry g = MakeWinogradGeometry(1, 1, pl.h_in, pl.w_in, pl.h_out, pl.w_out, pl.ph, pl.pw);
-    const std::vector<float> x = Random(pl.h_in * pl.w_in, 7);
+    const std::vector<float> x = RandomFloats(pl.h_in * pl.w_in, 7);
     std::vector<float> rows(static_cast<size_t>((4 + 2 * g.tiles_h) * g.padded_w));
     // Input: the whole plane as one range of tile rows, then per block.
     const int64_t ld = g.tiles_h * g.tiles_w;
@@ -106,7 +100,7 @@ TEST(WinogradTest, Avx512TransformsMatchThePortableOnes) {
     EXPECT_EQ(v_avx, v_port);
     EXPECT_EQ(std::count(v_port.begin(), v_port.end(), -7.0f), 0) << "every term of every tile written";
     // Output: products back to the plane.
-    const std::vector<float> prod = Random(kWinogradTerms * ld, 8);
+    const std::vector<float> prod = RandomFloats(kWinogradTerms * ld, 8);
     std::vector<float> y_port(static_cast<size_t>(pl.h_out * pl.w_out), -7.0f), y_avx = y_port;
     for (int64_t ty0 = 0; ty0 < g.tiles_h; ty0 += g.block_rows) {
       const int64_t ty1 = std::min(g.tiles_h, ty0 + g.block_rows);
@@ -155,10 +149,10 @@ TEST(WinogradTest, BlocksMatchTheDirectSumOnEveryIsa) {
       SCOPED_TRACE(::testing::Message() << pl.h_in << "x" << pl.w_in);
       // 70 output channels: a chunk of 64 and one of 6.
       const WinogradGeometry g = MakeWinogradGeometry(5, 70, pl.h_in, pl.w_in, pl.h_out, pl.w_out, pl.ph, pl.pw);
-      const std::vector<float> x = Random(g.c * pl.h_in * pl.w_in, 1);
-      const std::vector<float> w = Random(g.m * g.c * 9, 2);
-      const std::vector<float> bias = Random(g.m, 3);
-      const std::vector<float> z = Random(g.m * pl.h_out * pl.w_out, 4);
+      const std::vector<float> x = RandomFloats(g.c * pl.h_in * pl.w_in, 1);
+      const std::vector<float> w = RandomFloats(g.m * g.c * 9, 2);
+      const std::vector<float> bias = RandomFloats(g.m, 3);
+      const std::vector<float> z = RandomFloats(g.m * pl.h_out * pl.w_out, 4);
       const std::vector<PackedMatrix> u = PackWinogradWeights(g, w.data());
       ASSERT_EQ(static_cast<int64_t>(u.size()), kWinogradTerms * g.chunks());
       Epilogue ep;

@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@ namespace {
 
 using testing::ExpectNear;
 using testing::F32;
+using testing::RandomFloats;
 using testing::Values;
 
 // RunOp with the node's declared output count (optional outputs).
@@ -39,14 +39,6 @@ Result<std::vector<Tensor>> RunNorm(const std::string& op, const std::vector<con
   ORRERY_RETURN_IF_ERROR(
       PrepareAndCompute(def->prepare, def->compute, KernelContext{in, a, opset}, out_types, outs));
   return outs;
-}
-
-std::vector<float> Random(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = dist(gen);
-  return v;
 }
 
 // ---------------- BatchNormalization ----------------
@@ -72,8 +64,8 @@ std::vector<float> NaiveBatchNorm(const Shape& shape, const std::vector<float>& 
 
 TEST(BatchNormTest, OnnxExampleAndEpsilon) {
   const Shape shape{2, 3, 4, 5};
-  const std::vector<float> xv = Random(120, 1), sv = Random(3, 2), bv = Random(3, 3),
-                           mv = Random(3, 4), vv = Random(3, 5, 0.0f, 1.0f);
+  const std::vector<float> xv = RandomFloats(120, 1), sv = RandomFloats(3, 2), bv = RandomFloats(3, 3),
+                           mv = RandomFloats(3, 4), vv = RandomFloats(3, 5, 0.0f, 1.0f);
   Tensor x = F32(shape, xv), s = F32({3}, sv), b = F32({3}, bv), m = F32({3}, mv),
          v = F32({3}, vv);
   for (int64_t opset : {7, 9, 14, 15}) {
@@ -90,8 +82,8 @@ TEST(BatchNormTest, OnnxExampleAndEpsilon) {
 }
 
 TEST(BatchNormTest, RankTwoAndSpatialZero) {
-  const std::vector<float> xv = Random(6, 10), sv = Random(3, 11), bv = Random(3, 12),
-                           mv = Random(3, 13), vv = Random(3, 14, 0.1f, 1.0f);
+  const std::vector<float> xv = RandomFloats(6, 10), sv = RandomFloats(3, 11), bv = RandomFloats(3, 12),
+                           mv = RandomFloats(3, 13), vv = RandomFloats(3, 14, 0.1f, 1.0f);
   Tensor x = F32({2, 3}, xv), s = F32({3}, sv), b = F32({3}, bv), m = F32({3}, mv),
          v = F32({3}, vv);
   auto out = RunNorm("BatchNormalization", {&x, &s, &b, &m, &v}, {});
@@ -99,8 +91,8 @@ TEST(BatchNormTest, RankTwoAndSpatialZero) {
   ExpectNear(Values<float>((*out)[0]), NaiveBatchNorm({2, 3}, xv, sv, bv, mv, vv, 1e-5), 1e-4f);
 
   // Opset 7 spatial = 0: parameters per activation, shape [C, H, W].
-  const std::vector<float> x2 = Random(24, 20), s2 = Random(12, 21), b2 = Random(12, 22),
-                           m2 = Random(12, 23), v2 = Random(12, 24, 0.1f, 1.0f);
+  const std::vector<float> x2 = RandomFloats(24, 20), s2 = RandomFloats(12, 21), b2 = RandomFloats(12, 22),
+                           m2 = RandomFloats(12, 23), v2 = RandomFloats(12, 24, 0.1f, 1.0f);
   Tensor tx = F32({2, 3, 2, 2}, x2), ts = F32({3, 2, 2}, s2), tb = F32({3, 2, 2}, b2),
          tm = F32({3, 2, 2}, m2), tv = F32({3, 2, 2}, v2);
   Attributes spatial0;
@@ -202,7 +194,7 @@ TEST(InstanceNormTest, OnnxExample) {
 
 TEST(InstanceNormTest, OnnxEpsilonRandom) {
   const Shape shape{2, 3, 4, 5};
-  const std::vector<float> xv = Random(120, 30), sv = Random(3, 31), bv = Random(3, 32);
+  const std::vector<float> xv = RandomFloats(120, 30), sv = RandomFloats(3, 31), bv = RandomFloats(3, 32);
   Tensor x = F32(shape, xv), s = F32({3}, sv), b = F32({3}, bv);
   Attributes eps;
   eps.Set("epsilon", 1e-2f);
@@ -210,7 +202,7 @@ TEST(InstanceNormTest, OnnxEpsilonRandom) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ExpectNear(Values<float>((*out)[0]), NaiveInstanceNorm(shape, xv, sv, bv, 1e-2), 1e-4f);
   // Rank 3 and rank 5 inputs.
-  const std::vector<float> x3 = Random(2 * 3 * 7, 33);
+  const std::vector<float> x3 = RandomFloats(2 * 3 * 7, 33);
   Tensor t3 = F32({2, 3, 7}, x3);
   out = RunNorm("InstanceNormalization", {&t3, &s, &b}, {});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -269,9 +261,9 @@ void CheckLayerNorm(const Shape& shape, int64_t axis, float eps, uint32_t seed) 
   const int64_t rank = static_cast<int64_t>(shape.size());
   const int64_t a = axis < 0 ? axis + rank : axis;
   const Shape norm(shape.begin() + a, shape.end());
-  const std::vector<float> xv = Random(NumElements(shape), seed);
-  const std::vector<float> wv = Random(NumElements(norm), seed + 1);
-  const std::vector<float> bv = Random(NumElements(norm), seed + 2);
+  const std::vector<float> xv = RandomFloats(NumElements(shape), seed);
+  const std::vector<float> wv = RandomFloats(NumElements(norm), seed + 1);
+  const std::vector<float> bv = RandomFloats(NumElements(norm), seed + 2);
   Tensor x = F32(shape, xv), w = F32(norm, wv), b = F32(norm, bv);
   Attributes attrs;
   attrs.Set("axis", axis);
@@ -298,7 +290,7 @@ TEST(LayerNormTest, OnnxAxesWithMeanAndInvStdDev) {
 }
 
 TEST(LayerNormTest, DefaultAxisOptionalOutputsAndBias) {
-  const std::vector<float> xv = Random(24, 50), wv = Random(4, 51);
+  const std::vector<float> xv = RandomFloats(24, 50), wv = RandomFloats(4, 51);
   Tensor x = F32({2, 3, 4}, xv), w = F32({4}, wv);
   auto out = RunNorm("LayerNormalization", {&x, &w}, {});  // no B, Y only
   ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -312,7 +304,7 @@ TEST(LayerNormTest, DefaultAxisOptionalOutputsAndBias) {
 
 TEST(LayerNormTest, BroadcastScale) {
   // Scale [1, 4] broadcasts over the normalized shape [3, 4].
-  const std::vector<float> xv = Random(24, 60), wv = Random(4, 61);
+  const std::vector<float> xv = RandomFloats(24, 60), wv = RandomFloats(4, 61);
   Tensor x = F32({2, 3, 4}, xv), w = F32({1, 4}, wv), b = F32({1}, {0.25f});
   Attributes a;
   a.Set("axis", int64_t{1});

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,15 @@ inline Tensor F32(Shape shape, std::vector<float> values) {
 
 inline Tensor I64(Shape shape, std::vector<int64_t> values) {
   return Make(DType::kInt64, std::move(shape), std::move(values));
+}
+
+// n floats uniform in [lo, hi) from a fixed seed.
+inline std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = dist(gen);
+  return v;
 }
 
 template <typename T>

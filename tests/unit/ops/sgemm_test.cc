@@ -5,9 +5,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "op_test_util.h"
 #include "ops/cpu/gemm/sgemm.h"
 #include "ops/cpu/gemm/transpose.h"
 #include "ops/registry.h"
@@ -16,13 +16,7 @@
 namespace orrery::ops::cpu {
 namespace {
 
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = d(gen);
-  return v;
-}
+using ops::testing::RandomFloats;
 
 float RefActivate(Activation act, float x, float alpha, float beta) {
   switch (act) {
@@ -66,9 +60,9 @@ class SgemmIsaTest : public ::testing::TestWithParam<GemmIsa> {
     const int64_t lda = cs.ta ? cs.m + 3 : cs.k + 1;  // padded leading dimensions
     const int64_t ldb = cs.tb ? cs.k + 2 : cs.n + 5;
     const int64_t ldc = cs.n + 7;
-    const std::vector<float> a = Random((cs.ta ? cs.k : cs.m) * lda, 1);
-    const std::vector<float> b = Random((cs.tb ? cs.n : cs.k) * ldb, 2);
-    std::vector<float> c = Random(std::max<int64_t>(cs.m, 1) * ldc, 3);
+    const std::vector<float> a = RandomFloats((cs.ta ? cs.k : cs.m) * lda, 1);
+    const std::vector<float> b = RandomFloats((cs.tb ? cs.n : cs.k) * ldb, 2);
+    std::vector<float> c = RandomFloats(std::max<int64_t>(cs.m, 1) * ldc, 3);
     const std::vector<float> c0 = c;
     ep.alpha = cs.alpha;
 
@@ -160,7 +154,7 @@ TEST_P(SgemmIsaTest, AccumulatesOntoC) {
 }
 
 TEST_P(SgemmIsaTest, ZeroDepthWritesEpilogueOnly) {
-  const std::vector<float> bias = Random(20, 9);
+  const std::vector<float> bias = RandomFloats(20, 9);
   Epilogue ep;
   ep.row_bias = bias.data();
   ep.act = Activation::kRelu;
@@ -169,9 +163,9 @@ TEST_P(SgemmIsaTest, ZeroDepthWritesEpilogueOnly) {
 
 TEST_P(SgemmIsaTest, EveryEpilogue) {
   const Case cs{21, 70, 37};
-  const std::vector<float> row_bias = Random(cs.m, 4);
-  const std::vector<float> col_bias = Random(cs.n, 5);
-  const std::vector<float> residual = Random(cs.m * (cs.n + 2), 6);
+  const std::vector<float> row_bias = RandomFloats(cs.m, 4);
+  const std::vector<float> col_bias = RandomFloats(cs.n, 5);
+  const std::vector<float> residual = RandomFloats(cs.m * (cs.n + 2), 6);
   const struct {
     Activation act;
     float alpha, beta;
@@ -205,9 +199,9 @@ TEST_P(SgemmIsaTest, EveryEpilogue) {
 // (13: 8 + 5) and columns (61: 48 + 13) both have tails.
 TEST_P(SgemmIsaTest, EpilogueAfterSeveralDepthBlocks) {
   const Case cs{13, 61, 250, false, false, 0.75f};
-  const std::vector<float> row_bias = Random(cs.m, 10);
-  const std::vector<float> col_bias = Random(cs.n, 11);
-  const std::vector<float> residual = Random(cs.m * (cs.n + 1), 12);
+  const std::vector<float> row_bias = RandomFloats(cs.m, 10);
+  const std::vector<float> col_bias = RandomFloats(cs.n, 11);
+  const std::vector<float> residual = RandomFloats(cs.m * (cs.n + 1), 12);
   for (bool accumulate : {false, true}) {
     Epilogue ep;
     ep.accumulate = accumulate;
@@ -233,8 +227,8 @@ TEST_P(SgemmIsaTest, ResidualOneDepthBlockRowsFirst) {
   // 264 rows: two left blocks (right panels packed); 256 (one block, K <=
   // 64): the right operand read in place, its last partial panel packed.
   for (const Case& cs : {Case{264, 2000, 64}, Case{256, 2100, 64}, Case{200, 2700, 40}}) {
-    const std::vector<float> residual = Random(cs.m * (cs.n + 3), 7);
-    const std::vector<float> row_bias = Random(cs.m, 8);
+    const std::vector<float> residual = RandomFloats(cs.m * (cs.n + 3), 7);
+    const std::vector<float> row_bias = RandomFloats(cs.m, 8);
     Epilogue ep;
     ep.residual = residual.data();
     ep.ld_residual = cs.n + 3;
@@ -261,15 +255,15 @@ TEST_P(SgemmIsaTest, ResidualOneDepthBlockRowsFirst) {
 // threads.
 TEST_P(SgemmIsaTest, ResidualDepthUpTo256OneBlock) {
   for (const Case& cs : {Case{264, 196, 256}, Case{40, 100, 200}}) {
-    const std::vector<float> residual = Random(cs.m * (cs.n + 3), 17);
-    const std::vector<float> row_bias = Random(cs.m, 18);
+    const std::vector<float> residual = RandomFloats(cs.m * (cs.n + 3), 17);
+    const std::vector<float> row_bias = RandomFloats(cs.m, 18);
     Epilogue ep;
     ep.residual = residual.data();
     ep.ld_residual = cs.n + 3;
     ep.row_bias = row_bias.data();
     ep.act = Activation::kRelu;
     const GemmShape shape{cs.m, cs.n, cs.k};
-    const std::vector<float> a = Random(cs.m * cs.k, 19), b = Random(cs.k * cs.n, 20);
+    const std::vector<float> a = RandomFloats(cs.m * cs.k, 19), b = RandomFloats(cs.k * cs.n, 20);
     const PackedMatrix pa = PackedMatrix::PackLeft(a.data(), cs.k, false, cs.m, cs.k);
     std::vector<float> c(static_cast<size_t>(cs.m * cs.n));
     const size_t bytes = static_cast<size_t>(SgemmScratchBytes(shape, true, false));
@@ -300,7 +294,7 @@ TEST_P(SgemmIsaTest, ResidualDepthUpTo256OneBlock) {
 // stem): bias and Relu only, and no epilogue at all.
 TEST_P(SgemmIsaTest, TinyDepthRowsFirst) {
   const Case cs{264, 2000, 27};
-  const std::vector<float> row_bias = Random(cs.m, 9);
+  const std::vector<float> row_bias = RandomFloats(cs.m, 9);
   Epilogue ep;
   ep.row_bias = row_bias.data();
   ep.act = Activation::kRelu;
@@ -334,7 +328,7 @@ TEST_P(SgemmIsaTest, ActivationsAcrossRange) {
 TEST_P(SgemmIsaTest, ThreadsGiveIdenticalResults) {
   testing::SpawnThreads lanes(2);
   const Case cs{70, 500, 300};
-  const std::vector<float> bias = Random(cs.m, 7);
+  const std::vector<float> bias = RandomFloats(cs.m, 7);
   Epilogue ep;
   ep.row_bias = bias.data();
   ep.act = Activation::kRelu;
@@ -480,7 +474,7 @@ TEST(TransposeTest, PackLeftRowsMatchesLayout) {
 }
 
 TEST(PackedMatrixTest, SerializeRoundTrip) {
-  const std::vector<float> w = Random(13 * 50, 8);
+  const std::vector<float> w = RandomFloats(13 * 50, 8);
   for (bool left : {true, false}) {
     const PackedMatrix p = left ? PackedMatrix::PackLeft(w.data(), 50, false, 13, 50)
                                 : PackedMatrix::PackRight(w.data(), 50, false, 13, 50);
