@@ -20,7 +20,7 @@
 //     rows 14-128 wide, AVX-512: a direct kernel with the output channels
 //     across the lanes, broadcasting the input (gemm/conv_channels.h);
 //   - 3x3 stride 1, pads 0 or 1, one group, >= 32 input and output
-//     channels, output planes >= 13 wide, AVX-512: Winograd's F(2x2, 3x3),
+//     channels, output planes >= 13 wide, AVX-512 or AVX2: Winograd's F(2x2, 3x3),
 //     16 GEMMs over transformed weights and input (gemm/conv_winograd.h);
 //   - stride 1 with the output plane the input's size, <= 32 channels per
 //     group, >= 256 positions, AVX-512: the im2col-free tile reading the
@@ -541,7 +541,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     }
   }
   if (!p->stem && !p->channels && p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
-      WinogradConvs() && ActiveGemmIsa() == GemmIsa::kAvx512 && p->cg >= kWinogradMinChannels &&
+      WinogradConvs() && ActiveGemmIsa() != GemmIsa::kPortable && p->cg >= kWinogradMinChannels &&
       p->mg >= kWinogradMinChannels &&
       gemm_internal::WinogradFits(p->g2.kernel[0], p->g2.kernel[1], p->g2.strides[0], p->g2.strides[1],
                                   p->g2.dilations[0], p->g2.dilations[1], p->g2.pad_begin[0],

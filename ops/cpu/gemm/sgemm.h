@@ -51,7 +51,8 @@ bool InPlaceConvKernels();
 void SetInPlaceConvKernelsForTesting(std::optional<bool> on);
 
 // Whether Conv runs 3x3 stride-1 layers with enough channels by Winograd's
-// F(2x2, 3x3) (gemm/conv_winograd.h) when AVX-512 is active: 2.25x fewer
+// F(2x2, 3x3) (gemm/conv_winograd.h) when AVX-512 or AVX2 is active (its
+// transforms AVX-512 or portable, its GEMMs the ISA's): 2.25x fewer
 // FLOPs than the direct sum, outputs within a few roundings of it. On
 // unless ORRERY_CONV_WINOGRAD=off (read once); SetWinogradConvsForTesting
 // too (nullopt: back to that). Read at Conv's Prepare.

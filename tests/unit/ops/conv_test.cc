@@ -807,23 +807,31 @@ TEST(ConvTest, EveryGemmIsaMatchesReference) {
 }
 
 // 3x3 stride-1 layers with >= 32 channels on planes >= 13 wide: Winograd's
-// F(2x2, 3x3) when AVX-512 is active (gemm/conv_winograd.h; its internals
+// F(2x2, 3x3) when AVX-512 or AVX2 is active (gemm/conv_winograd.h; its internals
 // on every ISA in conv_winograd_test.cc). Odd planes (half tiles), two
 // images, chunks of 64 + 6 channels, no / uneven / automatic padding.
 TEST(ConvTest, WinogradMatchesReference) {
-  cpu::SetGemmIsaCapForTesting(cpu::GemmIsa::kAvx512);
-  if (cpu::ActiveGemmIsa() != cpu::GemmIsa::kAvx512) GTEST_SKIP() << "no AVX-512 on this CPU: Conv takes no Winograd";
-  cpu::SetWinogradConvsForTesting(true);
-  uint32_t seed = 300;
-  CheckConv({.x = {1, 32, 28, 28}, .w = {32, 32, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true}, seed++);
-  CheckConv({.x = {2, 33, 29, 27}, .w = {70, 33, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true}, seed++);
-  CheckConv({.x = {1, 32, 30, 31}, .w = {40, 32, 3, 3}}, seed++);
-  CheckConv({.x = {1, 32, 28, 30}, .w = {36, 32, 3, 3}, .pads = {0, 1, 1, 0}}, seed++);
-  CheckConv({.x = {1, 40, 27, 28}, .w = {32, 40, 3, 3}, .auto_pad = "SAME_UPPER"}, seed++);
-  // 14x14 and 13x13: 49 tiles, the last by the GEMM tail kernel.
-  CheckConv({.x = {1, 64, 14, 14}, .w = {72, 64, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true}, seed++);
-  CheckConv({.x = {1, 48, 13, 13}, .w = {64, 48, 3, 3}, .pads = {1, 1, 1, 1}}, seed++);
+  using cpu::GemmIsa;
+  int ran = 0;
+  for (const GemmIsa isa : {GemmIsa::kAvx2, GemmIsa::kAvx512}) {
+    cpu::SetGemmIsaCapForTesting(isa);
+    if (cpu::ActiveGemmIsa() != isa) continue;  // the CPU lacks it
+    SCOPED_TRACE(cpu::GemmIsaName(isa));
+    ++ran;
+    cpu::SetWinogradConvsForTesting(true);
+    uint32_t seed = 300;
+    CheckConv({.x = {1, 32, 28, 28}, .w = {32, 32, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {2, 33, 29, 27}, .w = {70, 33, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {1, 32, 30, 31}, .w = {40, 32, 3, 3}}, seed++);
+    CheckConv({.x = {1, 32, 28, 30}, .w = {36, 32, 3, 3}, .pads = {0, 1, 1, 0}}, seed++);
+    CheckConv({.x = {1, 40, 27, 28}, .w = {32, 40, 3, 3}, .auto_pad = "SAME_UPPER"}, seed++);
+    // 14x14 and 13x13: 49 tiles, the last by the GEMM tail kernel (AVX-512).
+    CheckConv({.x = {1, 64, 14, 14}, .w = {72, 64, 3, 3}, .pads = {1, 1, 1, 1}, .bias = true}, seed++);
+    CheckConv({.x = {1, 48, 13, 13}, .w = {64, 48, 3, 3}, .pads = {1, 1, 1, 1}}, seed++);
+  }
+  cpu::SetGemmIsaCapForTesting(GemmIsa::kAvx512);
   cpu::SetWinogradConvsForTesting(std::nullopt);
+  if (ran == 0) GTEST_SKIP() << "no AVX2 on this CPU: Conv takes no Winograd";
 }
 
 TEST(ConvTest, OneAndThreeDimensional) {

@@ -113,7 +113,7 @@ TEST(FusedConvTest, EveryActivationWithAndWithoutResidual) {
       {{2, 12, 10, 14}, {24, 12, 1, 1}, {2, 2}, {0, 0, 0, 0}},
       {{1, 16, 14, 14}, {72, 16, 1, 1}, {2, 2}, {0, 0, 0, 0}},
       {{1, 8, 8, 8}, {8, 4, 1, 1}, {2, 2}, {0, 0, 0, 0}, 2},
-      // Winograd's F(2x2, 3x3) (AVX-512), two images, odd sizes.
+      // Winograd's F(2x2, 3x3) (AVX2 / AVX-512), two images, odd sizes.
       {{2, 32, 29, 27}, {40, 32, 3, 3}, {1, 1}, {1, 1, 1, 1}},
   };
   uint32_t seed = 1;

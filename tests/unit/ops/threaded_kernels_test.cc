@@ -192,7 +192,7 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor x14b = F32({1, 32, 14, 14}, Wave(32 * 14 * 14));
   const Tensor w14b = F32({72, 32, 3, 3}, Wave(72 * 32 * 9));
   ExpectSameOnTwoThreads("Conv", {&x14b, &w14b}, pad1);
-  // Winograd's F(2x2, 3x3) (AVX-512): 28x28, 32 -> 130 channels (two
+  // Winograd's F(2x2, 3x3) (AVX2 / AVX-512): 28x28, 32 -> 130 channels (two
   // blocks of tile rows, three chunks of channels: the phased way), 14x14
   // (one block, 49 tiles), 56x56 (six blocks: a block per task).
   const Tensor xw = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
