@@ -89,11 +89,12 @@ void RunWinograd(const WinogradGeometry& g, const float* x, std::span<const Pack
                  const Epilogue& ep, std::span<std::byte> scratch, ThreadGroup* threads);
 
 // Output channel chunks [chunk0, chunk1) of the tile rows of `block` of one
-// image, in one thread's scratch: y[m][oh][ow] = epilogue(sum over c, taps of x * w), the epilogue as
-// ApplyEpilogue's (row bias, residual with ld_residual, activation; no alpha
-// or accumulate). `u` from PackWinogradWeights; `scratch` of
-// WinogradScratchBytes, 64-byte aligned. The transforms are AVX-512 when
-// that ISA is active, portable C++ otherwise; the GEMMs are Sgemm's.
+// image, in one thread's scratch: y[m][oh][ow] = epilogue(sum over c, taps
+// of x * w), the epilogue as ApplyEpilogue's (row bias, residual with
+// ld_residual, activation; no alpha or accumulate). `u` from
+// PackWinogradWeights; `scratch` of WinogradScratchBytes, 64-byte aligned.
+// The transforms are AVX-512 when that ISA is active, portable C++
+// otherwise; the GEMMs are Sgemm's.
 void RunWinogradBlock(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,
                       int64_t block, int64_t chunk0, int64_t chunk1, const Epilogue& ep,
                       std::span<std::byte> scratch);
