@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,14 +106,29 @@ bool DetectInPlaceConv() {
   return !__builtin_cpu_is("intel");
 }
 
-std::atomic<int> g_test_inplace_conv{-1};  // -1: not set by a test
-
 bool DetectWinogradConv() {
   const char* v = std::getenv("ORRERY_CONV_WINOGRAD");
   return v == nullptr || std::string_view(v) != "off";
 }
 
-std::atomic<int> g_test_winograd_conv{-1};  // -1: not set by a test
+// A choice detected once per process that a test may force (nullopt: back
+// to the detected one).
+class TestOverride {
+ public:
+  bool Or(bool detected) const {
+    const int forced = forced_.load(std::memory_order_relaxed);
+    return forced < 0 ? detected : forced != 0;
+  }
+  void Set(std::optional<bool> on) {
+    forced_.store(on.has_value() ? static_cast<int>(*on) : -1, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int> forced_{-1};  // -1: not set by a test
+};
+
+TestOverride g_inplace_conv_override;
+TestOverride g_winograd_conv_override;
 
 struct Blocking {
   int64_t kc = 1;           // depth of one K block
@@ -422,23 +438,17 @@ void SetGemmIsaCapForTesting(GemmIsa cap) {
 
 bool InPlaceConvKernels() {
   static const bool detected = DetectInPlaceConv();
-  const int forced = g_test_inplace_conv.load(std::memory_order_relaxed);
-  return forced < 0 ? detected : forced != 0;
+  return g_inplace_conv_override.Or(detected);
 }
 
-void SetInPlaceConvKernelsForTesting(std::optional<bool> on) {
-  g_test_inplace_conv.store(on.has_value() ? static_cast<int>(*on) : -1, std::memory_order_relaxed);
-}
+void SetInPlaceConvKernelsForTesting(std::optional<bool> on) { g_inplace_conv_override.Set(on); }
 
 bool WinogradConvs() {
   static const bool detected = DetectWinogradConv();
-  const int forced = g_test_winograd_conv.load(std::memory_order_relaxed);
-  return forced < 0 ? detected : forced != 0;
+  return g_winograd_conv_override.Or(detected);
 }
 
-void SetWinogradConvsForTesting(std::optional<bool> on) {
-  g_test_winograd_conv.store(on.has_value() ? static_cast<int>(*on) : -1, std::memory_order_relaxed);
-}
+void SetWinogradConvsForTesting(std::optional<bool> on) { g_winograd_conv_override.Set(on); }
 
 namespace gemm_internal {
 const GemmKernels& ActiveKernels() {
