@@ -250,9 +250,9 @@ struct ConvPrepared final : PreparedKernel {
   std::vector<int32_t> channels_off;
   // 3x3 stride-1 layers by Winograd's F(2x2, 3x3) (gemm/conv_winograd.h):
   // the transformed W, packed per chunk and term, in the node cache under
-  // key kWinogradCacheKey (so a model image can leave W out); no packed
-  // GEMM W (packed stays null).
-  bool winograd = false;
+  // key kWinogradCacheKey (so a model image can leave W out); null when
+  // the layer takes another path. No packed GEMM W then (packed stays
+  // null).
   gemm_internal::WinogradGeometry winograd_geo;
   std::shared_ptr<const PackedGroups> winograd_u;
 };
@@ -564,7 +564,6 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     ORRERY_ASSIGN_OR_RETURN(p->winograd_u,
                             CachedGroups(ctx.node_cache, kWinogradCacheKey, make, fits,
                                          static_cast<size_t>(gemm_internal::kWinogradTerms * wg.chunks())));
-    p->winograd = true;
   }
   // 14x14-like planes take the tile rather than the transposed GEMM, or
   // without the in-place kernels Sgemm over panels (Intel Xeon, ResNet-18's
@@ -577,7 +576,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   // W: with the ISA capped below AVX-512 after Prepare (tests only) Compute
   // falls back to the GEMM over W as stored, or runs Winograd's portable
   // transforms.
-  const bool own_kernel = p->stem || p->channels || p->winograd;
+  const bool own_kernel = p->stem || p->channels || p->winograd_u != nullptr;
   p->transposed = gemm_path && w != nullptr && p->kdim > 0 && p->out_vol <= max_transposed &&
                   p->mg >= kTransposedMinChannels && !small_plane_tile && !own_kernel;
   if (p->path != ConvPath::kDepthwise && w != nullptr && p->kdim > 0 && !own_kernel) {
@@ -642,7 +641,7 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
   if (p->channels) {
     scratch = std::max(scratch, p->channels_geo.row_buffer_floats() * static_cast<int64_t>(sizeof(float)));
   }
-  if (p->winograd) scratch = std::max(scratch, gemm_internal::WinogradScratchBytes(p->winograd_geo));
+  if (p->winograd_u != nullptr) scratch = std::max(scratch, gemm_internal::WinogradScratchBytes(p->winograd_geo));
   return Prepared{.kernel = std::move(p), .scratch_bytes = scratch};
 }
 
@@ -724,6 +723,19 @@ void RunTransposed(const KernelContext& ctx, const ConvPrepared& p,
   });
 }
 
+// fn(epilogue with image n's bias and residual, its x, its y) for every
+// image of the batch.
+template <typename Fn>
+void ForImages(const ConvPrepared& p, const Epilogue& ep, const float* bd, const float* zd, const float* xd,
+               float* yd, Fn&& fn) {
+  for (int64_t n = 0; n < p.s.n; ++n) {
+    Epilogue e = ep;
+    e.row_bias = bd;
+    e.residual = zd != nullptr ? zd + n * p.s.m * p.out_vol : nullptr;
+    fn(e, xd + n * p.s.c * p.in_vol, yd + n * p.s.m * p.out_vol);
+  }
+}
+
 // The direct kernels that split an image by output rows (the stem) or row
 // groups (conv_channels): per image, guided chunks of `units` (ops/
 // parallel.h: a slower core takes fewer), fn(epilogue with the image's
@@ -733,15 +745,10 @@ void ForImageRowChunks(const KernelContext& ctx, const ConvPrepared& p, int64_t 
                        const float* bd, const float* zd, const float* xd, float* yd, Fn&& fn) {
   int64_t bounds[kMaxGuidedChunks + 1];
   const int64_t chunks = GuidedBounds(units, NumThreads(ctx.threads), bounds);
-  for (int64_t n = 0; n < p.s.n; ++n) {
-    Epilogue e = ep;
-    e.row_bias = bd;
-    e.residual = zd != nullptr ? zd + n * p.s.m * p.out_vol : nullptr;
-    const float* xn = xd + n * p.s.c * p.in_vol;
-    float* yn = yd + n * p.s.m * p.out_vol;
+  ForImages(p, ep, bd, zd, xd, yd, [&](const Epilogue& e, const float* xn, float* yn) {
     ParallelFor(ctx.threads, chunks,
                 [&](int64_t r, int thread) { fn(e, xn, yn, bounds[r], bounds[r + 1], thread); });
-  }
+  });
 }
 
 // The last `cols` columns [n0, n0 + cols) of Y = W B by conv_tail over the
@@ -763,19 +770,6 @@ void RunGemmTail(const gemm_internal::GemmKernels& kern, const PackedMatrix& w, 
                     .rows = rows, .c = c, .ldc = ldy});
     if (ep.has_post()) kern.epilogue(ep, c, ldy, i0, n0, rows, cols);
   });
-}
-
-// Winograd's F(2x2, 3x3), image by image (gemm/conv_winograd.h).
-void RunWinograd(const KernelContext& ctx, const ConvPrepared& p, const float* xd, float* yd, const float* bd,
-                 const float* zd, const Epilogue& ep) {
-  const std::span<const PackedMatrix> u(p.winograd_u->groups);
-  for (int64_t n = 0; n < p.s.n; ++n) {
-    Epilogue e = ep;
-    e.row_bias = bd;
-    e.residual = zd != nullptr ? zd + n * p.s.m * p.out_vol : nullptr;
-    gemm_internal::RunWinograd(p.winograd_geo, xd + n * p.s.c * p.in_vol, u, yd + n * p.s.m * p.out_vol, e,
-                               ctx.scratch, ctx.threads);
-  }
 }
 
 Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
@@ -807,8 +801,12 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
     ep.residual = zd;
     return RunDepthwise(ctx, p, xd, wd, yd, ep);
   }
-  if (p.winograd) {
-    RunWinograd(ctx, p, xd, yd, bd, zd, ep);
+  if (p.winograd_u != nullptr) {
+    // Winograd's F(2x2, 3x3) (gemm/conv_winograd.h).
+    const std::span<const PackedMatrix> u(p.winograd_u->groups);
+    ForImages(p, ep, bd, zd, xd, yd, [&](const Epilogue& e, const float* xn, float* yn) {
+      gemm_internal::RunWinograd(p.winograd_geo, xn, u, yn, e, ctx.scratch, ctx.threads);
+    });
     return Status::Ok();
   }
   if (p.stem && ActiveGemmIsa() == GemmIsa::kAvx512) {
