@@ -17,20 +17,19 @@ int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 // threads (in thread 0's slice) all channels' (only planes of at most
 // kWinogradSharedMaxBlocks blocks are sized for that).
 struct Layout {
-  int64_t rows_floats, tail_floats, gemm_bytes, v_floats, prod_floats;
   bool shareable;
+  int64_t rows_floats, tail_floats, gemm_bytes, v_floats, prod_floats;
 
   explicit Layout(const WinogradGeometry& g)
-      : rows_floats(RoundUp((4 + 2 * g.block_rows) * g.padded_w, 16)),
+      : shareable(g.blocks() <= kWinogradSharedMaxBlocks),
+        rows_floats(RoundUp((4 + 2 * g.block_rows) * g.padded_w, 16)),
         tail_floats(RoundUp(ConvTailFloats(g.c, kConvTailMaxCols), 16)),
         gemm_bytes(RoundUp(SgemmScratchBytes({std::min(g.m, kWinogradChunk), g.block_tiles(), g.c},
                                              /*a_packed=*/true, /*b_packed=*/false),
                            64)),
         v_floats(RoundUp(kWinogradTerms * g.c * g.block_tiles(), 16)),
-        prod_floats(RoundUp(kWinogradTerms * g.block_tiles() *
-                                (g.blocks() <= kWinogradSharedMaxBlocks ? g.m : std::min(g.m, kWinogradChunk)),
-                            16)),
-        shareable(g.blocks() <= kWinogradSharedMaxBlocks) {}
+        prod_floats(
+            RoundUp(kWinogradTerms * g.block_tiles() * (shareable ? g.m : std::min(g.m, kWinogradChunk)), 16)) {}
   int64_t local_bytes() const { return (rows_floats + tail_floats) * static_cast<int64_t>(sizeof(float)) + gemm_bytes; }
   int64_t bytes() const { return local_bytes() + (v_floats + prod_floats) * static_cast<int64_t>(sizeof(float)); }
 };
