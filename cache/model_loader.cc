@@ -40,12 +40,9 @@ std::string Describe(const ModelRecord& r) {
 }  // namespace
 
 Result<std::unique_ptr<CompiledModel>> ModelLoader::LoadImage(const ModelRecord& record,
-                                                              const SegmentHeader& header,
+                                                              std::span<const std::byte> image,
+                                                              std::span<const std::byte> packed,
                                                               std::shared_ptr<const AlignedBuffer> buffer) {
-  ORRERY_ASSIGN_OR_RETURN(std::span<const std::byte> image,
-                          SegmentStore::Section(header, *buffer, kModelImageSection));
-  ORRERY_ASSIGN_OR_RETURN(std::span<const std::byte> packed,
-                          SegmentStore::Section(header, *buffer, kPackedWeightsSection));
   size_t imported = 0;
   // The model borrows the read buffer (constants and packed matrices point
   // into it), so it lives as long as the model.
@@ -70,7 +67,8 @@ Result<std::unique_ptr<CompiledModel>> ModelLoader::Load(const ModelRecord& reco
     if (header.ok() && header->layout_version == kModelSegmentLayoutVersion) {
       Result<std::span<const std::byte>> image = SegmentStore::Section(*header, buffer, kModelImageSection);
       Result<std::span<const std::byte>> packed = SegmentStore::Section(*header, buffer, kPackedWeightsSection);
-      if (image.ok() && packed.ok() && !packed_only_images_ && runtime::ImageHasPackedOnlyConstants(*image)) {
+      const Status sections = image.ok() ? packed.status() : image.status();
+      if (sections.ok() && !packed_only_images_ && runtime::ImageHasPackedOnlyConstants(*image)) {
         // Written packed only by a CPU server; this one (a GPU's) needs the
         // values, so it compiles the ONNX, with the segment's packed weights
         // (the image is not decoded). A rewrite would not match the header
@@ -80,7 +78,9 @@ Result<std::unique_ptr<CompiledModel>> ModelLoader::Load(const ModelRecord& reco
         return CompileWithPackedWeights(record, *packed, /*rewrite_unimportable=*/false);
       }
       // The compiled model itself: no catalog read, no ONNX.
-      Result<std::unique_ptr<CompiledModel>> model = LoadImage(record, *header, std::move(shared_buffer));
+      Result<std::unique_ptr<CompiledModel>> model =
+          sections.ok() ? LoadImage(record, *image, *packed, std::move(shared_buffer))
+                        : Result<std::unique_ptr<CompiledModel>>(sections);
       if (model.ok()) {
         segment_loads_.fetch_add(1, std::memory_order_relaxed);
         image_loads_.fetch_add(1, std::memory_order_relaxed);

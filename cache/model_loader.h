@@ -71,7 +71,9 @@ class ModelLoader {
   SegmentStore* segments() const { return segments_; }
 
  private:
-  Result<std::unique_ptr<CompiledModel>> LoadImage(const ModelRecord& record, const SegmentHeader& header,
+  // The model from a layout-2 segment's sections, borrowing `buffer`.
+  Result<std::unique_ptr<CompiledModel>> LoadImage(const ModelRecord& record, std::span<const std::byte> image,
+                                                   std::span<const std::byte> packed,
                                                    std::shared_ptr<const AlignedBuffer> buffer);
   // The record's ONNX compiled with a segment's packed weights, so nothing
   // is packed again (a segment load). If this build cannot import them, the
