@@ -19,17 +19,8 @@
 namespace orrery::ops::cpu::gemm_internal {
 namespace {
 
+using ops::testing::AlignedScratch;
 using ops::testing::RandomFloats;
-
-// A 64-byte aligned scratch buffer of `bytes`.
-struct Scratch {
-  explicit Scratch(int64_t bytes) : storage(static_cast<size_t>(bytes) + 64) {}
-  std::span<std::byte> span() {
-    auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t{63});
-    return {base, storage.size() - 64};
-  }
-  std::vector<std::byte> storage;
-};
 
 TEST(WinogradTest, FitsOnlyThreeByThreeStrideOneOnWidePlanes) {
   // kh kw sh sw dh dw pads (t l b r) h_out w_out
@@ -160,7 +151,7 @@ TEST(WinogradTest, BlocksMatchTheDirectSumOnEveryIsa) {
       ep.residual = z.data();
       ep.ld_residual = pl.h_out * pl.w_out;
       ep.act = Activation::kRelu;
-      Scratch scratch(WinogradScratchBytes(g));
+      AlignedScratch scratch(static_cast<size_t>(WinogradScratchBytes(g)));
       std::vector<float> y(z.size(), -7.0f);
       // Chunks one at a time in some blocks, together in others.
       for (int64_t b = 0; b < g.blocks(); ++b) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,20 @@ inline std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0
   for (float& f : v) f = dist(gen);
   return v;
 }
+
+// Heap scratch whose span() starts on a 64-byte boundary (the alignment
+// KernelContext::scratch slices and Sgemm's scratch have).
+class AlignedScratch {
+ public:
+  explicit AlignedScratch(size_t bytes) : storage_(bytes + 64) {}
+  std::span<std::byte> span() {
+    auto* base = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(storage_.data()) + 63) & ~uintptr_t{63});
+    return {base, storage_.size() - 64};
+  }
+
+ private:
+  std::vector<std::byte> storage_;
+};
 
 template <typename T>
 std::vector<T> Values(const Tensor& t) {

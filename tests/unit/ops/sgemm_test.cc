@@ -97,11 +97,8 @@ class SgemmIsaTest : public ::testing::TestWithParam<GemmIsa> {
     const GemmShape shape{cs.m, cs.n, cs.k};
     const int nthreads = NumThreads(threads);
     const size_t per = ScratchStride(SgemmScratchBytes(shape, pack_a, pack_b));
-    std::vector<std::byte> scratch_heap(per * static_cast<size_t>(nthreads) + 64);
-    auto* base = reinterpret_cast<std::byte*>(
-        (reinterpret_cast<uintptr_t>(scratch_heap.data()) + 63) & ~uintptr_t{63});
-    Sgemm(shape, left, right, c.data(), ldc, ep,
-          std::span<std::byte>(base, per * static_cast<size_t>(nthreads)), threads);
+    ops::testing::AlignedScratch scratch(per * static_cast<size_t>(nthreads));
+    Sgemm(shape, left, right, c.data(), ldc, ep, scratch.span(), threads);
 
     for (int64_t i = 0; i < cs.m; ++i) {
       for (int64_t j = 0; j < cs.n; ++j) {
