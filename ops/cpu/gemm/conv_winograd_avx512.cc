@@ -8,14 +8,14 @@
 
 #include "ops/cpu/gemm/conv_winograd.h"
 
+// For FirstLanes (the AVX-512 lane masks the GEMM files use).
+#define ORRERY_GEMM_NS winograd_avx512
+#define ORRERY_GEMM_WIDTH 16
+#include "ops/cpu/gemm/epilogue_impl.h"
+
 namespace orrery::ops::cpu::gemm_internal {
-namespace {
 
-__mmask16 FirstLanes(int64_t n) {
-  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-}
-
-}  // namespace
+using winograd_avx512::FirstLanes;
 
 void WinogradInputAvx512(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* v,
                          int64_t ldv_term, float* rows) {

@@ -569,8 +569,7 @@ void DepthwiseRows(const gemm_internal::DepthwiseGeometry& g, const float* x, co
   }
   __mmask16 out_mask[NV];
   for (int v = 0; v < NV; ++v) {
-    const int64_t n = g.w_out - v * 16;
-    out_mask[v] = n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+    out_mask[v] = FirstLanes(g.w_out - v * 16);
   }
   const __m512i evens = EvenIndices();
   // Stride2Taps3Row's geometry and its input masks (columns < w_in).
