@@ -647,11 +647,12 @@ bool HasPackedOnlyConstants(const Plan& plan) {
 
 bool ImageHasPackedOnlyConstants(std::span<const std::byte> image) {
   if (image.size() < 8 || std::memcmp(image.data(), kMagic, 4) != 0) return false;
-  uint32_t version = 0;
-  for (int i = 3; i >= 0; --i) version = version << 8 | std::to_integer<uint32_t>(image[4 + static_cast<size_t>(i)]);
+  Reader r(image);
+  (void)r.U32("magic");
+  const Result<uint32_t> version = r.U32("version");
   // A version after 2 must say again when it is written.
   static_assert(kModelImageVersion == 2, "ImageHasPackedOnlyConstants reads version 2's meaning");
-  return version == 2;
+  return version.ok() && *version == 2;
 }
 
 Status CheckPackedOnlyConstants(const Plan& plan) {
