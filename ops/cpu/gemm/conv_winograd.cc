@@ -1,6 +1,7 @@
 #include "ops/cpu/gemm/conv_winograd.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "ops/cpu/gemm/conv_direct.h"
@@ -130,10 +131,12 @@ void OutputChannels(const WinogradGeometry& g, const float* prod, int64_t prod_m
   }
 }
 
-// A block's output channel chunks [chunk0, chunk1) in one slice.
+// A block's output channel chunks [chunk0, chunk1) in one slice, whose V
+// holds the block's transformed input already unless `transform_input`.
 void RunBlockAlone(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,
-                   int64_t block, int64_t chunk0, int64_t chunk1, const Epilogue& ep, const Slice& sl) {
-  InputChannels(g, x, block, 0, g.c, sl.v, sl.rows);
+                   int64_t block, int64_t chunk0, int64_t chunk1, bool transform_input, const Epilogue& ep,
+                   const Slice& sl) {
+  if (transform_input) InputChannels(g, x, block, 0, g.c, sl.v, sl.rows);
   const int64_t prod_term = std::min(g.m, kWinogradChunk) * g.block_tiles();
   for (int64_t ch = chunk0; ch < chunk1; ++ch) {
     const int64_t m0 = ch * kWinogradChunk;
@@ -142,6 +145,10 @@ void RunBlockAlone(const WinogradGeometry& g, const float* x, std::span<const Pa
     OutputChannels(g, sl.prod, m0, prod_term, block, m0, m1, y, ep);
   }
 }
+
+// Threads whose V a task may reuse (RunWinograd keeps the block each one
+// transformed last); more threads than this transform every time.
+constexpr int kMaxVThreads = 64;
 
 }  // namespace
 
@@ -191,6 +198,12 @@ WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_
 }
 
 int64_t WinogradScratchBytes(const WinogradGeometry& g) { return Layout(g).bytes(); }
+
+bool WinogradRunsPhased(const WinogradGeometry& g, int64_t threads) {
+  const int64_t blocks = g.blocks();
+  if (threads <= 1 || blocks >= 2 * threads || blocks > kWinogradSharedMaxBlocks) return false;
+  return blocks < threads || (blocks * g.chunks()) % threads != 0;
+}
 
 std::vector<PackedMatrix> PackWinogradWeights(const WinogradGeometry& g, const float* w) {
   std::vector<PackedMatrix> out;
@@ -301,7 +314,7 @@ void WinogradOutputPortable(const WinogradGeometry& g, const float* prod, int64_
 void RunWinogradBlock(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,
                       int64_t block, int64_t chunk0, int64_t chunk1, const Epilogue& ep,
                       std::span<std::byte> scratch) {
-  RunBlockAlone(g, x, u, y, block, chunk0, chunk1, ep, Slice(Layout(g), scratch));
+  RunBlockAlone(g, x, u, y, block, chunk0, chunk1, /*transform_input=*/true, ep, Slice(Layout(g), scratch));
 }
 
 void RunWinograd(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,
@@ -312,7 +325,7 @@ void RunWinograd(const WinogradGeometry& g, const float* x, std::span<const Pack
   auto slice = [&](int thread) { return Slice(layout, scratch.subspan(static_cast<size_t>(thread) * stride, stride)); };
   const int64_t blocks = g.blocks();
   const int64_t chunks = g.chunks();
-  if (nthreads > 1 && blocks < 2 * nthreads && layout.shareable) {
+  if (WinogradRunsPhased(g, nthreads)) {
     // Few blocks for the threads: each block in three finely split phases
     // over V and all channels' products in thread 0's slice.
     const Slice shared = slice(0);
@@ -333,14 +346,22 @@ void RunWinograd(const WinogradGeometry& g, const float* x, std::span<const Pack
     }
     return;
   }
-  // Blocks (x groups of chunks when they are fewer than twice the threads
-  // and the slices hold only one chunk's products), each in its thread's
-  // slice.
-  const int64_t groups =
-      nthreads > 1 && blocks < 2 * nthreads ? std::min(chunks, (2 * nthreads + blocks - 1) / blocks) : 1;
-  ParallelFor(threads, blocks * groups, [&](int64_t task, int thread) {
-    const int64_t b = task / groups, gi = task % groups;
-    RunBlockAlone(g, x, u, y, b, gi * chunks / groups, (gi + 1) * chunks / groups, ep, slice(thread));
+  if (nthreads == 1 || blocks >= 2 * nthreads) {
+    ParallelFor(threads, blocks, [&](int64_t b, int thread) {
+      RunBlockAlone(g, x, u, y, b, 0, chunks, /*transform_input=*/true, ep, slice(thread));
+    });
+    return;
+  }
+  // Fewer blocks than twice the threads: a task per block and chunk. A
+  // thread whose V holds the block already (its previous task's) skips the
+  // input transform.
+  std::array<int64_t, kMaxVThreads> v_block;
+  v_block.fill(-1);
+  ParallelFor(threads, blocks * chunks, [&](int64_t task, int thread) {
+    const int64_t b = task / chunks, ch = task % chunks;
+    int64_t* held = thread < kMaxVThreads ? &v_block[static_cast<size_t>(thread)] : nullptr;
+    RunBlockAlone(g, x, u, y, b, ch, ch + 1, held == nullptr || *held != b, ep, slice(thread));
+    if (held != nullptr) *held = b;
   });
 }
 

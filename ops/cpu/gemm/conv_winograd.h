@@ -15,12 +15,18 @@
 // output channels: a task transforms its block's input, runs the 16 GEMMs
 // of each chunk (Sgemm on one thread) and transforms their products back
 // into Y, then applies the epilogue there. With several threads and fewer
-// than two blocks each (a 14x14 plane is one block), each block runs in
-// three phases instead, each split finely over the threads: the input's
-// channels, the chunks x 16 GEMMs, the output's channels (whole chunks per
-// task measured up to 32% slower than the direct path on GoogLeNet's 14x14
-// layers at two threads: 5 chunks do not split evenly in two). Every
-// output is computed the same way whatever the thread count.
+// than two blocks each, a task is one block's one chunk (a thread that
+// transformed that block's input for its previous task keeps it) when
+// those tasks divide evenly among the threads; otherwise (a 14x14 plane is
+// one block) each block runs in three phases, each split finely over the
+// threads: the input's channels, the chunks x 16 GEMMs, the output's
+// channels (whole chunks per task measured up to 32% slower than the
+// direct path on GoogLeNet's 14x14 layers at two threads: 5 chunks do not
+// split evenly in two). The phases cost three hand-offs per block and move
+// the products between the cores: on SqueezeNet's 27x27 layers (two
+// blocks, two chunks) at two threads they ran 18-25% slower than a task
+// per block and chunk. Every output is computed the same way whatever the
+// thread count.
 #pragma once
 
 #include <cstddef>
@@ -69,6 +75,13 @@ bool WinogradFits(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, in
 
 WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_t w_in, int64_t h_out,
                                       int64_t w_out, int64_t ph, int64_t pw);
+
+// Whether RunWinograd on `threads` threads runs each block in the three
+// phases (see above): with several threads, fewer than two blocks each
+// and a task per block and chunk that would leave them unevenly loaded
+// (fewer blocks than threads, or a task count they do not divide), on a
+// plane of at most kWinogradSharedMaxBlocks blocks.
+bool WinogradRunsPhased(const WinogradGeometry& g, int64_t threads);
 
 // Scratch bytes one thread needs (its padded rows, Sgemm's scratch, a
 // block's V and products: one chunk's, or on planes of few blocks all

@@ -61,6 +61,27 @@ TEST(WinogradTest, BlocksFillTheGemmPanels) {
   EXPECT_EQ(d.blocks(), 1);
 }
 
+TEST(WinogradTest, ThreadsSplitBlocksAndChunksEvenlyOrRunPhased) {
+  // One thread: blocks in order. Six blocks: a block per task.
+  const WinogradGeometry six = MakeWinogradGeometry(64, 64, 56, 56, 56, 56, 1, 1);
+  EXPECT_FALSE(WinogradRunsPhased(six, 1));
+  EXPECT_FALSE(WinogradRunsPhased(six, 2));
+  // 14x14: one block for two threads.
+  const WinogradGeometry one = MakeWinogradGeometry(256, 256, 14, 14, 14, 14, 1, 1);
+  EXPECT_TRUE(WinogradRunsPhased(one, 2));
+  EXPECT_FALSE(WinogradRunsPhased(one, 1));
+  // 27x27 (SqueezeNet's 32 -> 128): two blocks x two chunks, four tasks.
+  const WinogradGeometry two = MakeWinogradGeometry(32, 128, 27, 27, 27, 27, 1, 1);
+  EXPECT_EQ(two.blocks(), 2);
+  EXPECT_FALSE(WinogradRunsPhased(two, 2));
+  EXPECT_TRUE(WinogradRunsPhased(two, 3)) << "two blocks for three threads";
+  // 40x28, one chunk: three blocks, three tasks for two threads.
+  const WinogradGeometry three = MakeWinogradGeometry(32, 40, 40, 28, 40, 28, 1, 1);
+  EXPECT_EQ(three.blocks(), 3);
+  EXPECT_TRUE(WinogradRunsPhased(three, 2));
+  EXPECT_FALSE(WinogradRunsPhased(MakeWinogradGeometry(32, 128, 40, 28, 40, 28, 1, 1), 2)) << "six tasks";
+}
+
 // Pads (top, left) and the output each geometry gets; bottom / right pads
 // follow from the sizes.
 struct Plane {
