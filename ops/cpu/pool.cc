@@ -451,8 +451,13 @@ Status InferGlobalPool(const InferContext& ctx, std::vector<TensorType>* outputs
   return Status::Ok();
 }
 
+// Global pooling splits planes over the threads from this many input
+// values (128 KiB of float32): half the split input of a previous step is
+// in the other core's cache, read at about half the speed.
+constexpr int64_t kGlobalPoolParallelElements = int64_t{1} << 15;
+
 template <PoolKind kKind, typename T>
-void RunGlobalPool(const Tensor& x, int64_t p, Tensor& y) {
+void RunGlobalPool(const Tensor& x, int64_t p, Tensor& y, ThreadGroup* threads) {
   const int64_t planes = x.shape()[0] * x.shape()[1];
   const int64_t vol = DimProduct(x.shape(), 2, x.shape().size());
   const T* xd = x.data<T>();
@@ -460,10 +465,21 @@ void RunGlobalPool(const Tensor& x, int64_t p, Tensor& y) {
   if constexpr (std::is_same_v<T, float> && kKind != PoolKind::kLp) {
     const vec::Reduce op = kKind == PoolKind::kMax ? vec::Reduce::kMax : vec::Reduce::kSum;
     if (vol > 0) {
-      vec::Best().reduce_rows(op, xd, planes, vol, yd);
-      if (kKind == PoolKind::kAverage) {
-        for (int64_t i = 0; i < planes; ++i) yd[i] = yd[i] / static_cast<float>(vol);
-      }
+      // Split by planes: the input usually comes from a step split over
+      // the same threads, so on one thread half of it is read from the
+      // other core's cache (two threads, step means: MobileNetV2's 1280 x
+      // 7 x 7 0.0107 ms on one thread, 0.0171 on one of two; SqueezeNet's
+      // 1000 x 13 x 13 0.0195 and 0.0322).
+      const int64_t tasks = NumThreads(threads) > 1 && planes * vol >= kGlobalPoolParallelElements
+                                ? std::min<int64_t>(planes, 4 * NumThreads(threads))
+                                : 1;
+      ParallelFor(threads, tasks, [&](int64_t task, int) {
+        const int64_t p0 = task * planes / tasks, p1 = (task + 1) * planes / tasks;
+        vec::Best().reduce_rows(op, xd + p0 * vol, p1 - p0, vol, yd + p0);
+        if (kKind == PoolKind::kAverage) {
+          for (int64_t i = p0; i < p1; ++i) yd[i] = yd[i] / static_cast<float>(vol);
+        }
+      });
       return;
     }
   }
@@ -490,9 +506,9 @@ Status ComputeGlobalPool(const KernelContext& ctx, std::span<Tensor> outputs) {
   const Tensor& x = *ctx.inputs[0];
   ORRERY_ASSIGN_OR_RETURN(int64_t p, ctx.attrs.GetInt("p", 2));
   if (x.dtype() == DType::kFloat64) {
-    RunGlobalPool<kKind, double>(x, p, outputs[0]);
+    RunGlobalPool<kKind, double>(x, p, outputs[0], nullptr);
   } else {
-    RunGlobalPool<kKind, float>(x, p, outputs[0]);
+    RunGlobalPool<kKind, float>(x, p, outputs[0], ctx.threads);
   }
   return Status::Ok();
 }

@@ -106,6 +106,9 @@ TEST(ThreadedKernelsTest, RowsAndPlanes) {
   stride2.Set("strides", std::vector<int64_t>{2, 2});
   stride2.Set("ceil_mode", int64_t{1});
   ExpectSameOnTwoThreads("MaxPool", {&x}, stride2);
+  // Global pooling of 32 planes of 67 x 61, split by planes.
+  ExpectSameOnTwoThreads("GlobalAveragePool", {&x});
+  ExpectSameOnTwoThreads("GlobalMaxPool", {&x});
   const Tensor s16 = F32({16}, Wave(16)), v16 = F32({16}, std::vector<float>(16, 2.0f));
   ExpectSameOnTwoThreads("InstanceNormalization", {&x, &s16, &s16});
   const Tensor bn = F32({1, 40, 256, 256}, Wave(40 * 256 * 256));
