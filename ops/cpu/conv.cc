@@ -22,6 +22,8 @@
 //   - 3x3 stride 1, pads 0 or 1, one group, >= 32 input and output
 //     channels, output planes >= 13 wide, AVX-512 or AVX2: Winograd's F(2x2, 3x3),
 //     16 GEMMs over transformed weights and input (gemm/conv_winograd.h);
+//     on planes >= 27 wide with AVX-512 (from 16 input channels) F(4x4, 3x3),
+//     36 GEMMs for 4x4 outputs;
 //   - stride 1 with the output plane the input's size, <= 32 channels per
 //     group, >= 256 positions, AVX-512: the im2col-free tile reading the
 //     input at per-tap offsets (gemm/conv_direct.h);
@@ -248,11 +250,11 @@ struct ConvPrepared final : PreparedKernel {
   gemm_internal::ConvChannelsGeometry channels_geo;
   std::vector<float> channels_w;
   std::vector<int32_t> channels_off;
-  // 3x3 stride-1 layers by Winograd's F(2x2, 3x3) (gemm/conv_winograd.h):
-  // the transformed W, packed per chunk and term, in the node cache under
-  // key kWinogradCacheKey (so a model image can leave W out); null when
-  // the layer takes another path. No packed GEMM W then (packed stays
-  // null).
+  // 3x3 stride-1 layers by Winograd (gemm/conv_winograd.h): the transformed
+  // W, packed per chunk and term, in the node cache under key
+  // kWinogradCacheKey or, for F(4x4, 3x3), kWinograd4CacheKey (so a model
+  // image can leave W out); null when the layer takes another path. No
+  // packed GEMM W then (packed stays null).
   gemm_internal::WinogradGeometry winograd_geo;
   std::shared_ptr<const PackedGroups> winograd_u;
 };
@@ -339,13 +341,19 @@ constexpr int64_t kConvChannelsMinRow = 14;
 constexpr int64_t kConvChannelsMaxRowBufferFloats = int64_t{1} << 20;
 
 // Node cache keys: W packed as the GEMM's left operand, as its right
-// operand for the transposed GEMM, transformed for Winograd.
+// operand for the transposed GEMM, transformed for Winograd's F(2x2, 3x3)
+// and for F(4x4, 3x3).
 constexpr uint32_t kGemmCacheKey = 0;
 constexpr uint32_t kTransposedCacheKey = 1;
 constexpr uint32_t kWinogradCacheKey = 2;
-// Winograd's F(2x2, 3x3) for layers with at least this many input and
+constexpr uint32_t kWinograd4CacheKey = 3;
+// Winograd for layers with at least this many input and
 // output channels (fewer: the transforms outweigh the GEMMs' savings).
 constexpr int64_t kWinogradMinChannels = 32;
+// F(4x4, 3x3) (output planes >= 27 wide, AVX-512) saves more per product,
+// so from 16 input channels: SqueezeNet's 55x55 16 -> 64 3x3s, one thread,
+// step minima 0.312 -> 0.223-0.228 ms against the direct path.
+constexpr int64_t kWinograd4MinInputChannels = 16;
 
 // W per group as the left operand W_g [mg x kdim], or transposed as the
 // right operand W_g^T [kdim x mg].
@@ -541,15 +549,17 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
     }
   }
   if (!p->stem && !p->channels && p->path == ConvPath::kIm2Col2D && s.group == 1 && w != nullptr &&
-      WinogradConvs() && ActiveGemmIsa() != GemmIsa::kPortable && p->cg >= kWinogradMinChannels &&
+      WinogradConvs() && ActiveGemmIsa() != GemmIsa::kPortable &&
+      p->cg >= (gemm_internal::WinogradTileFor(p->g2.output[1]) == 4 ? kWinograd4MinInputChannels
+                                                                      : kWinogradMinChannels) &&
       p->mg >= kWinogradMinChannels &&
       gemm_internal::WinogradFits(p->g2.kernel[0], p->g2.kernel[1], p->g2.strides[0], p->g2.strides[1],
                                   p->g2.dilations[0], p->g2.dilations[1], p->g2.pad_begin[0],
                                   p->g2.pad_begin[1], p->g2.pad_end[0], p->g2.pad_end[1], p->g2.output[0],
                                   p->g2.output[1])) {
-    p->winograd_geo = gemm_internal::MakeWinogradGeometry(p->cg, p->mg, p->g2.input[0], p->g2.input[1],
-                                                          p->g2.output[0], p->g2.output[1], p->g2.pad_begin[0],
-                                                          p->g2.pad_begin[1]);
+    p->winograd_geo = gemm_internal::MakeWinogradGeometry(
+        p->cg, p->mg, p->g2.input[0], p->g2.input[1], p->g2.output[0], p->g2.output[1], p->g2.pad_begin[0],
+        p->g2.pad_begin[1], gemm_internal::WinogradTileFor(p->g2.output[1]));
     const gemm_internal::WinogradGeometry& wg = p->winograd_geo;
     auto make = [&]() -> Result<std::shared_ptr<const PreparedKernel>> {
       if (w->unbound()) return PackedValuesMissing("Conv", "W");
@@ -558,12 +568,12 @@ Result<Prepared> PrepareConv(const PrepareContext& ctx) {
       return std::shared_ptr<const PreparedKernel>(std::move(u));
     };
     auto fits = [&](const PackedMatrix& m, size_t i) {
-      const int64_t m0 = static_cast<int64_t>(i) / gemm_internal::kWinogradTerms * gemm_internal::kWinogradChunk;
+      const int64_t m0 = static_cast<int64_t>(i) / wg.terms() * gemm_internal::kWinogradChunk;
       return MatchesPacked(m, PackedMatrix::Side::kLeft, std::min(gemm_internal::kWinogradChunk, wg.m - m0), wg.c);
     };
     ORRERY_ASSIGN_OR_RETURN(p->winograd_u,
-                            CachedGroups(ctx.node_cache, kWinogradCacheKey, make, fits,
-                                         static_cast<size_t>(gemm_internal::kWinogradTerms * wg.chunks())));
+                            CachedGroups(ctx.node_cache, wg.tile == 4 ? kWinograd4CacheKey : kWinogradCacheKey,
+                                         make, fits, static_cast<size_t>(wg.terms() * wg.chunks())));
   }
   // 14x14-like planes take the tile rather than the transposed GEMM, or
   // without the in-place kernels Sgemm over panels (Intel Xeon, ResNet-18's
@@ -802,7 +812,7 @@ Status ComputeConv(const KernelContext& ctx, std::span<Tensor> outputs) {
     return RunDepthwise(ctx, p, xd, wd, yd, ep);
   }
   if (p.winograd_u != nullptr) {
-    // Winograd's F(2x2, 3x3) (gemm/conv_winograd.h).
+    // Winograd's F(2x2, 3x3) or F(4x4, 3x3) (gemm/conv_winograd.h).
     const std::span<const PackedMatrix> u(p.winograd_u->groups);
     ForImages(p, ep, bd, zd, xd, yd, [&](const Epilogue& e, const float* xn, float* yn) {
       gemm_internal::RunWinograd(p.winograd_geo, xn, u, yn, e, ctx.scratch, ctx.threads);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ops/cpu/gemm/conv_direct.h"
+#include "ops/cpu/gemm/conv_winograd_f4.h"
 #include "ops/cpu/gemm/kernels.h"
 
 namespace orrery::ops::cpu::gemm_internal {
@@ -23,14 +24,14 @@ struct Layout {
 
   explicit Layout(const WinogradGeometry& g)
       : shareable(g.blocks() <= kWinogradSharedMaxBlocks),
-        rows_floats(RoundUp((4 + 2 * g.block_rows) * g.padded_w, 16)),
+        rows_floats(RoundUp((4 + g.tile * g.block_rows) * g.padded_w, 16)),
         tail_floats(RoundUp(ConvTailFloats(g.c, kConvTailMaxCols), 16)),
         gemm_bytes(RoundUp(SgemmScratchBytes({std::min(g.m, kWinogradChunk), g.block_tiles(), g.c},
                                              /*a_packed=*/true, /*b_packed=*/false),
                            64)),
-        v_floats(RoundUp(kWinogradTerms * g.c * g.block_tiles(), 16)),
+        v_floats(RoundUp(g.terms() * g.c * g.block_tiles(), 16)),
         prod_floats(
-            RoundUp(kWinogradTerms * g.block_tiles() * (shareable ? g.m : std::min(g.m, kWinogradChunk)), 16)) {}
+            RoundUp(g.terms() * g.block_tiles() * (shareable ? g.m : std::min(g.m, kWinogradChunk)), 16)) {}
   int64_t local_bytes() const { return (rows_floats + tail_floats) * static_cast<int64_t>(sizeof(float)) + gemm_bytes; }
   int64_t bytes() const { return local_bytes() + (v_floats + prod_floats) * static_cast<int64_t>(sizeof(float)); }
 };
@@ -61,20 +62,13 @@ struct BlockRows {
         tiles((ty1 - ty0) * g.tiles_w) {}
 };
 
-// Input channels [c0, c1) of `block` transformed into v [16][c][ldv].
+// Input channels [c0, c1) of `block` transformed into v [terms][c][ldv].
 void InputChannels(const WinogradGeometry& g, const float* x, int64_t block, int64_t c0, int64_t c1, float* v,
                    float* rows) {
   const BlockRows b(g, block);
   const int64_t ldv = g.block_tiles();
-  const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
-  for (int64_t c = c0; c < c1; ++c) {
-    const float* xc = x + c * g.h_in * g.w_in;
-    if (avx512) {
-      WinogradInputAvx512(g, xc, b.ty0, b.ty1, v + c * ldv, g.c * ldv, rows);
-    } else {
-      WinogradInputPortable(g, xc, b.ty0, b.ty1, v + c * ldv, g.c * ldv, rows);
-    }
-  }
+  const auto input = ActiveGemmIsa() == GemmIsa::kAvx512 ? WinogradInputAvx512 : WinogradInputPortable;
+  for (int64_t c = c0; c < c1; ++c) input(g, x + c * g.h_in * g.w_in, b.ty0, b.ty1, v + c * ldv, g.c * ldv, rows);
 }
 
 // Terms [xi0, xi1) of chunk `ch`'s products: U[xi] V[xi] into prod, whose
@@ -91,7 +85,7 @@ void Products(const WinogradGeometry& g, std::span<const PackedMatrix> u, const 
   const int64_t m0 = ch * kWinogradChunk;
   const int64_t mc = std::min(kWinogradChunk, g.m - m0);
   for (int64_t xi = xi0; xi < xi1; ++xi) {
-    const PackedMatrix& a = u[static_cast<size_t>(ch * kWinogradTerms + xi)];
+    const PackedMatrix& a = u[static_cast<size_t>(ch * g.terms() + xi)];
     const float* vx = v + xi * g.c * ldv;
     float* px = prod + xi * prod_term + (m0 - prod_m0) * ldv;
     Sgemm({mc, j0, g.c}, LeftOperand{.packed = &a}, RightOperand{.data = vx, .ld = ldv}, px, ldv, Epilogue{},
@@ -113,18 +107,13 @@ void OutputChannels(const WinogradGeometry& g, const float* prod, int64_t prod_m
   const BlockRows b(g, block);
   const int64_t ldv = g.block_tiles();
   const int64_t plane_out = g.h_out * g.w_out;
-  const bool avx512 = ActiveGemmIsa() == GemmIsa::kAvx512;
+  const auto output = ActiveGemmIsa() == GemmIsa::kAvx512 ? WinogradOutputAvx512 : WinogradOutputPortable;
   for (int64_t m = m0; m < m1; ++m) {
-    const float* pm = prod + (m - prod_m0) * ldv;
-    if (avx512) {
-      WinogradOutputAvx512(g, pm, prod_term, b.ty0, b.ty1, y + m * plane_out);
-    } else {
-      WinogradOutputPortable(g, pm, prod_term, b.ty0, b.ty1, y + m * plane_out);
-    }
+    output(g, prod + (m - prod_m0) * ldv, prod_term, b.ty0, b.ty1, y + m * plane_out);
   }
-  // The block's output rows (the last tile row of an odd height has one).
-  const int64_t oh0 = 2 * b.ty0;
-  const int64_t oh1 = std::min(g.h_out, 2 * b.ty1);
+  // The block's output rows (the last tile row may have fewer).
+  const int64_t oh0 = g.tile * b.ty0;
+  const int64_t oh1 = std::min(g.h_out, g.tile * b.ty1);
   if (ep.has_post()) {
     ApplyEpilogue(ep, y + m0 * plane_out + oh0 * g.w_out, plane_out, m0, oh0 * g.w_out, m1 - m0,
                   (oh1 - oh0) * g.w_out);
@@ -141,7 +130,7 @@ void RunBlockAlone(const WinogradGeometry& g, const float* x, std::span<const Pa
   for (int64_t ch = chunk0; ch < chunk1; ++ch) {
     const int64_t m0 = ch * kWinogradChunk;
     const int64_t m1 = std::min(g.m, m0 + kWinogradChunk);
-    Products(g, u, sl.v, block, ch, 0, kWinogradTerms, sl.prod, m0, prod_term, sl);
+    Products(g, u, sl.v, block, ch, 0, g.terms(), sl.prod, m0, prod_term, sl);
     OutputChannels(g, sl.prod, m0, prod_term, block, m0, m1, y, ep);
   }
 }
@@ -160,8 +149,12 @@ bool WinogradFits(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, in
          w_out >= kWinogradMinWidth;
 }
 
+int64_t WinogradTileFor(int64_t w_out) {
+  return w_out >= kWinograd4MinWidth && ActiveGemmIsa() == GemmIsa::kAvx512 ? 4 : 2;
+}
+
 WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_t w_in, int64_t h_out,
-                                      int64_t w_out, int64_t ph, int64_t pw) {
+                                      int64_t w_out, int64_t ph, int64_t pw, int64_t tile) {
   WinogradGeometry g;
   g.c = c;
   g.m = m;
@@ -171,13 +164,14 @@ WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_
   g.w_out = w_out;
   g.ph = ph;
   g.pw = pw;
-  g.tiles_h = (h_out + 1) / 2;
-  g.tiles_w = (w_out + 1) / 2;
+  g.tile = tile;
+  g.tiles_h = (h_out + tile - 1) / tile;
+  g.tiles_w = (w_out + tile - 1) / tile;
   // Blocks of whole tile rows whose tile count fills the GEMM's 48-column
   // panels best (Sgemm rounds its last panel up: 84 tiles cost 96), of at
   // most kWinogradMaxBlockTiles tiles and ~1 MiB of V.
   const int64_t max_tiles =
-      std::max<int64_t>(g.tiles_w, std::min<int64_t>(kWinogradMaxBlockTiles, (int64_t{1} << 18) / (16 * c)));
+      std::max<int64_t>(g.tiles_w, std::min<int64_t>(kWinogradMaxBlockTiles, (int64_t{1} << 18) / (g.terms() * c)));
   // Up to kConvTailMaxCols columns past whole panels go to the GEMM tail
   // kernel (49 = 48 + 1 costs 49).
   double best = -1.0;
@@ -191,9 +185,9 @@ WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_
     }
   }
   // Padded column t is input column t - pw; a row of 16 tiles from tile tx0
-  // reads columns 2 tx0 .. 2 tx0 + 33 (whole vectors: up to 2 * tiles
-  // rounded to 16, + 2).
-  g.padded_w = 2 * RoundUp(g.tiles_w, 16) + 16;
+  // reads whole vectors up to column tile (tx0 + 16) + 4, so up to tile
+  // times the tiles rounded to 16, + 4.
+  g.padded_w = tile * RoundUp(g.tiles_w, 16) + 16;
   return g;
 }
 
@@ -205,46 +199,60 @@ bool WinogradRunsPhased(const WinogradGeometry& g, int64_t threads) {
   return blocks < threads || (blocks * g.chunks()) % threads != 0;
 }
 
+namespace {
+
+// U = G k G^T of one 3x3 kernel k (row-major) into u[xi * stride] for the
+// tile's terms, in double, rounded once. F(2x2, 3x3): G = [1 0 0; .5 .5 .5;
+// .5 -.5 .5; 0 0 1]. F(4x4, 3x3): G = [1/4 0 0; -1/6 -1/6 -1/6;
+// -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1].
+void TransformKernel(int64_t tile, const float* k, float* u, int64_t stride) {
+  static constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  static constexpr double kG4[6][3] = {{0.25, 0, 0},
+                                       {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                       {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                       {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                       {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                       {0, 0, 1}};
+  const int n = static_cast<int>(tile) + 2;
+  const double(*gm)[3] = tile == 4 ? kG4 : kG2;
+  double t[6][3];  // G k
+  for (int r = 0; r < n; ++r) {
+    for (int j = 0; j < 3; ++j) t[r][j] = gm[r][0] * k[j] + gm[r][1] * k[3 + j] + gm[r][2] * k[6 + j];
+  }
+  for (int r = 0; r < n; ++r) {
+    for (int s = 0; s < n; ++s) {
+      u[(r * n + s) * stride] = static_cast<float>(t[r][0] * gm[s][0] + t[r][1] * gm[s][1] + t[r][2] * gm[s][2]);
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<PackedMatrix> PackWinogradWeights(const WinogradGeometry& g, const float* w) {
+  const int64_t terms = g.terms();
   std::vector<PackedMatrix> out;
-  out.reserve(static_cast<size_t>(kWinogradTerms * g.chunks()));
-  std::vector<float> u(static_cast<size_t>(kWinogradTerms * kWinogradChunk * g.c));
+  out.reserve(static_cast<size_t>(terms * g.chunks()));
+  std::vector<float> u(static_cast<size_t>(terms * kWinogradChunk * g.c));
   for (int64_t ch = 0; ch < g.chunks(); ++ch) {
     const int64_t m0 = ch * kWinogradChunk;
     const int64_t rows = std::min(kWinogradChunk, g.m - m0);
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t c = 0; c < g.c; ++c) {
-        const float* k = w + ((m0 + i) * g.c + c) * 9;
-        // G k (4x3), then (G k) G^T (4x4); G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
-        float t[4][3];
-        for (int j = 0; j < 3; ++j) {
-          const float k0 = k[j], k1 = k[3 + j], k2 = k[6 + j];
-          t[0][j] = k0;
-          t[1][j] = 0.5f * (k0 + k1 + k2);
-          t[2][j] = 0.5f * (k0 - k1 + k2);
-          t[3][j] = k2;
-        }
-        for (int r = 0; r < 4; ++r) {
-          const float k0 = t[r][0], k1 = t[r][1], k2 = t[r][2];
-          const float row[4] = {k0, 0.5f * (k0 + k1 + k2), 0.5f * (k0 - k1 + k2), k2};
-          for (int s = 0; s < 4; ++s) u[static_cast<size_t>(((r * 4 + s) * rows + i) * g.c + c)] = row[s];
-        }
+        TransformKernel(g.tile, w + ((m0 + i) * g.c + c) * 9, u.data() + i * g.c + c, rows * g.c);
       }
     }
-    for (int64_t xi = 0; xi < kWinogradTerms; ++xi) {
+    for (int64_t xi = 0; xi < terms; ++xi) {
       out.push_back(PackedMatrix::PackLeft(u.data() + xi * rows * g.c, g.c, false, rows, g.c));
     }
   }
   return out;
 }
 
-// Padded rows of one channel for tile rows [ty0, ty1): row r holds input row
-// 2 ty0 - ph + r at columns [pw, pw + w_in), zeros elsewhere.
 void WinogradPadRows(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* rows) {
-  const int64_t n = 2 * (ty1 - ty0) + 2;
+  const int64_t n = g.tile * (ty1 - ty0) + 2;
   for (int64_t r = 0; r < n; ++r) {
     float* dst = rows + r * g.padded_w;
-    const int64_t ih = 2 * ty0 - g.ph + r;
+    const int64_t ih = g.tile * ty0 - g.ph + r;
     if (ih < 0 || ih >= g.h_in) {
       std::memset(dst, 0, static_cast<size_t>(g.padded_w) * sizeof(float));
       continue;
@@ -255,9 +263,11 @@ void WinogradPadRows(const WinogradGeometry& g, const float* x, int64_t ty0, int
   }
 }
 
-void WinogradInputPortable(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* v,
-                           int64_t ldv_term, float* rows) {
-  WinogradPadRows(g, x, ty0, ty1, rows);
+namespace {
+
+// F(2x2, 3x3)'s transforms on padded rows, one tile at a time.
+void InputF2(const WinogradGeometry& g, int64_t ty0, int64_t ty1, float* v, int64_t ldv_term,
+             const float* rows) {
   for (int64_t ty = ty0; ty < ty1; ++ty) {
     const float* base = rows + 2 * (ty - ty0) * g.padded_w;
     for (int64_t tx = 0; tx < g.tiles_w; ++tx) {
@@ -285,8 +295,8 @@ void WinogradInputPortable(const WinogradGeometry& g, const float* x, int64_t ty
   }
 }
 
-void WinogradOutputPortable(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0,
-                            int64_t ty1, float* y) {
+void OutputF2(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0, int64_t ty1,
+              float* y) {
   for (int64_t ty = ty0; ty < ty1; ++ty) {
     for (int64_t tx = 0; tx < g.tiles_w; ++tx) {
       const int64_t q = (ty - ty0) * g.tiles_w + tx;
@@ -308,6 +318,75 @@ void WinogradOutputPortable(const WinogradGeometry& g, const float* prod, int64_
         if (2 * tx + 1 < g.w_out) yr[1] = r[i][1] - r[i][2] - r[i][3];
       }
     }
+  }
+}
+
+// F(4x4, 3x3)'s: B^T d B down the block's rows first, then along them
+// (conv_winograd_f4.h, in the AVX-512 kernel's order).
+void InputF4(const WinogradGeometry& g, int64_t ty0, int64_t ty1, float* v, int64_t ldv_term,
+             const float* rows) {
+  for (int64_t ty = ty0; ty < ty1; ++ty) {
+    const float* base = rows + 4 * (ty - ty0) * g.padded_w;
+    for (int64_t tx = 0; tx < g.tiles_w; ++tx) {
+      float e[6][6];  // e[r][j] = (B^T d)[r][j]
+      for (int j = 0; j < 6; ++j) {
+        float col[6], out[6];
+        for (int i = 0; i < 6; ++i) col[i] = base[i * g.padded_w + 4 * tx + j];
+        WinogradInputF4(col, out);
+        for (int r = 0; r < 6; ++r) e[r][j] = out[r];
+      }
+      const int64_t q = (ty - ty0) * g.tiles_w + tx;
+      for (int r = 0; r < 6; ++r) {
+        float out[6];
+        WinogradInputF4(e[r], out);
+        for (int k = 0; k < 6; ++k) v[(r * 6 + k) * ldv_term + q] = out[k];
+      }
+    }
+  }
+}
+
+void OutputF4(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0, int64_t ty1,
+              float* y) {
+  for (int64_t ty = ty0; ty < ty1; ++ty) {
+    for (int64_t tx = 0; tx < g.tiles_w; ++tx) {
+      const int64_t q = (ty - ty0) * g.tiles_w + tx;
+      float e[4][6];  // e[r][j] = (A^T p)[r][j]
+      for (int j = 0; j < 6; ++j) {
+        float col[6], out[4];
+        for (int i = 0; i < 6; ++i) col[i] = prod[(i * 6 + j) * ld_term + q];
+        WinogradOutputF4(col, out);
+        for (int r = 0; r < 4; ++r) e[r][j] = out[r];
+      }
+      for (int r = 0; r < 4; ++r) {
+        const int64_t oh = 4 * ty + r;
+        if (oh >= g.h_out) break;
+        float out[4];
+        WinogradOutputF4(e[r], out);
+        float* yr = y + oh * g.w_out + 4 * tx;
+        for (int k = 0; k < 4 && 4 * tx + k < g.w_out; ++k) yr[k] = out[k];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void WinogradInputPortable(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* v,
+                           int64_t ldv_term, float* rows) {
+  WinogradPadRows(g, x, ty0, ty1, rows);
+  if (g.tile == 4) {
+    InputF4(g, ty0, ty1, v, ldv_term, rows);
+  } else {
+    InputF2(g, ty0, ty1, v, ldv_term, rows);
+  }
+}
+
+void WinogradOutputPortable(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0,
+                            int64_t ty1, float* y) {
+  if (g.tile == 4) {
+    OutputF4(g, prod, ld_term, ty0, ty1, y);
+  } else {
+    OutputF2(g, prod, ld_term, ty0, ty1, y);
   }
 }
 
@@ -336,9 +415,9 @@ void RunWinograd(const WinogradGeometry& g, const float* x, std::span<const Pack
       ParallelFor(threads, in_tasks, [&](int64_t t, int thread) {
         InputChannels(g, x, b, t * g.c / in_tasks, (t + 1) * g.c / in_tasks, shared.v, slice(thread).rows);
       });
-      ParallelFor(threads, chunks * kWinogradTerms, [&](int64_t t, int thread) {
-        const int64_t xi = t % kWinogradTerms;
-        Products(g, u, shared.v, b, t / kWinogradTerms, xi, xi + 1, shared.prod, 0, prod_term, slice(thread));
+      ParallelFor(threads, chunks * g.terms(), [&](int64_t t, int thread) {
+        const int64_t xi = t % g.terms();
+        Products(g, u, shared.v, b, t / g.terms(), xi, xi + 1, shared.prod, 0, prod_term, slice(thread));
       });
       ParallelFor(threads, out_tasks, [&](int64_t t, int) {
         OutputChannels(g, shared.prod, 0, prod_term, b, t * g.m / out_tasks, (t + 1) * g.m / out_tasks, y, ep);
