@@ -22,8 +22,8 @@
 //   - 3x3 stride 1, pads 0 or 1, one group, >= 32 input and output
 //     channels, output planes >= 13 wide, AVX-512 or AVX2: Winograd's F(2x2, 3x3),
 //     16 GEMMs over transformed weights and input (gemm/conv_winograd.h);
-//     on planes >= 27 wide with AVX-512 (from 16 input channels) F(4x4, 3x3),
-//     36 GEMMs for 4x4 outputs;
+//     on planes >= 27 wide (from 16 input channels) F(4x4, 3x3), 36 GEMMs
+//     for 4x4 outputs;
 //   - stride 1 with the output plane the input's size, <= 32 channels per
 //     group, >= 256 positions, AVX-512: the im2col-free tile reading the
 //     input at per-tap offsets (gemm/conv_direct.h);
@@ -350,7 +350,7 @@ constexpr uint32_t kWinograd4CacheKey = 3;
 // Winograd for layers with at least this many input and
 // output channels (fewer: the transforms outweigh the GEMMs' savings).
 constexpr int64_t kWinogradMinChannels = 32;
-// F(4x4, 3x3) (output planes >= 27 wide, AVX-512) saves more per product,
+// F(4x4, 3x3) (output planes >= 27 wide) saves more per product,
 // so from 16 input channels: SqueezeNet's 55x55 16 -> 64 3x3s, one thread,
 // step minima 0.312 -> 0.223-0.228 ms against the direct path.
 constexpr int64_t kWinograd4MinInputChannels = 16;

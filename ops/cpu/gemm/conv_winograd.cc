@@ -150,7 +150,7 @@ bool WinogradFits(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, in
 }
 
 int64_t WinogradTileFor(int64_t w_out) {
-  return w_out >= kWinograd4MinWidth && ActiveGemmIsa() == GemmIsa::kAvx512 ? 4 : 2;
+  return w_out >= kWinograd4MinWidth && ActiveGemmIsa() != GemmIsa::kPortable ? 4 : 2;
 }
 
 WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_t w_in, int64_t h_out,

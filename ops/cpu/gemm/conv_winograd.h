@@ -11,8 +11,8 @@
 // (relative L2 ~3e-7 on random 64..512-channel layers).
 //
 // F(4x4, 3x3) takes 4x4 tiles from 6x6 input blocks: 36 products per 16
-// outputs (4x fewer multiplies than the direct sum), on wide planes with
-// AVX-512 (kWinograd4MinWidth). Intel Xeon, one thread, step minima
+// outputs (4x fewer multiplies than the direct sum), on wide planes
+// (kWinograd4MinWidth). Intel Xeon, one thread, step minima
 // against F(2x2, 3x3): ResNet-18's 56x56 3x3s -32%, its 28x28 ones -12%,
 // ResNet-50's -17..-27%, SqueezeNet's 27x27 ones -28%; on 14x14 planes (16
 // tiles a plane) +55..+92%.
@@ -62,8 +62,10 @@ inline constexpr int64_t kWinogradSharedMaxBlocks = 3;
 inline constexpr int64_t kWinogradMinWidth = 13;
 // F(4x4, 3x3) (4x4 output tiles from 6x6 input blocks: 36 products per 16
 // outputs, where F(2x2, 3x3) takes 64) for output planes at least this
-// wide, when AVX-512 is active (its transforms are vectorised for it only;
-// 27: SqueezeNet's 27x27 planes, 7 tiles a row). Its transforms have
+// wide (27: SqueezeNet's 27x27 planes, 7 tiles a row), when AVX-512 or AVX2
+// is active (with AVX2 its transforms are the portable ones: on the Intel
+// Xeon capped at AVX2, ResNet-18's 56x56 and 28x28 3x3s still ran 18-24%
+// faster than F(2x2, 3x3)'s). Its transforms have
 // factors up to 8 (and U's 1/24), so its sums are less exact: relative L2
 // ~2-3e-6 against ~3-5e-7 on random 64..256-channel layers (numpy, float32
 // against float64); whole models against ONNX Runtime: ResNet-50 3.71e-5
@@ -94,7 +96,7 @@ bool WinogradFits(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh, in
                   int64_t h_out, int64_t w_out);
 
 // The output tile edge for a plane w_out wide: 4 when at least
-// kWinograd4MinWidth and AVX-512 is active, else 2.
+// kWinograd4MinWidth and AVX-512 or AVX2 is active, else 2.
 int64_t WinogradTileFor(int64_t w_out);
 
 WinogradGeometry MakeWinogradGeometry(int64_t c, int64_t m, int64_t h_in, int64_t w_in, int64_t h_out,
