@@ -101,6 +101,19 @@ TEST(WinogradTest, ThreadsSplitBlocksAndChunksEvenlyOrRunPhased) {
   EXPECT_EQ(three.blocks(), 3);
   EXPECT_TRUE(WinogradRunsPhased(three, 2));
   EXPECT_FALSE(WinogradRunsPhased(MakeWinogradGeometry(32, 128, 40, 28, 40, 28, 1, 1), 2)) << "six tasks";
+  // The planes of ThreadedKernelsTest.ConvolutionPaths.
+  const WinogradGeometry f2a = MakeWinogradGeometry(32, 130, 40, 14, 40, 14, 1, 1);
+  EXPECT_EQ(f2a.blocks() * f2a.chunks(), 6);
+  EXPECT_FALSE(WinogradRunsPhased(f2a, 2));
+  const WinogradGeometry f2b = MakeWinogradGeometry(32, 40, 60, 14, 60, 14, 1, 1);
+  EXPECT_EQ(f2b.blocks(), 3);
+  EXPECT_TRUE(WinogradRunsPhased(f2b, 2));
+  const WinogradGeometry f4a = MakeWinogradGeometry(32, 130, 28, 28, 28, 28, 1, 1, 4);
+  EXPECT_EQ(f4a.blocks(), 1);
+  EXPECT_TRUE(WinogradRunsPhased(f4a, 2));
+  const WinogradGeometry f4b = MakeWinogradGeometry(32, 130, 56, 56, 56, 56, 1, 1, 4);
+  EXPECT_EQ(f4b.blocks() * f4b.chunks(), 6);
+  EXPECT_FALSE(WinogradRunsPhased(f4b, 2));
 }
 
 // Pads (top, left) and the output each geometry gets; bottom / right pads

@@ -195,25 +195,28 @@ TEST(ThreadedKernelsTest, ConvolutionPaths) {
   const Tensor x14b = F32({1, 32, 14, 14}, Wave(32 * 14 * 14));
   const Tensor w14b = F32({72, 32, 3, 3}, Wave(72 * 32 * 9));
   ExpectSameOnTwoThreads("Conv", {&x14b, &w14b}, pad1);
-  // Winograd's F(2x2, 3x3) (AVX2 / AVX-512): 28x28, 32 -> 130 channels (two
-  // blocks of tile rows, three chunks of channels: a task per block and
-  // chunk, a thread keeping its block's transformed input between tasks),
-  // 40x28 (three blocks, one chunk: three tasks would not divide in two,
-  // so the phased way), 14x14 (one block, 49 tiles: phased), 56x56 (six
-  // blocks: a block per task).
-  const Tensor xw = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
+  // Winograd (AVX2 / AVX-512; the splits in conv_winograd_test.cc).
+  // F(2x2, 3x3) below 27 wide: 40 x 14, 32 -> 130 channels (two blocks of
+  // tile rows, three chunks of channels: a task per block and chunk, a
+  // thread keeping its block's transformed input between tasks); 60 x 14,
+  // 32 -> 40 (three blocks, one chunk: three tasks would not divide in two,
+  // so the phased way); 14x14 (one block, 49 tiles: phased). F(4x4, 3x3)
+  // from 27 wide: 28x28, 32 -> 130 (one block of 49 tiles: phased); 56x56,
+  // 32 -> 130 (two blocks, three chunks: a task per block and chunk).
   const Tensor ww = F32({130, 32, 3, 3}, Wave(130 * 32 * 9));
   const Tensor b130 = F32({130}, Wave(130));
-  ExpectSameOnTwoThreads("Conv", {&xw, &ww, &b130}, pad1);
-  const Tensor xw40 = F32({1, 32, 40, 28}, Wave(32 * 40 * 28));
+  const Tensor xw2 = F32({1, 32, 40, 14}, Wave(32 * 40 * 14));
+  ExpectSameOnTwoThreads("Conv", {&xw2, &ww, &b130}, pad1);
+  const Tensor xw3 = F32({1, 32, 60, 14}, Wave(32 * 60 * 14));
   const Tensor ww40 = F32({40, 32, 3, 3}, Wave(40 * 32 * 9));
-  ExpectSameOnTwoThreads("Conv", {&xw40, &ww40}, pad1);
+  ExpectSameOnTwoThreads("Conv", {&xw3, &ww40}, pad1);
   const Tensor xw14 = F32({1, 96, 14, 14}, Wave(96 * 14 * 14));
   const Tensor ww14 = F32({208, 96, 3, 3}, Wave(208 * 96 * 9));
   ExpectSameOnTwoThreads("Conv", {&xw14, &ww14}, pad1);
+  const Tensor xw28 = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
+  ExpectSameOnTwoThreads("Conv", {&xw28, &ww, &b130}, pad1);
   const Tensor xw56 = F32({1, 32, 56, 56}, Wave(32 * 56 * 56));
-  const Tensor ww56 = F32({40, 32, 3, 3}, Wave(40 * 32 * 9));
-  ExpectSameOnTwoThreads("Conv", {&xw56, &ww56}, pad1);
+  ExpectSameOnTwoThreads("Conv", {&xw56, &ww, &b130}, pad1);
   // Pointwise, 16 channels, 32 deep: the tile on one thread, Sgemm on two.
   const Tensor xq = F32({1, 32, 28, 28}, Wave(32 * 28 * 28));
   const Tensor wq = F32({16, 32, 1, 1}, Wave(16 * 32));

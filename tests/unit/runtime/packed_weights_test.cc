@@ -191,8 +191,8 @@ TEST(PackedWeightsTest, StemAndChannelsLayersKeepNoPackedGemmWeights) {
   }
 }
 
-// X[1, 32, 28, 28] -> Conv(W[40, 32, 3, 3], pads 1): Winograd's layer on
-// AVX2 or AVX-512 (ops/cpu/gemm/conv_winograd.h).
+// X[1, 32, 28, 28] -> Conv(W[40, 32, 3, 3], pads 1): Winograd's F(4x4, 3x3)
+// layer on AVX2 or AVX-512 (ops/cpu/gemm/conv_winograd.h).
 ModelBuilder WinogradModel() {
   ModelBuilder b(13);
   b.Input("X", kFloat, {1, 32, 28, 28});
@@ -215,8 +215,8 @@ TEST(PackedWeightsTest, WinogradWeightsAreExportedAndStandInForW) {
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Result<std::vector<std::byte>> blob = ExportPackedWeights(**model);
   ASSERT_TRUE(blob.ok()) << blob.status().ToString();
-  // 16 terms x 1 chunk of 40 x 32 floats, more than W's 40 x 32 x 9.
-  EXPECT_GT(blob->size(), 16u * 40 * 32 * sizeof(float));
+  // 36 terms x 1 chunk of 40 x 32 floats, 4x W's 40 x 32 x 9.
+  EXPECT_GT(blob->size(), 36u * 40 * 32 * sizeof(float));
   size_t imported = 0;
   auto loaded = CompiledModel::Compile(bytes, {.packed_weights = *blob, .imported = &imported});
   ASSERT_TRUE(loaded.ok());
