@@ -62,13 +62,21 @@ struct BlockRows {
         tiles((ty1 - ty0) * g.tiles_w) {}
 };
 
+// The transforms of g's tile on the active ISA: AVX-512's, else portable.
+WinogradTransforms ActiveTransforms(const WinogradGeometry& g) {
+  return ActiveGemmIsa() == GemmIsa::kAvx512 ? WinogradTransformsAvx512(g) : WinogradTransformsPortable(g);
+}
+
 // Input channels [c0, c1) of `block` transformed into v [terms][c][ldv].
 void InputChannels(const WinogradGeometry& g, const float* x, int64_t block, int64_t c0, int64_t c1, float* v,
                    float* rows) {
   const BlockRows b(g, block);
   const int64_t ldv = g.block_tiles();
-  const auto input = ActiveGemmIsa() == GemmIsa::kAvx512 ? WinogradInputAvx512 : WinogradInputPortable;
-  for (int64_t c = c0; c < c1; ++c) input(g, x + c * g.h_in * g.w_in, b.ty0, b.ty1, v + c * ldv, g.c * ldv, rows);
+  const WinogradTransforms t = ActiveTransforms(g);
+  for (int64_t c = c0; c < c1; ++c) {
+    WinogradPadRows(g, x + c * g.h_in * g.w_in, b.ty0, b.ty1, rows);
+    t.input(g, b.ty0, b.ty1, v + c * ldv, g.c * ldv, rows);
+  }
 }
 
 // Terms [xi0, xi1) of chunk `ch`'s products: U[xi] V[xi] into prod, whose
@@ -107,10 +115,8 @@ void OutputChannels(const WinogradGeometry& g, const float* prod, int64_t prod_m
   const BlockRows b(g, block);
   const int64_t ldv = g.block_tiles();
   const int64_t plane_out = g.h_out * g.w_out;
-  const auto output = ActiveGemmIsa() == GemmIsa::kAvx512 ? WinogradOutputAvx512 : WinogradOutputPortable;
-  for (int64_t m = m0; m < m1; ++m) {
-    output(g, prod + (m - prod_m0) * ldv, prod_term, b.ty0, b.ty1, y + m * plane_out);
-  }
+  const WinogradTransforms t = ActiveTransforms(g);
+  for (int64_t m = m0; m < m1; ++m) t.output(g, prod + (m - prod_m0) * ldv, prod_term, b.ty0, b.ty1, y + m * plane_out);
   // The block's output rows (the last tile row may have fewer).
   const int64_t oh0 = g.tile * b.ty0;
   const int64_t oh1 = std::min(g.h_out, g.tile * b.ty1);
@@ -371,23 +377,8 @@ void OutputF4(const WinogradGeometry& g, const float* prod, int64_t ld_term, int
 
 }  // namespace
 
-void WinogradInputPortable(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* v,
-                           int64_t ldv_term, float* rows) {
-  WinogradPadRows(g, x, ty0, ty1, rows);
-  if (g.tile == 4) {
-    InputF4(g, ty0, ty1, v, ldv_term, rows);
-  } else {
-    InputF2(g, ty0, ty1, v, ldv_term, rows);
-  }
-}
-
-void WinogradOutputPortable(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0,
-                            int64_t ty1, float* y) {
-  if (g.tile == 4) {
-    OutputF4(g, prod, ld_term, ty0, ty1, y);
-  } else {
-    OutputF2(g, prod, ld_term, ty0, ty1, y);
-  }
+WinogradTransforms WinogradTransformsPortable(const WinogradGeometry& g) {
+  return g.tile == 4 ? WinogradTransforms{InputF4, OutputF4} : WinogradTransforms{InputF2, OutputF2};
 }
 
 void RunWinogradBlock(const WinogradGeometry& g, const float* x, std::span<const PackedMatrix> u, float* y,

@@ -143,19 +143,19 @@ void RunWinogradBlock(const WinogradGeometry& g, const float* x, std::span<const
 // (tile (ty1 - ty0) + 2 rows of padded_w floats).
 void WinogradPadRows(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* rows);
 
-// The input transform of tile rows [ty0, ty1) of one channel plane x:
-// v[xi * ldv_term + q] for the block's tiles q, and the output transform of
-// one output channel's products back into its plane y (rows of those tile
-// rows). Per ISA: portable (conv_winograd.cc) and AVX-512
-// (conv_winograd_avx512.cc); `rows` is WinogradPadRows' scratch. The tile
-// of `g` picks the transforms: F(2x2, 3x3) or F(4x4, 3x3).
-void WinogradInputPortable(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* v,
-                           int64_t ldv_term, float* rows);
-void WinogradOutputPortable(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0,
-                            int64_t ty1, float* y);
-void WinogradInputAvx512(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* v,
-                         int64_t ldv_term, float* rows);
-void WinogradOutputAvx512(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0,
-                          int64_t ty1, float* y);
+// The transforms of one tile size on one ISA. input: tile rows [ty0, ty1)
+// of one channel, from its WinogradPadRows rows, into v[xi * ldv_term + q]
+// for the block's tiles q; output: one output channel's products back into
+// its plane y (rows of those tile rows).
+struct WinogradTransforms {
+  void (*input)(const WinogradGeometry& g, int64_t ty0, int64_t ty1, float* v, int64_t ldv_term,
+                const float* rows);
+  void (*output)(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0, int64_t ty1,
+                 float* y);
+};
+// F(2x2, 3x3)'s or F(4x4, 3x3)'s, by the tile of `g`: portable C++
+// (conv_winograd.cc) and AVX-512 (conv_winograd_avx512.cc).
+WinogradTransforms WinogradTransformsPortable(const WinogradGeometry& g);
+WinogradTransforms WinogradTransformsAvx512(const WinogradGeometry& g);
 
 }  // namespace orrery::ops::cpu::gemm_internal

@@ -182,23 +182,8 @@ void OutputF4(const WinogradGeometry& g, const float* prod, int64_t ld_term, int
 
 }  // namespace
 
-void WinogradInputAvx512(const WinogradGeometry& g, const float* x, int64_t ty0, int64_t ty1, float* v,
-                         int64_t ldv_term, float* rows) {
-  WinogradPadRows(g, x, ty0, ty1, rows);
-  if (g.tile == 4) {
-    InputF4(g, ty0, ty1, v, ldv_term, rows);
-  } else {
-    InputF2(g, ty0, ty1, v, ldv_term, rows);
-  }
-}
-
-void WinogradOutputAvx512(const WinogradGeometry& g, const float* prod, int64_t ld_term, int64_t ty0,
-                          int64_t ty1, float* y) {
-  if (g.tile == 4) {
-    OutputF4(g, prod, ld_term, ty0, ty1, y);
-  } else {
-    OutputF2(g, prod, ld_term, ty0, ty1, y);
-  }
+WinogradTransforms WinogradTransformsAvx512(const WinogradGeometry& g) {
+  return g.tile == 4 ? WinogradTransforms{InputF4, OutputF4} : WinogradTransforms{InputF2, OutputF2};
 }
 
 }  // namespace orrery::ops::cpu::gemm_internal

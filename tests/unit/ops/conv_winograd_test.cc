@@ -143,8 +143,10 @@ TEST(WinogradTest, Avx512TransformsMatchThePortableOnes) {
     // Input: the whole plane as one range of tile rows, then per block.
     const int64_t ld = g.tiles_h * g.tiles_w;
     std::vector<float> v_port(static_cast<size_t>(g.terms() * ld), -7.0f), v_avx = v_port;
-    WinogradInputPortable(g, x.data(), 0, g.tiles_h, v_port.data(), ld, rows.data());
-    WinogradInputAvx512(g, x.data(), 0, g.tiles_h, v_avx.data(), ld, rows.data());
+    const WinogradTransforms port = WinogradTransformsPortable(g), avx = WinogradTransformsAvx512(g);
+    WinogradPadRows(g, x.data(), 0, g.tiles_h, rows.data());
+    port.input(g, 0, g.tiles_h, v_port.data(), ld, rows.data());
+    avx.input(g, 0, g.tiles_h, v_avx.data(), ld, rows.data());
     EXPECT_EQ(v_avx, v_port);
     EXPECT_EQ(std::count(v_port.begin(), v_port.end(), -7.0f), 0) << "every term of every tile written";
     // Output: products back to the plane.
@@ -153,8 +155,8 @@ TEST(WinogradTest, Avx512TransformsMatchThePortableOnes) {
     for (int64_t ty0 = 0; ty0 < g.tiles_h; ty0 += g.block_rows) {
       const int64_t ty1 = std::min(g.tiles_h, ty0 + g.block_rows);
       const float* p = prod.data() + ty0 * g.tiles_w;
-      WinogradOutputPortable(g, p, ld, ty0, ty1, y_port.data());
-      WinogradOutputAvx512(g, p, ld, ty0, ty1, y_avx.data());
+      port.output(g, p, ld, ty0, ty1, y_port.data());
+      avx.output(g, p, ld, ty0, ty1, y_avx.data());
     }
     EXPECT_EQ(y_avx, y_port);
     EXPECT_EQ(std::count(y_port.begin(), y_port.end(), -7.0f), 0) << "every output written";
