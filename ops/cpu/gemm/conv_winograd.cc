@@ -13,6 +13,10 @@ namespace {
 
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
+// Whether a plane's slices are sized for the phased way (all channels'
+// products of a block in thread 0's slice).
+bool Shareable(const WinogradGeometry& g) { return g.blocks() <= kWinogradSharedMaxBlocks; }
+
 // One thread's scratch slice, each region 64-byte aligned: its padded rows,
 // the GEMM tail's B and Sgemm's scratch (local), then V and the products.
 // A block alone in a slice holds one chunk's products; shared by the
@@ -23,7 +27,7 @@ struct Layout {
   int64_t rows_floats, tail_floats, gemm_bytes, v_floats, prod_floats;
 
   explicit Layout(const WinogradGeometry& g)
-      : shareable(g.blocks() <= kWinogradSharedMaxBlocks),
+      : shareable(Shareable(g)),
         rows_floats(RoundUp((4 + g.tile * g.block_rows) * g.padded_w, 16)),
         tail_floats(RoundUp(ConvTailFloats(g.c, kConvTailMaxCols), 16)),
         gemm_bytes(RoundUp(SgemmScratchBytes({std::min(g.m, kWinogradChunk), g.block_tiles(), g.c},
@@ -201,7 +205,7 @@ int64_t WinogradScratchBytes(const WinogradGeometry& g) { return Layout(g).bytes
 
 bool WinogradRunsPhased(const WinogradGeometry& g, int64_t threads) {
   const int64_t blocks = g.blocks();
-  if (threads <= 1 || blocks >= 2 * threads || blocks > kWinogradSharedMaxBlocks) return false;
+  if (threads <= 1 || blocks >= 2 * threads || !Shareable(g)) return false;
   return blocks < threads || (blocks * g.chunks()) % threads != 0;
 }
 
