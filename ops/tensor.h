@@ -119,6 +119,9 @@ class Tensor {
   void ResetBuffer() { data_.reset(); }
 
  private:
+  // A tensor whose bytes start as `init` (at most its size), zeros after
+  // it: Allocate and FromBytes.
+  static Result<Tensor> AllocateWith(DType dtype, Shape shape, std::string_view init);
   DType dtype_ = DType::kUndefined;
   Shape shape_;
   std::shared_ptr<uint8_t[]> data_;

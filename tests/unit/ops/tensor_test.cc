@@ -31,6 +31,22 @@ TEST(TensorTest, FromBytesChecksSize) {
   EXPECT_EQ(neg.status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(TensorTest, FromBytesCopiesAndRejectsBeforeAllocating) {
+  std::string bytes(20, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(0x11 * (i + 1));
+  auto t = Tensor::FromBytes(DType::kUint8, {4, 5}, bytes);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->bytes(), bytes);
+  // A shape claiming 1 GiB with 20 bytes sent allocates nothing.
+  const uint64_t before = TensorBufferAllocationCount();
+  auto bad = Tensor::FromBytes(DType::kFloat32, {int64_t{1} << 28}, bytes);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("needs 1073741824 bytes, got 20"), std::string::npos)
+      << bad.status().message();
+  EXPECT_EQ(TensorBufferAllocationCount(), before);
+  EXPECT_EQ(Tensor::FromBytes(DType::kUndefined, {1}, bytes).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(TensorTest, AllocateRejectsOverflowAndHugeTensors) {
   EXPECT_EQ(Tensor::Allocate(DType::kFloat32, {int64_t{1} << 32, int64_t{1} << 32}).status().code(),
             StatusCode::kResourceExhausted);
