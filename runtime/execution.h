@@ -22,7 +22,12 @@
 // once per wave of rows (num_steps() = ceil(rows / threads) x steps per row;
 // Profile() names them so), each row's outputs are copied into the batch's,
 // and plan_stats() describes the row plan scaled to the batch (FLOPs x rows,
-// arena x rows at once).
+// arena x rows at once). When the batch plan has a tail (split_cut: from a
+// block boundary where the weights outweigh one row's activations), the
+// rows run only the steps before it, each row's value at the boundary is
+// copied into the batch plan's arena, and the batch plan runs the tail's
+// steps once for all rows, with the whole group (num_steps() = waves x
+// split_cut + the tail's steps; plan_stats() adds the batch arena).
 #pragma once
 
 #include <cstddef>
@@ -115,14 +120,17 @@ class Execution {
             std::unique_ptr<runtime::RunState> state);
   // Start for a plan with split_rows: the plan for one row, `threads` rows
   // at once.
-  static Result<Execution> StartRows(runtime::PlanCache& cache, const runtime::SpecializedPlan& batch_plan,
+  static Result<Execution> StartRows(runtime::PlanCache& cache,
+                                     std::shared_ptr<const runtime::SpecializedPlan> batch_plan,
                                      std::span<const Tensor* const> ordered, const ExecutionOptions& options);
   void Finish();  // drops per-run references and returns the run state
-  // Runs step `index` of the plan on state_ with `threads` (see Step).
-  Status RunStep(size_t index, ops::ThreadGroup* threads);
-  // ExpectJob for the next parallel step of the plan after step `index`
+  // Runs step `index` of `plan` on `state` with `threads` (see Step).
+  static Status RunStep(const runtime::SpecializedPlan& plan, runtime::RunState& state, size_t index,
+                        ops::ThreadGroup* threads);
+  // ExpectJob for the next parallel step of `plan` after step `index`
   // (see Step), when one is near.
-  void ExpectParallelStep(ops::ThreadGroup& threads, size_t index) const;
+  static void ExpectParallelStep(const runtime::SpecializedPlan& plan, const runtime::RunState& state,
+                                 ops::ThreadGroup& threads, size_t index);
   // Row by row (rows_ set): Step for the rows of the current wave; binding
   // a wave's rows; after its last step, their outputs into the batch's and
   // the next wave bound; ending the bound rows' runs (errors, Finish).
@@ -130,6 +138,10 @@ class Execution {
   Status BeginWave();
   Status FinishWave();
   void EndRows();
+  // The batch plan's tail after the rows (SpecializedPlan::split_cut):
+  // Step for its steps; ending its run (TakeOutputs, errors, Finish).
+  Status StepTail(ops::ThreadGroup* threads);
+  void EndTail();
   runtime::RunState& RowState(size_t slot);
 
   struct RowSplit;  // the batch, when it runs row by row

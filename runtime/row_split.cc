@@ -1,6 +1,8 @@
 #include "runtime/row_split.h"
 
+#include <set>
 #include <string_view>
+#include <vector>
 
 namespace orrery::runtime {
 namespace {
@@ -187,6 +189,68 @@ int64_t RowSplitRows(const SpecializedPlan& plan) {
     }
   }
   return low_reuse_flops * kRowSplitMaxLowReuseShare > flops ? 0 : rows;
+}
+
+size_t RowSplitCut(const SpecializedPlan& plan, int* cut_entry) {
+  const size_t n = plan.steps.size();
+  *cut_entry = -1;
+  if (plan.split_rows <= 1 || n < 2) return n;
+  // The step producing each entry (n: bound, not produced by a step).
+  std::vector<size_t> producer(plan.entries.size(), n);
+  for (size_t s = 0; s < n; ++s) {
+    const PlannedStep& ps = plan.steps[s];
+    for (uint32_t o = 0; o < ps.out_count; ++o) producer[ps.out_begin + o] = s;
+  }
+  auto produced_before = [&](int e, size_t c) {
+    const size_t p = producer[static_cast<size_t>(RootOf(plan, e))];
+    return p < c;
+  };
+  // batched[c]: every weighted step from c on applies its weights at most
+  // kBatchedTailMaxReuse times per row and reads at least 1 /
+  // kBatchedTailMaxOutputPerWeight as many bytes of constant operands
+  // (weights) as one row of it writes.
+  const auto bytes = [&](int e) {
+    const Entry& entry = plan.entries[static_cast<size_t>(e)];
+    return entry.typed ? NumElements(entry.type.shape) * static_cast<int64_t>(DTypeSize(entry.type.dtype)) : 0;
+  };
+  std::vector<bool> batched(n + 1, true);
+  for (size_t s = n; s-- > 0;) {
+    const PlannedStep& ps = plan.steps[s];
+    int64_t weights = 0, row_out = 0;
+    if (RuleOf(ps.step->op_type) == RowRule::kWeighted) {
+      for (uint32_t i = 0; i < ps.in_count; ++i) {
+        const int e = plan.step_inputs[ps.in_begin + i];
+        if (e >= 0 && plan.entries[static_cast<size_t>(RootOf(plan, e))].kind == EntryKind::kConstant) {
+          weights += bytes(e);
+        }
+      }
+      for (uint32_t o = 0; o < ps.out_count; ++o) row_out += bytes(static_cast<int>(ps.out_begin + o));
+      row_out /= plan.split_rows;
+    }
+    const bool weighted = RuleOf(ps.step->op_type) == RowRule::kWeighted;
+    batched[s] = batched[s + 1] && (!weighted || (WeightReusePerRow(plan, ps) <= kBatchedTailMaxReuse &&
+                                                  weights * kBatchedTailMaxOutputPerWeight >= row_out));
+  }
+  for (size_t c = 1; c < n; ++c) {
+    if (!batched[c]) continue;
+    bool outputs_after = true;
+    for (int e : plan.output_entries) outputs_after = outputs_after && !produced_before(e, c);
+    if (!outputs_after) continue;
+    std::set<int> live;
+    for (size_t s = c; s < n; ++s) {
+      const PlannedStep& ps = plan.steps[s];
+      for (uint32_t i = 0; i < ps.in_count; ++i) {
+        const int e = plan.step_inputs[ps.in_begin + i];
+        if (e >= 0 && produced_before(e, c)) live.insert(RootOf(plan, e));
+      }
+    }
+    if (live.size() != 1) continue;
+    const Entry& root = plan.entries[static_cast<size_t>(*live.begin())];
+    if (root.kind != EntryKind::kArena || !root.typed || !HasRows(root.type, plan.split_rows)) continue;
+    *cut_entry = *live.begin();
+    return c;
+  }
+  return n;
 }
 
 }  // namespace orrery::runtime

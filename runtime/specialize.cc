@@ -419,6 +419,42 @@ class Builder {
   std::vector<const Tensor*> in_values_;
 };
 
+// A plan with a batched tail (split_cut < its steps) only ever runs the
+// steps from split_cut on (runtime/execution.cc; the rows run the batch-1
+// plan): the values of the steps before it take no arena (left unbound,
+// like a kernel's own outputs), the cut value counts as written at
+// split_cut (the rows' copies), and the arena is planned again for the
+// rest. ResNet-50 at batch 8: 57.8 MB for the whole batch, 28.9 MB for its
+// tail (from layer2.1; the rows' arena is 7.2 MB). Slices, or another value
+// live across the cut, keep the full plan.
+void PlanTailArena(SpecializedPlan& sp) {
+  const auto cut = static_cast<int>(sp.split_cut);
+  if (sp.split_cut >= sp.steps.size() || sp.split_cut_entry < 0) return;
+  std::vector<BufferRequest> requests = sp.buffers;
+  std::vector<int> dropped;
+  for (size_t b = 0; b < requests.size(); ++b) {
+    BufferRequest& r = requests[b];
+    const int e = sp.buffer_entries[b];
+    if (r.parent >= 0) return;
+    if (e == sp.split_cut_entry) {
+      r.first = cut;
+    } else if (r.last < cut) {
+      r = BufferRequest{.bytes = 0, .first = 0, .last = 0};
+      dropped.push_back(e);
+    } else if (r.first < cut) {
+      return;
+    }
+  }
+  for (int e : dropped) sp.entries[static_cast<size_t>(e)].kind = EntryKind::kKernel;
+  sp.buffers = std::move(requests);
+  sp.memory = PlanMemory(sp.buffers);
+  for (size_t b = 0; b < sp.buffer_entries.size(); ++b) {
+    sp.entries[static_cast<size_t>(sp.buffer_entries[b])].offset = sp.memory.offsets[b];
+  }
+  sp.stats.arena_bytes = sp.memory.peak_bytes;
+  sp.stats.naive_bytes = sp.memory.naive_bytes;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<SpecializedPlan>> Specialize(std::shared_ptr<const Plan> base,
@@ -442,6 +478,8 @@ Result<std::shared_ptr<SpecializedPlan>> Specialize(std::shared_ptr<const Plan> 
   Builder builder(sp.get());
   ORRERY_RETURN_IF_ERROR(builder.Build());
   sp->split_rows = RowSplitRows(*sp);
+  sp->split_cut = RowSplitCut(*sp, &sp->split_cut_entry);
+  PlanTailArena(*sp);
   sp->idle_.reserve(kMaxIdleRunStates);
   return sp;
 }

@@ -27,8 +27,9 @@ using testing::SpecializeModel;
 
 // X[N,3,S,S] -> Conv 3x3 to 24 channels -> Relu -> MaxPool 2x2 -> Conv 1x1 to
 // 8 -> GlobalAveragePool -> Flatten -> Gemm to 5 = Y[N,5]; then, with
-// `mix_rows`, a Softmax over dim 0 (across the batch) = Z[N,5].
-ModelBuilder Cnn(bool mix_rows = false) {
+// `mix_rows`, a Softmax over dim 0 (across the batch) = Z[N,5]. Without
+// `head`, the 1x1 Conv's output is Y[N,8,S/2,S/2].
+ModelBuilder Cnn(bool mix_rows = false, bool head = true) {
   ModelBuilder b(13);
   b.Input("X", kFloat, {-1, 3, -1, -1});
   b.FloatInit("W1", {24, 3, 3, 3}, Ramp(24 * 27, 1));
@@ -42,8 +43,12 @@ ModelBuilder Cnn(bool mix_rows = false) {
   auto* mp = b.Node("MaxPool", {"r1"}, {"p1"}, "pool1");
   ModelBuilder::AttrInts(mp, "kernel_shape", {2, 2});
   ModelBuilder::AttrInts(mp, "strides", {2, 2});
-  auto* c2 = b.Node("Conv", {"p1", "W2"}, {"c2"}, "conv2");
+  auto* c2 = b.Node("Conv", {"p1", "W2"}, {head ? "c2" : "Y"}, "conv2");
   ModelBuilder::AttrInts(c2, "kernel_shape", {1, 1});
+  if (!head) {
+    b.Output("Y", kFloat, {-1, 8, -1, -1});
+    return b;
+  }
   b.Node("GlobalAveragePool", {"c2"}, {"g"}, "gap");
   b.Node("Flatten", {"g"}, {"f"}, "flatten");
   b.Node("Gemm", {"f", "W3"}, {"Y"}, "fc");
@@ -80,8 +85,33 @@ TEST(RowSplitTest, WhichPlansRunRowByRow) {
   auto big = SpecializeModel(Cnn(), {Type({4, 3, 160, 160})});
   ASSERT_TRUE(big.ok()) << big.status().ToString();
   EXPECT_EQ(runtime::SeparableRows(**big), 4);
-  EXPECT_GE((*big)->memory.peak_bytes, runtime::kRowSplitMinArenaBytes);
   EXPECT_EQ((*big)->split_rows, 4);
+  // From the pooling on the batch runs whole (the classifier writes 5
+  // floats a row from 40 weights; conv2 applies its weights at 6400
+  // positions): steps conv1 (+ Relu), pool1, conv2 by rows, then gap and
+  // fc batched, from conv2's output.
+  ASSERT_EQ((*big)->steps.size(), 5u);
+  EXPECT_EQ((*big)->split_cut, 3u);
+  ASSERT_GE((*big)->split_cut_entry, 0);
+  EXPECT_EQ((*big)->entries[static_cast<size_t>((*big)->split_cut_entry)].type.shape, (Shape{4, 8, 80, 80}));
+  // The batch plan only runs that tail: its arena holds conv2's output and
+  // what comes after, not the rows' 24 x 160 x 160 activations (left
+  // unbound), and still passes the memory plan's checks.
+  const int64_t cut_bytes = 4 * 8 * 80 * 80 * 4;
+  EXPECT_GE((*big)->memory.peak_bytes, cut_bytes);
+  EXPECT_LT((*big)->memory.peak_bytes, 2 * cut_bytes);
+  EXPECT_EQ((*big)->stats.arena_bytes, (*big)->memory.peak_bytes);
+  EXPECT_TRUE(runtime::CheckMemoryPlan((*big)->buffers, (*big)->memory).ok())
+      << runtime::CheckMemoryPlan((*big)->buffers, (*big)->memory).ToString();
+  EXPECT_EQ((*big)->entries[(*big)->steps[0].out_begin].kind, runtime::EntryKind::kKernel);
+  // Without the head every step's weights serve 6400+ positions a row:
+  // rows to the end.
+  auto headless = SpecializeModel(Cnn(false, /*head=*/false), {Type({4, 3, 160, 160})});
+  ASSERT_TRUE(headless.ok()) << headless.status().ToString();
+  EXPECT_EQ((*headless)->split_rows, 4);
+  EXPECT_EQ((*headless)->split_cut, (*headless)->steps.size());
+  EXPECT_EQ((*headless)->split_cut_entry, -1);
+  EXPECT_GE((*headless)->memory.peak_bytes, runtime::kRowSplitMinArenaBytes);
   // The same model on small images stays in cache: one batch.
   auto small = SpecializeModel(Cnn(), {Type({4, 3, 32, 32})});
   ASSERT_TRUE(small.ok());
@@ -180,11 +210,14 @@ TEST(RowSplitTest, KernelsThatMixRowsAreNotSeparable) {
 // A batch run row by row gives every row the bits a run of that row alone
 // gives, with rows starting at aligned offsets (views) or not (copies), one
 // row at a time or `threads` at once (a row per thread, the last wave
-// short when they do not divide the rows).
-void ExpectRowByRowEqualsRowsAlone(int64_t side, int64_t rows = 4, int threads = 1) {
+// short when they do not divide the rows). With the head and one row at a
+// time, the rows run conv1 to conv2 and the batch the pooling and the
+// classifier (its GEMM over all rows at once: equal to each row's within
+// rounding).
+void ExpectRowByRowEqualsRowsAlone(int64_t side, int64_t rows = 4, int threads = 1, bool head = true) {
   SCOPED_TRACE("side " + std::to_string(side) + ", rows " + std::to_string(rows) + ", threads " +
-               std::to_string(threads));
-  const ModelBuilder b = Cnn();
+               std::to_string(threads) + (head ? ", head" : ""));
+  const ModelBuilder b = Cnn(false, head);
   auto model = MustCompile(b);
   ASSERT_NE(model, nullptr);
   const int64_t kRows = rows;
@@ -195,32 +228,54 @@ void ExpectRowByRowEqualsRowsAlone(int64_t side, int64_t rows = 4, int threads =
 
   auto one = Execution::Start(*model, {{"X", Row(x, 0)}});
   ASSERT_TRUE(one.ok()) << one.status().ToString();
-  const size_t steps_per_row = one->num_steps();
+  const size_t steps = one->num_steps();
   const PlanStats row_stats = one->plan_stats();
+  // The head's two steps (gap, fc) run once for the batch, when the rows
+  // run one at a time.
+  const bool tail = head && threads == 1;
+  const size_t per_row = tail ? steps - 2 : steps;
+  const size_t total = waves * per_row + (steps - per_row);
 
   auto ex = Execution::Start(*model, {{"X", x}}, {.threads = threads});
   ASSERT_TRUE(ex.ok()) << ex.status().ToString();
-  EXPECT_EQ(ex->num_steps(), waves * steps_per_row);
-  EXPECT_EQ(ex->plan_stats().num_steps, waves * steps_per_row);
+  EXPECT_EQ(ex->num_steps(), total);
+  EXPECT_EQ(ex->plan_stats().num_steps, total);
   EXPECT_EQ(ex->plan_stats().flops, kRows * row_stats.flops);
-  EXPECT_EQ(ex->plan_stats().arena_bytes, threads * row_stats.arena_bytes);
+  if (tail) {
+    EXPECT_GT(ex->plan_stats().arena_bytes, threads * row_stats.arena_bytes);
+  } else {
+    EXPECT_EQ(ex->plan_stats().arena_bytes, threads * row_stats.arena_bytes);
+  }
   while (!ex->done()) ASSERT_TRUE(ex->Step(group.get()).ok());
   const std::vector<StepProfile> profile = ex->Profile();
-  ASSERT_EQ(profile.size(), waves * steps_per_row);
-  for (size_t s = 0; s + steps_per_row < profile.size(); ++s) {
-    EXPECT_EQ(profile[s].name, profile[s + steps_per_row].name);
+  ASSERT_EQ(profile.size(), total);
+  for (size_t s = 0; s < profile.size(); ++s) {
+    if (s + per_row < waves * per_row) {
+      EXPECT_EQ(profile[s].name, profile[s + per_row].name);
+    }
     EXPECT_GT(ex->step_ns(s), 0);
+  }
+  if (tail) {
+    EXPECT_EQ(profile[waves * per_row].name, "gap");
+    EXPECT_EQ(profile.back().name, "fc");
   }
   auto outs = ex->TakeOutputs();
   ASSERT_TRUE(outs.ok()) << outs.status().ToString();
   ASSERT_EQ(outs->size(), 1u);
   const Tensor& y = (*outs)[0].tensor;
-  ASSERT_EQ(y.shape(), (Shape{kRows, 5}));
+  ASSERT_EQ(y.shape()[0], kRows);
+  const int64_t row_floats = y.num_elements() / kRows;
   for (int64_t r = 0; r < kRows; ++r) {
     auto alone = model->Run({{"X", Row(x, r)}});
     ASSERT_TRUE(alone.ok()) << alone.status().ToString();
-    EXPECT_EQ(std::memcmp(y.data<float>() + r * 5, (*alone)[0].tensor.data<float>(), 5 * sizeof(float)), 0)
-        << "row " << r;
+    const float* got = y.data<float>() + r * row_floats;
+    if (tail) {
+      const std::vector<float> got_row(got, got + row_floats);
+      ExpectAllNear(got_row, Floats((*alone)[0].tensor), 1e-5f);
+    } else {
+      EXPECT_EQ(std::memcmp(got, (*alone)[0].tensor.data<float>(), static_cast<size_t>(row_floats) * sizeof(float)), 0)
+          << "row " << r;
+    }
   }
   const std::vector<Tensor> want = Reference(b, {x});
   ASSERT_EQ(want.size(), 1u);
@@ -238,6 +293,11 @@ TEST(RowSplitTest, TwoThreadsRunTwoRowsAtOnce) {
   ExpectRowByRowEqualsRowsAlone(160, /*rows=*/4, /*threads=*/2);
   // 3 rows: a wave of two, then one row that the group shares.
   ExpectRowByRowEqualsRowsAlone(161, /*rows=*/3, /*threads=*/2);
+}
+
+TEST(RowSplitTest, WithoutABatchedTailEveryStepRunsRowByRow) {
+  ExpectRowByRowEqualsRowsAlone(160, /*rows=*/4, /*threads=*/1, /*head=*/false);
+  ExpectRowByRowEqualsRowsAlone(161, /*rows=*/3, /*threads=*/2, /*head=*/false);
 }
 
 TEST(RowSplitTest, RowsMixedAcrossTheBatchRunAsOneBatch) {
