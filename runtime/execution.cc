@@ -31,20 +31,34 @@ struct Execution::RowSplit {
   size_t steps_per_row = 0;
   std::vector<Tensor> batch_inputs;  // graph-input order
   std::vector<Slot> slots;           // width of them
-  std::vector<NamedTensor> outputs;  // the batch's, filled row by row (no tail)
+  std::vector<NamedTensor> outputs;  // the batch's, filled row by row or by the tails
   std::vector<int64_t> step_ns;      // per step of the whole batch
   PlanStats stats;                   // the row plan's, scaled to the batch
   // The tail (SpecializedPlan::split_cut): once every row has run the first
-  // steps_per_row steps, the batch plan runs the rest on its own arena,
-  // where each row's cut value was copied.
+  // steps_per_row steps, a plan for tail_rows rows runs the rest, once per
+  // slot (slot t's rows [t x tail_rows, (t + 1) x tail_rows), one slot per
+  // thread: each on its own core, as the rows), on an arena where each of
+  // its rows' cut values was copied.
+  struct Tail {
+    std::unique_ptr<runtime::RunState> state;
+    std::vector<Tensor> inputs;  // its rows of each batch input
+    bool bound = false;          // between its BeginRun and EndRun
+    Status status;               // of its last step
+  };
   std::shared_ptr<const runtime::SpecializedPlan> tail_plan;  // null: rows to the end
-  std::unique_ptr<runtime::RunState> tail_state;
-  bool tail_bound = false;  // between its BeginRun and EndRun
-  size_t row_steps = 0;     // steps before the tail: waves x steps_per_row
-  int row_entry = -1;       // the cut value in the row plan ...
-  int tail_entry = -1;      // ... and in the batch plan
+  std::vector<Tail> tails;  // one per slot
+  int64_t tail_rows = 0;
+  size_t row_steps = 0;  // steps before the tail: waves x steps_per_row
+  int row_entry = -1;    // the cut value in the row plan ...
+  int tail_entry = -1;   // ... and in the tail plan
 
   int64_t active() const { return std::min(width, rows - wave * width); }
+  // The row slot t runs in the current wave: with tails, the slot's own
+  // rows in order; otherwise wave by wave across the slots.
+  int64_t RowOf(size_t t) const {
+    return tail_plan != nullptr ? static_cast<int64_t>(t) * tail_rows + wave
+                                : wave * width + static_cast<int64_t>(t);
+  }
 
   // Points the slot's inputs at row `r` of each batch input: a view when
   // the row starts where a tensor buffer may (kTensorAlignment), else a copy.
@@ -56,21 +70,23 @@ struct Execution::RowSplit {
     slot.inputs.resize(batch_inputs.size());
     slot.refs.resize(batch_inputs.size());
     for (size_t i = 0; i < batch_inputs.size(); ++i) {
-      const Tensor& batch = batch_inputs[i];
-      Shape shape = batch.shape();
-      shape[0] = 1;
-      const size_t row_bytes = batch.byte_size() / static_cast<size_t>(rows);
-      const size_t offset = row_bytes * static_cast<size_t>(r);
-      if (offset % kTensorAlignment == 0) {
-        ORRERY_ASSIGN_OR_RETURN(slot.inputs[i], Tensor::ViewOf(batch, offset, batch.dtype(), std::move(shape)));
-      } else {
-        ORRERY_ASSIGN_OR_RETURN(slot.inputs[i],
-                                Tensor::FromBytes(batch.dtype(), std::move(shape), batch.bytes().substr(offset, row_bytes)));
-      }
+      ORRERY_ASSIGN_OR_RETURN(slot.inputs[i], RowsOf(batch_inputs[i], r, 1));
       slot.refs[i] = &slot.inputs[i];
     }
     slot.row = r;
     return Status::Ok();
+  }
+
+  // Rows [first, first + count) of a batch input: a view when they start
+  // where a tensor buffer may (kTensorAlignment), else a copy.
+  Result<Tensor> RowsOf(const Tensor& batch, int64_t first, int64_t count) const {
+    Shape shape = batch.shape();
+    shape[0] = count;
+    const size_t row_bytes = batch.byte_size() / static_cast<size_t>(rows);
+    const size_t offset = row_bytes * static_cast<size_t>(first);
+    if (offset % kTensorAlignment == 0) return Tensor::ViewOf(batch, offset, batch.dtype(), std::move(shape));
+    return Tensor::FromBytes(batch.dtype(), std::move(shape),
+                             batch.bytes().substr(offset, row_bytes * static_cast<size_t>(count)));
   }
 };
 
@@ -99,9 +115,9 @@ Result<Execution> Execution::Start(const CompiledModel& model,
 
 namespace {
 
-// The cut value of `batch_plan` (split_cut_entry) in `row_plan`, when the
-// row plan begins with the same split_cut steps: -1 otherwise (the batch
-// then runs row by row to the end).
+// The cut value of `batch_plan` (split_cut_entry, of some rows) in
+// `row_plan`, when the row plan begins with the same split_cut steps: -1
+// otherwise (the batch then runs row by row to the end).
 int RowEntryAtCut(const runtime::SpecializedPlan& row_plan, const runtime::SpecializedPlan& batch_plan) {
   const size_t cut = batch_plan.split_cut;
   if (batch_plan.split_cut_entry < 0 || row_plan.steps.size() < cut) return -1;
@@ -112,11 +128,36 @@ int RowEntryAtCut(const runtime::SpecializedPlan& row_plan, const runtime::Speci
   for (size_t e = 0; e < row_plan.entries.size(); ++e) {
     const runtime::Entry& row = row_plan.entries[e];
     if (row.slot != tail.slot || row.kind != runtime::EntryKind::kArena || !row.typed) continue;
-    const bool fits = row.type.dtype == tail.type.dtype &&
-                      NumElements(row.type.shape) * batch_plan.split_rows == NumElements(tail.type.shape);
+    const bool fits = row.type.dtype == tail.type.dtype && !tail.type.shape.empty() &&
+                      NumElements(row.type.shape) * tail.type.shape[0] == NumElements(tail.type.shape);
     return fits ? static_cast<int>(e) : -1;
   }
   return -1;
+}
+
+// The plan the tails run from split_cut on, for rows / width rows each:
+// the batch plan itself for one slot, else the plan for that many rows when
+// it switches at the same step. Null when there is none: no cut, slots
+// that do not divide the rows or get fewer than two each, or that plan
+// failing to specialise (the rows then run to the end).
+std::shared_ptr<const runtime::SpecializedPlan> TailPlanFor(
+    runtime::PlanCache& cache, std::shared_ptr<const runtime::SpecializedPlan> batch_plan,
+    const std::vector<Tensor>& batch_inputs, int64_t rows, int64_t width) {
+  if (batch_plan->split_cut_entry < 0 || rows % width != 0 || rows / width < 2) return nullptr;
+  const int64_t sub = rows / width;
+  if (sub == rows) return batch_plan;
+  std::vector<Tensor> types;  // no buffers: the cache keys on dtypes and shapes
+  std::vector<const Tensor*> refs;
+  types.reserve(batch_inputs.size());
+  for (const Tensor& t : batch_inputs) {
+    Shape shape = t.shape();
+    shape[0] = sub;
+    types.push_back(Tensor::Unbound(t.dtype(), std::move(shape)));
+  }
+  for (const Tensor& t : types) refs.push_back(&t);
+  Result<std::shared_ptr<const runtime::SpecializedPlan>> plan = cache.Get(refs);
+  if (!plan.ok() || (*plan)->split_cut != batch_plan->split_cut || (*plan)->split_cut_entry < 0) return nullptr;
+  return std::move(plan).value();
 }
 
 }  // namespace
@@ -125,6 +166,8 @@ Result<Execution> Execution::StartRows(runtime::PlanCache& cache,
                                        std::shared_ptr<const runtime::SpecializedPlan> batch_plan_ptr,
                                        std::span<const Tensor* const> ordered, const ExecutionOptions& options) {
   const runtime::SpecializedPlan& batch_plan = *batch_plan_ptr;
+  const int64_t batch_flops = batch_plan.stats.flops;
+  const int64_t batch_output_bytes = batch_plan.stats.output_bytes;
   auto split = std::make_unique<RowSplit>();
   split->rows = batch_plan.split_rows;
   split->width = std::clamp<int64_t>(options.threads, 1, split->rows);
@@ -140,16 +183,21 @@ Result<Execution> Execution::StartRows(runtime::PlanCache& cache,
                             std::to_string(row_plan->steps.size()) + " steps and " +
                             std::to_string(row_plan->output_entries.size()) + " outputs");
   }
-  // The tail only for one row at a time: rows on several threads at once
-  // share nothing, where the batched tail would split each of its layers
-  // across the cores (batch 8 on two threads: MobileNet-v2 +5-7%,
-  // ResNet-50 +1-2%).
-  if (split->width == 1) split->row_entry = RowEntryAtCut(*row_plan, batch_plan);
+  split->tail_plan = TailPlanFor(cache, batch_plan_ptr, split->batch_inputs, split->rows, split->width);
+  split->tail_rows = split->rows / split->width;
+  if (split->tail_plan != nullptr) split->row_entry = RowEntryAtCut(*row_plan, *split->tail_plan);
   if (split->row_entry >= 0) {
-    split->tail_entry = batch_plan.split_cut_entry;
-    ORRERY_ASSIGN_OR_RETURN(split->tail_state, batch_plan.AcquireState());
-    split->tail_plan = std::move(batch_plan_ptr);
+    split->tail_entry = split->tail_plan->split_cut_entry;
+    split->tails.resize(static_cast<size_t>(split->width));
+    for (RowSplit::Tail& tail : split->tails) {
+      ORRERY_ASSIGN_OR_RETURN(tail.state, split->tail_plan->AcquireState());
+    }
   } else {
+    split->tail_plan = nullptr;
+  }
+  // The batch's outputs, filled by the rows or the tails (one tail's own
+  // outputs are the batch's).
+  if (split->tail_plan == nullptr || split->width > 1) {
     for (size_t o = 0; o < batch_plan.output_entries.size(); ++o) {
       const ops::TensorType& type = batch_plan.entries[static_cast<size_t>(batch_plan.output_entries[o])].type;
       ORRERY_ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(type.dtype, type.shape));
@@ -163,7 +211,7 @@ Result<Execution> Execution::StartRows(runtime::PlanCache& cache,
   for (size_t t = 1; t < rs.slots.size(); ++t) {
     ORRERY_ASSIGN_OR_RETURN(rs.slots[t].state, ex.plan_->AcquireState());
   }
-  const int64_t waves = (rs.rows + rs.width - 1) / rs.width;
+  const int64_t waves = (rs.rows + rs.width - 1) / rs.width;  // tail_rows with tails
   rs.steps_per_row = rs.tail_plan != nullptr ? rs.tail_plan->split_cut : ex.num_steps_;
   rs.row_steps = rs.steps_per_row * static_cast<size_t>(waves);
   const size_t tail_steps = rs.tail_plan != nullptr ? rs.tail_plan->steps.size() - rs.steps_per_row : 0;
@@ -177,15 +225,23 @@ Result<Execution> Execution::StartRows(runtime::PlanCache& cache,
   rs.stats.arena_bytes *= rs.width;
   rs.stats.naive_bytes *= rs.width;
   if (rs.tail_plan != nullptr) {
-    // The batch's FLOPs and outputs are the batch plan's; both arenas are held.
-    rs.stats.flops = rs.tail_plan->stats.flops;
-    rs.stats.output_bytes = rs.tail_plan->stats.output_bytes;
-    rs.stats.arena_bytes += rs.tail_plan->stats.arena_bytes;
-    rs.stats.naive_bytes += rs.tail_plan->stats.naive_bytes;
-    std::vector<const Tensor*> refs;
-    for (const Tensor& t : rs.batch_inputs) refs.push_back(&t);
-    ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*rs.tail_plan, refs, *rs.tail_state));
-    rs.tail_bound = true;
+    // The batch's FLOPs and outputs are the batch plan's; the tails' arenas
+    // are held too.
+    rs.stats.flops = batch_flops;
+    rs.stats.output_bytes = batch_output_bytes;
+    rs.stats.arena_bytes += rs.width * rs.tail_plan->stats.arena_bytes;
+    rs.stats.naive_bytes += rs.width * rs.tail_plan->stats.naive_bytes;
+    for (size_t t = 0; t < rs.tails.size(); ++t) {
+      RowSplit::Tail& tail = rs.tails[t];
+      std::vector<const Tensor*> refs;
+      for (const Tensor& batch : rs.batch_inputs) {
+        ORRERY_ASSIGN_OR_RETURN(Tensor rows, rs.RowsOf(batch, static_cast<int64_t>(t) * rs.tail_rows, rs.tail_rows));
+        tail.inputs.push_back(std::move(rows));
+      }
+      for (const Tensor& in : tail.inputs) refs.push_back(&in);
+      ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*rs.tail_plan, refs, *tail.state));
+      tail.bound = true;
+    }
   }
   ORRERY_RETURN_IF_ERROR(ex.BeginWave());
   return ex;
@@ -222,7 +278,9 @@ void Execution::Finish() {
       if (rows_->slots[t].state != nullptr) plan_->ReleaseState(std::move(rows_->slots[t].state));
     }
     EndTail();
-    if (rows_->tail_state != nullptr) rows_->tail_plan->ReleaseState(std::move(rows_->tail_state));
+    for (RowSplit::Tail& tail : rows_->tails) {
+      if (tail.state != nullptr) rows_->tail_plan->ReleaseState(std::move(tail.state));
+    }
   }
   if (!run_ended_) runtime::EndRun(*plan_, *state_);
   run_ended_ = true;
@@ -279,11 +337,22 @@ Status Execution::RunStep(const runtime::SpecializedPlan& plan, runtime::RunStat
 Status Execution::StepTail(ops::ThreadGroup* threads) {
   RowSplit& split = *rows_;
   const size_t index = split.steps_per_row + (next_ - split.row_steps);
+  runtime::RunState& first = *split.tails[0].state;
   const auto t0 = std::chrono::steady_clock::now();
-  Status st = RunStep(*split.tail_plan, *split.tail_state, index, threads);
+  Status st;
+  if (split.tails.size() == 1) {
+    st = RunStep(*split.tail_plan, first, index, threads);
+  } else {
+    // A tail per thread, single-threaded on its own rows, as the rows ran.
+    ops::ParallelFor(threads, static_cast<int64_t>(split.tails.size()), [&](int64_t t, int /*thread*/) {
+      RowSplit::Tail& tail = split.tails[static_cast<size_t>(t)];
+      tail.status = runtime::RunPlannedStep(*split.tail_plan, index, *tail.state, nullptr);
+    });
+    for (size_t t = 0; t < split.tails.size() && st.ok(); ++t) st = split.tails[t].status;
+  }
   const auto t1 = std::chrono::steady_clock::now();
-  split.tail_state->step_ns[index] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-  split.step_ns[next_] = split.tail_state->step_ns[index];
+  first.step_ns[index] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+  split.step_ns[next_] = first.step_ns[index];
   if (!st.ok()) {
     error_ = st;
     EndTail();
@@ -294,9 +363,12 @@ Status Execution::StepTail(ops::ThreadGroup* threads) {
 }
 
 void Execution::EndTail() {
-  if (rows_ == nullptr || !rows_->tail_bound) return;
-  runtime::EndRun(*rows_->tail_plan, *rows_->tail_state);
-  rows_->tail_bound = false;
+  if (rows_ == nullptr) return;
+  for (RowSplit::Tail& tail : rows_->tails) {
+    if (!tail.bound) continue;
+    runtime::EndRun(*rows_->tail_plan, *tail.state);
+    tail.bound = false;
+  }
 }
 
 runtime::RunState& Execution::RowState(size_t slot) {
@@ -340,7 +412,7 @@ Status Execution::BeginWave() {
   RowSplit& split = *rows_;
   for (size_t t = 0; t < static_cast<size_t>(split.active()); ++t) {
     RowSplit::Slot& slot = split.slots[t];
-    ORRERY_RETURN_IF_ERROR(split.BindRow(slot, split.wave * split.width + static_cast<int64_t>(t)));
+    ORRERY_RETURN_IF_ERROR(split.BindRow(slot, split.RowOf(t)));
     ORRERY_RETURN_IF_ERROR(runtime::BeginRun(*plan_, slot.refs, RowState(t)));
     slot.bound = true;
     if (t == 0) run_ended_ = false;
@@ -351,12 +423,13 @@ Status Execution::BeginWave() {
 Status Execution::FinishWave() {
   RowSplit& split = *rows_;
   for (size_t t = 0; t < static_cast<size_t>(split.active()); ++t) {
-    const int64_t row_index = split.wave * split.width + static_cast<int64_t>(t);
+    const int64_t row_index = split.RowOf(t);
     if (split.tail_plan != nullptr) {
-      // The row's cut value into the tail's batch (sizes checked at Start).
+      // The row's cut value into its tail's rows (sizes checked at Start):
+      // the slot's wave-th.
       const Tensor& row = RowState(t).entries[static_cast<size_t>(split.row_entry)];
-      Tensor& batch = split.tail_state->entries[static_cast<size_t>(split.tail_entry)];
-      std::memcpy(static_cast<std::byte*>(batch.raw_data()) + row.byte_size() * static_cast<size_t>(row_index),
+      Tensor& rows = split.tails[t].state->entries[static_cast<size_t>(split.tail_entry)];
+      std::memcpy(static_cast<std::byte*>(rows.raw_data()) + row.byte_size() * static_cast<size_t>(split.wave),
                   row.raw_data(), row.byte_size());
       continue;
     }
@@ -390,6 +463,26 @@ void Execution::EndRows() {
   run_ended_ = true;
 }
 
+Result<std::vector<NamedTensor>> Execution::TailOutputs() {
+  RowSplit& split = *rows_;
+  if (split.tails.size() == 1) return runtime::CollectOutputs(*split.tail_plan, *split.tails[0].state);
+  for (size_t t = 0; t < split.tails.size(); ++t) {
+    ORRERY_ASSIGN_OR_RETURN(std::vector<NamedTensor> outs, runtime::CollectOutputs(*split.tail_plan, *split.tails[t].state));
+    for (size_t o = 0; o < outs.size() && o < split.outputs.size(); ++o) {
+      const Tensor& part = outs[o].tensor;
+      Tensor& batch = split.outputs[o].tensor;
+      if (part.dtype() != batch.dtype() || part.byte_size() * split.tails.size() != batch.byte_size()) {
+        return Status::Internal("output '" + split.outputs[o].name + "': tail " + std::to_string(t) + " gave " +
+                                ShapeToString(part.shape()) + " for a batch of " + ShapeToString(batch.shape()));
+      }
+      if (part.byte_size() > 0) {
+        std::memcpy(static_cast<std::byte*>(batch.raw_data()) + part.byte_size() * t, part.raw_data(), part.byte_size());
+      }
+    }
+  }
+  return std::move(split.outputs);
+}
+
 Result<std::vector<NamedTensor>> Execution::TakeOutputs() {
   if (!error_.ok()) return error_;
   if (state_ == nullptr || taken_) return Status::FailedPrecondition("outputs already taken");
@@ -399,7 +492,7 @@ Result<std::vector<NamedTensor>> Execution::TakeOutputs() {
   }
   taken_ = true;
   if (rows_ != nullptr && rows_->tail_plan != nullptr) {
-    Result<std::vector<NamedTensor>> outputs = runtime::CollectOutputs(*rows_->tail_plan, *rows_->tail_state);
+    Result<std::vector<NamedTensor>> outputs = TailOutputs();
     EndTail();
     return outputs;
   }
@@ -419,7 +512,7 @@ std::vector<StepProfile> Execution::Profile() const {
   for (size_t s = 0; s < n; ++s) {
     const bool tail = rows_ != nullptr && s >= rows_->row_steps;
     const runtime::SpecializedPlan& plan = tail ? *rows_->tail_plan : *plan_;
-    const runtime::RunState& state = tail ? *rows_->tail_state : *state_;
+    const runtime::RunState& state = tail ? *rows_->tails[0].state : *state_;
     const size_t index = tail ? rows_->steps_per_row + (s - rows_->row_steps)
                          : rows_ != nullptr ? s % rows_->steps_per_row
                                             : s;

@@ -25,9 +25,11 @@
 // arena x rows at once). When the batch plan has a tail (split_cut: from a
 // block boundary where the weights outweigh one row's activations), the
 // rows run only the steps before it, each row's value at the boundary is
-// copied into the batch plan's arena, and the batch plan runs the tail's
-// steps once for all rows, with the whole group (num_steps() = waves x
-// split_cut + the tail's steps; plan_stats() adds the batch arena).
+// copied into a tail's arena, and the tail's steps run once per thread for
+// that thread's rows (threads dividing the rows, at least two each; one
+// thread: the batch plan, with the whole group), so each weight is read
+// once per tail instead of once per row (num_steps() = waves x split_cut +
+// the tail's steps; plan_stats() adds the tails' arenas).
 #pragma once
 
 #include <cstddef>
@@ -142,6 +144,8 @@ class Execution {
   // Step for its steps; ending its run (TakeOutputs, errors, Finish).
   Status StepTail(ops::ThreadGroup* threads);
   void EndTail();
+  // The batch's outputs from the tails' (one tail: its own).
+  Result<std::vector<NamedTensor>> TailOutputs();
   runtime::RunState& RowState(size_t slot);
 
   struct RowSplit;  // the batch, when it runs row by row

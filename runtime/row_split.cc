@@ -191,10 +191,10 @@ int64_t RowSplitRows(const SpecializedPlan& plan) {
   return low_reuse_flops * kRowSplitMaxLowReuseShare > flops ? 0 : rows;
 }
 
-size_t RowSplitCut(const SpecializedPlan& plan, int* cut_entry) {
+size_t RowSplitCut(const SpecializedPlan& plan, int64_t rows, int* cut_entry) {
   const size_t n = plan.steps.size();
   *cut_entry = -1;
-  if (plan.split_rows <= 1 || n < 2) return n;
+  if (rows <= 1 || n < 2) return n;
   // The step producing each entry (n: bound, not produced by a step).
   std::vector<size_t> producer(plan.entries.size(), n);
   for (size_t s = 0; s < n; ++s) {
@@ -225,7 +225,7 @@ size_t RowSplitCut(const SpecializedPlan& plan, int* cut_entry) {
         }
       }
       for (uint32_t o = 0; o < ps.out_count; ++o) row_out += bytes(static_cast<int>(ps.out_begin + o));
-      row_out /= plan.split_rows;
+      row_out /= rows;
     }
     const bool weighted = RuleOf(ps.step->op_type) == RowRule::kWeighted;
     batched[s] = batched[s + 1] && (!weighted || (WeightReusePerRow(plan, ps) <= kBatchedTailMaxReuse &&
@@ -246,7 +246,7 @@ size_t RowSplitCut(const SpecializedPlan& plan, int* cut_entry) {
     }
     if (live.size() != 1) continue;
     const Entry& root = plan.entries[static_cast<size_t>(*live.begin())];
-    if (root.kind != EntryKind::kArena || !root.typed || !HasRows(root.type, plan.split_rows)) continue;
+    if (root.kind != EntryKind::kArena || !root.typed || !HasRows(root.type, rows)) continue;
     *cut_entry = *live.begin();
     return c;
   }

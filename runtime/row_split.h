@@ -53,20 +53,21 @@ int64_t RowSplitRows(const SpecializedPlan& plan);
 // per row, while the early layers' large activations stay row by row. Only
 // at a step where one value carries everything the rest reads from before
 // it (a block boundary). Batch 8, one thread, p50 against rows to the end
-// (Intel Xeon, 2 MiB L2): ResNet-50 from layer2.1 -3%, ResNet-18 from
-// layer2.1 -8%. MobileNet-v2's depthwise layers (weights 1/20 of their
-// output) keep it row by row up to its last 1x1 and classifier (5 MB of
-// weights for 4 KB of output a row): with its 28x28 and 14x14 blocks
-// batched too it ran 6-8% slower.
+// (Intel Xeon, 2 MiB L2): ResNet-50 from layer2.1 -4.5..-7%, ResNet-18
+// -11..-14%, GoogLeNet -5..-8%. MobileNet-v2's depthwise layers at 14x14
+// and up (weights 1/20 of their output) keep it row by row up to its 7x7
+// blocks, p50 even: with its 28x28 and 14x14 blocks batched too it ran
+// 6-8% slower.
 inline constexpr int64_t kBatchedTailMaxReuse = 28 * 28;
 inline constexpr int64_t kBatchedTailMaxOutputPerWeight = 8;
 
-// Where Execution switches a plan with split_rows from rows to the batch:
-// the number of leading steps it runs row by row, steps.size() for all of
-// them. A cut c < steps.size() has exactly one value that steps >= c read
-// and steps < c produce, `*cut_entry` (an arena entry with dim 0 = rows),
-// no graph output among the values steps < c produce, and weighted steps
-// from c on as above. O(steps^2 x inputs).
-size_t RowSplitCut(const SpecializedPlan& plan, int* cut_entry);
+// Where Execution switches a batch of `rows` separable rows (split_rows,
+// or SeparableRows for a plan that runs whole) from rows to the batch: the
+// number of leading steps run row by row, steps.size() for all of them. A
+// cut c < steps.size() has exactly one value that steps >= c read and
+// steps < c produce, `*cut_entry` (an arena entry with dim 0 = rows), no
+// graph output among the values steps < c produce, and weighted steps from
+// c on as above. O(steps^2 x inputs).
+size_t RowSplitCut(const SpecializedPlan& plan, int64_t rows, int* cut_entry);
 
 }  // namespace orrery::runtime

@@ -478,8 +478,10 @@ Result<std::shared_ptr<SpecializedPlan>> Specialize(std::shared_ptr<const Plan> 
   Builder builder(sp.get());
   ORRERY_RETURN_IF_ERROR(builder.Build());
   sp->split_rows = RowSplitRows(*sp);
-  sp->split_cut = RowSplitCut(*sp, &sp->split_cut_entry);
-  PlanTailArena(*sp);
+  sp->split_cut = RowSplitCut(*sp, sp->split_rows > 1 ? sp->split_rows : SeparableRows(*sp), &sp->split_cut_entry);
+  // Only a plan whose batches run row by row runs just its tail; one that
+  // runs whole (another batch's per-thread tail, say) keeps its arena.
+  if (sp->split_rows > 1) PlanTailArena(*sp);
   sp->idle_.reserve(kMaxIdleRunStates);
   return sp;
 }

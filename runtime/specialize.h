@@ -101,9 +101,11 @@ class SpecializedPlan {
   // N when Execution runs this batch of N rows one row at a time on the
   // plan for a single row (runtime/row_split.h); 0: as one batch.
   int64_t split_rows = 0;
-  // With split_rows: the steps run row by row (RowSplitCut); from step
-  // split_cut on the batch runs on this plan, from entry split_cut_entry
-  // (-1 when split_cut is steps.size(): rows to the end).
+  // Of a batch of separable rows: the steps that run row by row before the
+  // batch switches to a tail plan (RowSplitCut), from entry split_cut_entry
+  // (-1 when split_cut is steps.size(): rows to the end). With split_rows
+  // this plan is that tail (only its steps from split_cut on ever run);
+  // without, it may serve as the per-thread tail of a larger batch.
   size_t split_cut = 0;
   int split_cut_entry = -1;
   // Largest per-thread scratch of any static step (ops::ScratchStride'd).
