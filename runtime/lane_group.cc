@@ -46,11 +46,15 @@ pid_t ThisTid() {
 LaneGroup::LaneGroup(LaneGroupOptions options)
     : size_(options.threads < 1 ? 1 : options.threads),
       spin_ns_(options.spin_ns),
+      pinned_(!options.cpus.empty()),
       stall_ns_(options.stall_ns),
       rescue_ok_(options.stall_ns > 0),
       slots_(std::make_unique<Slot[]>(static_cast<size_t>(size_))),
       watches_(static_cast<size_t>(size_)) {
   if (!options.cpus.empty()) PinTo(pthread_self(), options.cpus[0]);
+  // The constructing thread is usually the caller: workers that sleep
+  // before the first job keep off its core already.
+  if (!pinned_) caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
   workers_.reserve(static_cast<size_t>(size_ - 1));
   for (int t = 1; t < size_; ++t) {
     workers_.emplace_back([this, t] { WorkerLoop(t); });
@@ -311,6 +315,7 @@ void LaneGroup::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> f
 }
 
 void LaneGroup::Wake() {
+  if (!pinned_) caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
   wake_.store(++epoch_, std::memory_order_release);
   wake_.notify_all();  // no system call when no worker waits
 }
@@ -319,6 +324,15 @@ void LaneGroup::ExpectJob(int64_t in_ns) {
   if (size_ == 1 || in_ns > spin_ns_) return;
   if (sleeping_.load(std::memory_order_relaxed) > 0) ++stats_.prewakes;
   Wake();
+}
+
+bool LaneGroup::SleepAwayFromCaller(cpu_set_t* mask) const {
+  const int cpu = caller_cpu_.load(std::memory_order_relaxed);
+  if (pinned_ || cpu < 0 || sched_getaffinity(0, sizeof(*mask), mask) != 0) return false;
+  cpu_set_t others = *mask;
+  CPU_CLR(cpu, &others);
+  return CPU_COUNT(&others) > 0 && CPU_COUNT(&others) < CPU_COUNT(mask) &&
+         sched_setaffinity(0, sizeof(others), &others) == 0;
 }
 
 void LaneGroup::WorkerLoop(int thread) {
@@ -361,7 +375,10 @@ void LaneGroup::WorkerLoop(int thread) {
         }
       }
     }
+    cpu_set_t mask;
+    bool away = false;
     if (gen == seen) {
+      away = SleepAwayFromCaller(&mask);
       sleeping_.fetch_add(1, std::memory_order_relaxed);
       while ((gen = wake_.load(std::memory_order_acquire)) == seen) {
         wake_.wait(seen, std::memory_order_acquire);
@@ -369,9 +386,14 @@ void LaneGroup::WorkerLoop(int thread) {
       sleeping_.fetch_sub(1, std::memory_order_relaxed);
     }
     seen = gen;
-    if (stop_.load(std::memory_order_acquire)) break;
-    RunTasks(thread);
-    RestoreIfMoved(thread);
+    const bool stop = stop_.load(std::memory_order_acquire);
+    if (!stop) {
+      RunTasks(thread);
+      RestoreIfMoved(thread);
+    }
+    // After the job, not before it: the wake-up's tasks wait for no system call.
+    if (away) (void)sched_setaffinity(0, sizeof(mask), &mask);
+    if (stop) break;
   }
   RestoreIfMoved(thread);
 }

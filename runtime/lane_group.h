@@ -101,6 +101,15 @@ class LaneGroup final : public ops::ThreadGroup {
 
  private:
   void WorkerLoop(int thread);
+  // Unpinned groups: before a worker sleeps on the futex, narrows its
+  // affinity to the cores other than the caller's last (restored once it
+  // wakes), so that the wake-up puts it on another core. Linux otherwise
+  // often wakes it on the waker's core, where it cannot run while the
+  // caller works, and its balancer leaves it there as cache-hot: the
+  // caller then claimed every task itself (a 2-thread mlp at batch 8,
+  // fresh processes of 60 runs: 20 of 30 at the one-thread time). True
+  // when narrowed; `mask` then holds the affinity to restore.
+  bool SleepAwayFromCaller(cpu_set_t* mask) const;
   // Claims and runs tasks of the current job until none is left (or a
   // newer job has replaced it).
   void RunTasks(int thread);
@@ -149,6 +158,8 @@ class LaneGroup final : public ops::ThreadGroup {
 
   const int size_;
   const int64_t spin_ns_;
+  const bool pinned_;  // options.cpus given
+  std::atomic<int> caller_cpu_{-1};  // the caller's core at its last Wake (unpinned)
   uint32_t generation_ = 0;  // the caller's count of jobs
   uint32_t epoch_ = 0;       // the caller's count of Wake calls
   // The job's description (read by every thread), the claim counter and

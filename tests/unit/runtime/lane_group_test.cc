@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -109,6 +110,33 @@ TEST(LaneGroupTest, StatsCountJobsBarrierWaitsAndSleepingWorkers) {
   EXPECT_GE(s.waits, 1);
   EXPECT_LE(s.waits, 3);
   EXPECT_GT(s.wait_ns, 0);
+}
+
+TEST(LaneGroupTest, AnUnpinnedWorkerSleepsAwayFromTheCallersCore) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "needs two CPUs";
+  LaneGroup group(LaneGroupOptions{.threads = 2, .spin_ns = 0});  // sleep at once
+  std::atomic<pid_t> worker{0};
+  std::atomic<int> caller_cpu{-1};
+  // Two tasks that wait for each other: each thread runs one.
+  std::atomic<int> started{0};
+  group.ParallelFor(2, [&](int64_t, int thread) {
+    if (thread == 0) caller_cpu = sched_getcpu();
+    if (thread == 1) worker = static_cast<pid_t>(gettid());
+    started.fetch_add(1);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  });
+  ASSERT_NE(worker.load(), 0) << "the worker took no task";
+  // Before it sleeps on the futex it narrows its affinity (restored once
+  // it wakes and has run its tasks): the wake-up cannot put it on the core
+  // the caller works on.
+  while (group.sleeping_workers() == 0) std::this_thread::yield();
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(worker.load(), sizeof(mask), &mask), 0);
+  EXPECT_FALSE(CPU_ISSET(caller_cpu.load(), &mask)) << "caller on CPU " << caller_cpu.load();
+  EXPECT_EQ(CPU_COUNT(&mask), CPU_COUNT(&all) - 1);
 }
 
 TEST(LaneGroupTest, ASpinningWorkerIsNotCountedAsAsleep) {
