@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstring>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "ops/parallel.h"
 #include "runtime/executor.h"
@@ -158,6 +160,22 @@ std::shared_ptr<const runtime::SpecializedPlan> TailPlanFor(
   Result<std::shared_ptr<const runtime::SpecializedPlan>> plan = cache.Get(refs);
   if (!plan.ok() || (*plan)->split_cut != batch_plan->split_cut || (*plan)->split_cut_entry < 0) return nullptr;
   return std::move(plan).value();
+}
+
+// Copies `part` into piece `index` of `pieces` equal pieces along dim 0 of
+// `batch` (output `name`); INTERNAL, naming `what` gave it, when it is not
+// such a piece.
+Status PlacePiece(const Tensor& part, size_t pieces, size_t index, Tensor& batch, std::string_view name,
+                  const std::string& what) {
+  if (part.dtype() != batch.dtype() || part.byte_size() * pieces != batch.byte_size()) {
+    return Status::Internal("output '" + std::string(name) + "': " + what + " gave " + ShapeToString(part.shape()) +
+                            " for a batch of " + ShapeToString(batch.shape()));
+  }
+  if (part.byte_size() > 0) {
+    std::memcpy(static_cast<std::byte*>(batch.raw_data()) + part.byte_size() * index, part.raw_data(),
+                part.byte_size());
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -423,30 +441,21 @@ Status Execution::BeginWave() {
 Status Execution::FinishWave() {
   RowSplit& split = *rows_;
   for (size_t t = 0; t < static_cast<size_t>(split.active()); ++t) {
-    const int64_t row_index = split.RowOf(t);
+    const auto row_index = static_cast<size_t>(split.RowOf(t));
     if (split.tail_plan != nullptr) {
-      // The row's cut value into its tail's rows (sizes checked at Start):
-      // the slot's wave-th.
-      const Tensor& row = RowState(t).entries[static_cast<size_t>(split.row_entry)];
-      Tensor& rows = split.tails[t].state->entries[static_cast<size_t>(split.tail_entry)];
-      std::memcpy(static_cast<std::byte*>(rows.raw_data()) + row.byte_size() * static_cast<size_t>(split.wave),
-                  row.raw_data(), row.byte_size());
+      // The row's cut value into its tail's rows: the slot's wave-th.
+      ORRERY_RETURN_IF_ERROR(PlacePiece(RowState(t).entries[static_cast<size_t>(split.row_entry)],
+                                        static_cast<size_t>(split.tail_rows), static_cast<size_t>(split.wave),
+                                        split.tails[t].state->entries[static_cast<size_t>(split.tail_entry)],
+                                        "(the tail's input)", "row " + std::to_string(row_index)));
       continue;
     }
     Result<std::vector<NamedTensor>> outs = runtime::CollectOutputs(*plan_, RowState(t));
     if (!outs.ok()) return outs.status();
     for (size_t o = 0; o < outs->size(); ++o) {
-      const Tensor& row = (*outs)[o].tensor;
-      Tensor& batch = split.outputs[o].tensor;
-      if (row.dtype() != batch.dtype() || row.byte_size() * static_cast<size_t>(split.rows) != batch.byte_size()) {
-        return Status::Internal("output '" + split.outputs[o].name + "': row " + std::to_string(row_index) +
-                                " gave " + ShapeToString(row.shape()) + " for a batch of " +
-                                ShapeToString(batch.shape()));
-      }
-      if (row.byte_size() > 0) {
-        std::memcpy(static_cast<std::byte*>(batch.raw_data()) + row.byte_size() * static_cast<size_t>(row_index),
-                    row.raw_data(), row.byte_size());
-      }
+      ORRERY_RETURN_IF_ERROR(PlacePiece((*outs)[o].tensor, static_cast<size_t>(split.rows), row_index,
+                                        split.outputs[o].tensor, split.outputs[o].name,
+                                        "row " + std::to_string(row_index)));
     }
   }
   EndRows();
@@ -469,15 +478,8 @@ Result<std::vector<NamedTensor>> Execution::TailOutputs() {
   for (size_t t = 0; t < split.tails.size(); ++t) {
     ORRERY_ASSIGN_OR_RETURN(std::vector<NamedTensor> outs, runtime::CollectOutputs(*split.tail_plan, *split.tails[t].state));
     for (size_t o = 0; o < outs.size() && o < split.outputs.size(); ++o) {
-      const Tensor& part = outs[o].tensor;
-      Tensor& batch = split.outputs[o].tensor;
-      if (part.dtype() != batch.dtype() || part.byte_size() * split.tails.size() != batch.byte_size()) {
-        return Status::Internal("output '" + split.outputs[o].name + "': tail " + std::to_string(t) + " gave " +
-                                ShapeToString(part.shape()) + " for a batch of " + ShapeToString(batch.shape()));
-      }
-      if (part.byte_size() > 0) {
-        std::memcpy(static_cast<std::byte*>(batch.raw_data()) + part.byte_size() * t, part.raw_data(), part.byte_size());
-      }
+      ORRERY_RETURN_IF_ERROR(PlacePiece(outs[o].tensor, split.tails.size(), t, split.outputs[o].tensor,
+                                        split.outputs[o].name, "tail " + std::to_string(t)));
     }
   }
   return std::move(split.outputs);
