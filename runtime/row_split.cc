@@ -216,8 +216,9 @@ size_t RowSplitCut(const SpecializedPlan& plan, int64_t rows, int* cut_entry) {
   std::vector<bool> batched(n + 1, true);
   for (size_t s = n; s-- > 0;) {
     const PlannedStep& ps = plan.steps[s];
+    const bool weighted = RuleOf(ps.step->op_type) == RowRule::kWeighted;
     int64_t weights = 0, row_out = 0;
-    if (RuleOf(ps.step->op_type) == RowRule::kWeighted) {
+    if (weighted) {
       for (uint32_t i = 0; i < ps.in_count; ++i) {
         const int e = plan.step_inputs[ps.in_begin + i];
         if (e >= 0 && plan.entries[static_cast<size_t>(RootOf(plan, e))].kind == EntryKind::kConstant) {
@@ -227,7 +228,6 @@ size_t RowSplitCut(const SpecializedPlan& plan, int64_t rows, int* cut_entry) {
       for (uint32_t o = 0; o < ps.out_count; ++o) row_out += bytes(static_cast<int>(ps.out_begin + o));
       row_out /= rows;
     }
-    const bool weighted = RuleOf(ps.step->op_type) == RowRule::kWeighted;
     batched[s] = batched[s + 1] && (!weighted || (WeightReusePerRow(plan, ps) <= kBatchedTailMaxReuse &&
                                                   weights * kBatchedTailMaxOutputPerWeight >= row_out));
   }
