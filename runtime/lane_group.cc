@@ -183,17 +183,21 @@ bool LaneGroup::ExcludeFrom(int target, int cpu) {
   return ok;
 }
 
-void LaneGroup::LeaveCore(int cpu) {
-  cpu_set_t mine;
-  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return;
-  cpu_set_t others = mine;
+bool LaneGroup::AvoidCore(int cpu, cpu_set_t* mask) {
+  if (cpu < 0 || sched_getaffinity(0, sizeof(*mask), mask) != 0) return false;
+  cpu_set_t others = *mask;
   CPU_CLR(cpu, &others);
-  if (CPU_COUNT(&others) == 0) return;  // pinned here: just sleep instead
+  // Not in the mask (nothing to do), or the only core in it (pinned there).
+  if (CPU_COUNT(&others) == 0 || CPU_COUNT(&others) == CPU_COUNT(mask)) return false;
+  return sched_setaffinity(0, sizeof(others), &others) == 0;
+}
+
+void LaneGroup::LeaveCore(int cpu) {
   // Moves this thread off `cpu` now (it returns once it runs elsewhere,
   // behind the intruder if that core is still taken), then lets it back.
-  if (sched_setaffinity(0, sizeof(others), &others) == 0) {
-    (void)sched_setaffinity(0, sizeof(mine), &mine);
-  }
+  // Pinned to `cpu`: it just sleeps instead.
+  cpu_set_t mine;
+  if (AvoidCore(cpu, &mine)) (void)sched_setaffinity(0, sizeof(mine), &mine);
 }
 
 void LaneGroup::FinishTask() {
@@ -327,12 +331,7 @@ void LaneGroup::ExpectJob(int64_t in_ns) {
 }
 
 bool LaneGroup::SleepAwayFromCaller(cpu_set_t* mask) const {
-  const int cpu = caller_cpu_.load(std::memory_order_relaxed);
-  if (pinned_ || cpu < 0 || sched_getaffinity(0, sizeof(*mask), mask) != 0) return false;
-  cpu_set_t others = *mask;
-  CPU_CLR(cpu, &others);
-  return CPU_COUNT(&others) > 0 && CPU_COUNT(&others) < CPU_COUNT(mask) &&
-         sched_setaffinity(0, sizeof(others), &others) == 0;
+  return !pinned_ && AvoidCore(caller_cpu_.load(std::memory_order_relaxed), mask);
 }
 
 void LaneGroup::WorkerLoop(int thread) {

@@ -144,6 +144,11 @@ class LaneGroup final : public ops::ThreadGroup {
   // Narrows a moved `target`'s affinity to its saved mask without `cpu`,
   // unless it has restored it already; it restores it when it next runs.
   bool ExcludeFrom(int target, int cpu);
+  // Narrows this thread's affinity to its mask without `cpu`, saving the
+  // mask in `mask`; false, changing nothing, when `cpu` is not in it, is
+  // the only core in it, or a call fails. LeaveCore and
+  // SleepAwayFromCaller; they restore `mask` when they are done.
+  static bool AvoidCore(int cpu, cpu_set_t* mask);
   // Moves this thread off `cpu` (when its mask allows another core).
   static void LeaveCore(int cpu);
   // The caller's side after moving a stalled worker here: sleeps until
