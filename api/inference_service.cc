@@ -1,6 +1,7 @@
 #include "api/inference_service.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "api/version.h"
 #include "runtime/inputs.h"
 
+#include <google/protobuf/arena.h>
 #include <spdlog/spdlog.h>
 
 namespace orrery {
@@ -104,6 +106,17 @@ Result<int64_t> RequestDeadlineNs(const grpc::ServerContextBase& context, const 
   return scheduler.NowNs() + std::max<int64_t>(timeout_ns, 0);
 }
 
+// The first block of a call's arena (see Call::arena). Requests of small
+// models and their answers fit; bigger ones take further blocks.
+constexpr size_t kArenaBlockBytes = 8192;
+
+google::protobuf::ArenaOptions ArenaOptionsFor(std::array<char, kArenaBlockBytes>* block) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block->data();
+  options.initial_block_size = block->size();
+  return options;
+}
+
 }  // namespace
 
 // One ModelInfer from its arrival to its answer. It is created before its
@@ -134,8 +147,16 @@ struct InferenceServiceImpl::Call {
   }
 
   grpc::ServerContext context;
-  inference::ModelInferRequest request;
-  inference::ModelInferResponse response;
+  // The request and the response live on the call's arena, whose first
+  // block is part of this object: their strings and maps (names, shapes,
+  // parameters, a small payload) are then carved from it instead of
+  // malloc'ed one by one, on the thread that receives the request and on
+  // the lane that fills the answer, and all freed at once with the call.
+  alignas(8) std::array<char, kArenaBlockBytes> arena_block;
+  google::protobuf::Arena arena{ArenaOptionsFor(&arena_block)};
+  inference::ModelInferRequest& request = *google::protobuf::Arena::CreateMessage<inference::ModelInferRequest>(&arena);
+  inference::ModelInferResponse& response =
+      *google::protobuf::Arena::CreateMessage<inference::ModelInferResponse>(&arena);
   grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder{&context};
   std::shared_ptr<Call> self;  // gRPC's reference: see above
   bool arrived = false;        // see Arrived
@@ -459,6 +480,11 @@ void InferenceServiceImpl::Complete(const std::shared_ptr<Call>& call) {
     response->set_model_version(std::to_string(record->version()));
     response->set_id(request_id);
     EncodeInferOutputs(*outputs, response);
+    // Freed here, on the thread that allocated them (the lane that ran the
+    // request): freed with the call on a serving thread, each buffer took
+    // the lane's malloc arena lock there, and the two threads woke each
+    // other on it.
+    std::vector<NamedTensor>().swap(*outputs);
     // What the scheduler measured, so that a client (bench/loadgen) can split
     // its end-to-end latency into queueing, execution and serving overhead.
     (*response->mutable_parameters())["orrery_lane_ns"].set_int64_param(run.lane_ns);

@@ -1,6 +1,7 @@
 // End-to-end tests against the real orreryd binary over gRPC on loopback.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -308,6 +309,36 @@ TEST_F(ServerTest, TypedContentsAreAccepted) {
   grpc::Status s = client_->Infer(key, req, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   ExpectOutputNear(resp, y, 1e-5f);
+}
+
+// A request and an answer several times the first block of a call's arena
+// (8 KiB, api/inference_service.cc): 512 rows in (32 KiB), 512 out (16 KiB),
+// each row the model's answer for that row alone.
+TEST_F(ServerTest, LargeRequestsAndAnswersRoundTrip) {
+  std::string key;
+  ASSERT_TRUE(client_->CreateTenant(admin_, "large", &key).ok());
+  v1::UploadModelResponse up;
+  ASSERT_TRUE(client_->Upload(key, "mlp", ReadFileOrEmpty(ModelPath("mlp", "model.onnx")), &up).ok());
+  const NamedTensor x = LoadTensor("mlp", "input_0.pb");
+  const NamedTensor y = LoadTensor("mlp", "output_0.pb");
+  ASSERT_EQ(x.tensor.shape()[0], 2);
+  constexpr int64_t kRows = 512;
+  const int64_t in_cols = x.tensor.shape()[1], out_cols = y.tensor.shape()[1];
+  Result<Tensor> allocated_x = Tensor::Allocate(DType::kFloat32, Shape{kRows, in_cols});
+  Result<Tensor> allocated_y = Tensor::Allocate(DType::kFloat32, Shape{kRows, out_cols});
+  ASSERT_TRUE(allocated_x.ok() && allocated_y.ok());
+  Tensor big_x = std::move(allocated_x).value();
+  Tensor big_y = std::move(allocated_y).value();
+  for (int64_t r = 0; r < kRows; ++r) {
+    std::copy_n(x.tensor.data<float>() + (r % 2) * in_cols, in_cols, big_x.data<float>() + r * in_cols);
+    std::copy_n(y.tensor.data<float>() + (r % 2) * out_cols, out_cols, big_y.data<float>() + r * out_cols);
+  }
+  inference::ModelInferResponse resp;
+  grpc::Status s = client_->Infer(key, RawRequest("mlp", {x.name, std::move(big_x)}), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.id(), "req-1");
+  EXPECT_EQ(resp.model_name(), "mlp");
+  ExpectOutputNear(resp, {y.name, std::move(big_y)}, 1e-5f);
 }
 
 TEST_F(ServerTest, AllV0OpsModelMatchesNumpy) {
