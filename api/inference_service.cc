@@ -107,7 +107,7 @@ Result<int64_t> RequestDeadlineNs(const grpc::ServerContextBase& context, const 
 }
 
 // The first block of a call's arena (see Call::arena). Requests of small
-// models and their answers fit; bigger ones take further blocks.
+// models fit; bigger ones take further blocks.
 constexpr size_t kArenaBlockBytes = 8192;
 
 google::protobuf::ArenaOptions ArenaOptionsFor(std::array<char, kArenaBlockBytes>* block) {
@@ -147,16 +147,19 @@ struct InferenceServiceImpl::Call {
   }
 
   grpc::ServerContext context;
-  // The request and the response live on the call's arena, whose first
-  // block is part of this object: their strings and maps (names, shapes,
-  // parameters, a small payload) are then carved from it instead of
-  // malloc'ed one by one, on the thread that receives the request and on
-  // the lane that fills the answer, and all freed at once with the call.
+  // The request lives on the call's arena, whose first block is part of
+  // this object: its strings and maps (names, shapes, parameters, a small
+  // payload) are carved from it instead of malloc'ed one by one, and freed
+  // at once with the call, on the thread that received it. The response is
+  // filled by the lane that ran the request (Complete) and freed as soon as
+  // Finish has serialized it (Answer: on that lane too unless a ledger
+  // writer answers), not with the call: a thread freeing what another
+  // allocated takes that thread's glibc arena lock, and the lane and the
+  // receiving thread woke each other on it (api/README.md).
   alignas(8) std::array<char, kArenaBlockBytes> arena_block;
   google::protobuf::Arena arena{ArenaOptionsFor(&arena_block)};
   inference::ModelInferRequest& request = *google::protobuf::Arena::CreateMessage<inference::ModelInferRequest>(&arena);
-  inference::ModelInferResponse& response =
-      *google::protobuf::Arena::CreateMessage<inference::ModelInferResponse>(&arena);
+  inference::ModelInferResponse response;
   grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder{&context};
   std::shared_ptr<Call> self;  // gRPC's reference: see above
   bool arrived = false;        // see Arrived
@@ -226,7 +229,8 @@ void InferenceServiceImpl::Answer(Call& call, const grpc::Status& status) {
   // The answer goes first: metrics and the log are not the client's wait
   // (on a lane they would delay this answer, not the next request's run).
   if (status.ok()) {
-    call.responder.Finish(call.response, status, &call);
+    call.responder.Finish(call.response, status, &call);  // serializes it now
+    inference::ModelInferResponse().Swap(&call.response);  // freed here (see Call)
   } else {
     call.responder.FinishWithError(status, &call);
   }
@@ -481,9 +485,7 @@ void InferenceServiceImpl::Complete(const std::shared_ptr<Call>& call) {
     response->set_id(request_id);
     EncodeInferOutputs(*outputs, response);
     // Freed here, on the thread that allocated them (the lane that ran the
-    // request): freed with the call on a serving thread, each buffer took
-    // the lane's malloc arena lock there, and the two threads woke each
-    // other on it.
+    // request), not with the call on a receiving thread (see Call).
     std::vector<NamedTensor>().swap(*outputs);
     // What the scheduler measured, so that a client (bench/loadgen) can split
     // its end-to-end latency into queueing, execution and serving overhead.
