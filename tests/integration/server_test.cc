@@ -311,9 +311,9 @@ TEST_F(ServerTest, TypedContentsAreAccepted) {
   ExpectOutputNear(resp, y, 1e-5f);
 }
 
-// A request and an answer several times the first block of a call's arena
-// (8 KiB, api/inference_service.cc): 512 rows in (32 KiB), 512 out (16 KiB),
-// each row the model's answer for that row alone.
+// A request four times the first block of a call's arena (8 KiB,
+// api/inference_service.cc) and a 16 KiB answer: 512 rows each way, every
+// row the model's answer for that row alone.
 TEST_F(ServerTest, LargeRequestsAndAnswersRoundTrip) {
   std::string key;
   ASSERT_TRUE(client_->CreateTenant(admin_, "large", &key).ok());
