@@ -44,6 +44,17 @@ constexpr int64_t kMaxKc = 192;
 // ~76 -> ~85, 256x196x2304 ~72 -> ~80 GFLOP/s; 128 was between, 64 worse.
 constexpr int64_t kMaxKcAvx2 = 96;
 constexpr int64_t kMaxNc = 21 * kPanelCols;  // 1008 columns
+// The narrowest N chunk when the left operand is packed here and the right
+// one is prepacked (a MatMul on weights). ChooseBlocking keeps the C chunk
+// and the right block within 1 MiB for later K blocks, which for many rows
+// makes narrow chunks, and each chunk packs every row of A again (a
+// transformer's 1024 x 1024 x 256 linear1 at batch 8: 6 chunks of 192,
+// A packed 6 times). Intel Xeon (2 MiB L2), one thread, sgemm_bench packed
+// B, GFLOP/s, 192-column chunks -> this: 1024x256x1024 171 -> 189-192,
+// 1024x768x256 180 -> 190-191, 1024x1024x256 180 -> 183-186, 2048^3 152
+// -> 180-182; the transformer at batch 8, p50 of 3 alternated rounds:
+// one thread 43.1-44.6 -> 41.8-42.7 ms, two 25.1-25.3 -> 24.3-24.5.
+constexpr int64_t kPrepackedRightMinNc = 8 * kPanelCols;  // 384 columns
 constexpr int64_t kMcPanels = 32;            // 256 rows
 constexpr double kMinParallelFlops = 5e5;
 constexpr int64_t kRowsOuterMaxK = 32;  // see rows_outer in Sgemm
@@ -267,6 +278,13 @@ Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed, int64
                              m_panels >= nthreads;
   sp.bl = ChooseBlocking(s, several && !rows_first && !split_weights && !few_rows ? nthreads : 1,
                          max_kc);
+  // Many rows packed here against prepacked weights: each N chunk packs
+  // all of its rows again, so chunks no narrower than
+  // kPrepackedRightMinNc (see there).
+  if (b_packed && !a_packed && (!several || rows_first)) {
+    sp.bl.nchunks = std::min(sp.bl.nchunks, std::max<int64_t>(1, CeilDiv(s.n, kPrepackedRightMinNc)));
+    sp.bl.nc = RoundUp(CeilDiv(s.n, sp.bl.nchunks), kPanelCols);
+  }
   // Few rows: one thread's N chunks, rounded up to a multiple of the threads.
   sp.n_chunks = few_rows ? std::min(RoundUp(sp.bl.nchunks, nthreads), std::max<int64_t>(1, s.n / kPanelCols))
                          : sp.bl.nchunks;

@@ -416,6 +416,25 @@ TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
   EXPECT_TRUE(narrow.once);
 }
 
+// Many rows packed on the fly against prepacked weights (a transformer's
+// MatMuls at batch 8): N chunks of at least 384 columns, since each chunk
+// packs all of its rows again. 704 x 768 x 64 at two threads: 8 row chunks
+// times 2 column chunks (the C-in-L2 bound alone made 3 of 288), with the
+// single-thread bits.
+TEST_P(SgemmIsaTest, ManyRowsOnPrepackedWeightsTakeWideChunks) {
+  const Case cs{704, 768, 64};
+  std::vector<float> one;
+  Check(cs, false, true, false, Epilogue{}, nullptr, &one);
+  if (HasFatalFailure()) return;
+  RecordingThreads lanes(2);
+  std::vector<float> got;
+  Check(cs, false, true, false, Epilogue{}, &lanes, &got);
+  EXPECT_EQ(got, one);
+  ASSERT_EQ(lanes.tasks.size(), 1u);
+  EXPECT_EQ(lanes.tasks[0], 16);
+  EXPECT_TRUE(lanes.once);
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, SgemmIsaTest,
                          ::testing::Values(GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512),
                          [](const auto& info) { return std::string(GemmIsaName(info.param)); });
