@@ -123,6 +123,10 @@ class SgemmIsaTest : public ::testing::TestWithParam<GemmIsa> {
     }
     if (out != nullptr) *out = c;
   }
+  // Rows packed on the fly against prepacked weights, on one thread and on
+  // two recorded ones: the same bits, one ParallelFor of `tasks` tasks, each
+  // run once.
+  void ExpectTwoThreadTasks(const Case& cs, int64_t tasks);
 };
 
 TEST_P(SgemmIsaTest, OddShapesAllOperandForms) {
@@ -390,13 +394,7 @@ class RecordingThreads : public ThreadGroup {
   testing::SpawnThreads inner_;
 };
 
-// Rows packed on the fly against wide prepacked weights bigger than L2 (a
-// transformer's 128 x 1024 x 256 linear layer on a 512 KiB L2, here 72 x
-// 800 x 1100, 3.5 MB): one N chunk per thread, so each thread streams its
-// own half of the weights (a row split streamed all of them once per row
-// chunk), with the single-thread bits.
-TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
-  const Case cs{72, 800, 1100};
+void SgemmIsaTest::ExpectTwoThreadTasks(const Case& cs, int64_t tasks) {
   std::vector<float> one;
   Check(cs, false, true, false, Epilogue{}, nullptr, &one);
   if (HasFatalFailure()) return;
@@ -405,8 +403,17 @@ TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
   Check(cs, false, true, false, Epilogue{}, &lanes, &got);
   EXPECT_EQ(got, one);
   ASSERT_EQ(lanes.tasks.size(), 1u);
-  EXPECT_EQ(lanes.tasks[0], 2);  // the row split made 5 (9 panels in chunks of 2)
+  EXPECT_EQ(lanes.tasks[0], tasks);
   EXPECT_TRUE(lanes.once);
+}
+
+// Rows packed on the fly against wide prepacked weights bigger than L2 (a
+// transformer's 128 x 1024 x 256 linear layer on a 512 KiB L2, here 72 x
+// 800 x 1100, 3.5 MB): one N chunk per thread, so each thread streams its
+// own half of the weights (a row split streamed all of them once per row
+// chunk), with the single-thread bits.
+TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
+  ExpectTwoThreadTasks({72, 800, 1100}, 2);  // the row split made 5 (9 panels in chunks of 2)
   // Narrow weights (5.3 panels: a column split would leave 3 + 2.3) keep
   // the row chunks.
   RecordingThreads narrow(2);
@@ -422,17 +429,7 @@ TEST_P(SgemmIsaTest, WideWeightsSplitColumnsPerThread) {
 // times 2 column chunks (the C-in-L2 bound alone made 3 of 288), with the
 // single-thread bits.
 TEST_P(SgemmIsaTest, ManyRowsOnPrepackedWeightsTakeWideChunks) {
-  const Case cs{704, 768, 64};
-  std::vector<float> one;
-  Check(cs, false, true, false, Epilogue{}, nullptr, &one);
-  if (HasFatalFailure()) return;
-  RecordingThreads lanes(2);
-  std::vector<float> got;
-  Check(cs, false, true, false, Epilogue{}, &lanes, &got);
-  EXPECT_EQ(got, one);
-  ASSERT_EQ(lanes.tasks.size(), 1u);
-  EXPECT_EQ(lanes.tasks[0], 16);
-  EXPECT_TRUE(lanes.once);
+  ExpectTwoThreadTasks({704, 768, 64}, 16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, SgemmIsaTest,
