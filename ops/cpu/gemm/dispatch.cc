@@ -159,16 +159,17 @@ bool ResidualOneBlock(GemmShape s, bool a_packed, bool b_packed, GemmIsa isa) {
          isa == GemmIsa::kAvx512;
 }
 
-// Even K blocks of at most max_kc; N chunks of at most kMaxNc, more of them
-// (down to 4 panels) when several threads need tasks.
-Blocking ChooseBlocking(GemmShape s, int threads, int64_t max_kc) {
+// Even K blocks of at most max_kc; N chunks of at most kMaxNc and, as L2
+// allows, at least min_nc columns; more of them (down to 4 panels) when
+// several threads need tasks.
+Blocking ChooseBlocking(GemmShape s, int threads, int64_t max_kc, int64_t min_nc = 2 * kPanelCols) {
   Blocking b;
   const int64_t kblocks = std::max<int64_t>(1, CeilDiv(s.k, max_kc));
   b.kc = std::max<int64_t>(1, CeilDiv(s.k, kblocks));
   // The C chunk (m x nc) and the right block (kc x nc) together stay within
   // ~1 MiB of L2, so that later K blocks find C still cached.
   const int64_t fit = (int64_t{1} << 18) / std::max<int64_t>(1, s.m + b.kc);
-  const int64_t max_nc = std::clamp(fit / kPanelCols * kPanelCols, 2 * kPanelCols, kMaxNc);
+  const int64_t max_nc = std::clamp(fit / kPanelCols * kPanelCols, min_nc, kMaxNc);
   int64_t nchunks = std::max<int64_t>(1, CeilDiv(s.n, max_nc));
   if (threads > 1) {
     const int64_t want = 4 * static_cast<int64_t>(threads);
@@ -276,15 +277,13 @@ Split ChooseSplit(GemmShape s, int nthreads, bool a_packed, bool b_packed, int64
   const bool split_weights = several && a_packed && !b_packed &&
                              RoundUp(s.m, kPanelRows) > RoundUp(s.n, 16) &&
                              m_panels >= nthreads;
+  // Rows packed here against prepacked weights (but few_rows, which splits
+  // the weights' columns among the threads): each N chunk packs all of its
+  // rows again, so chunks of at least kPrepackedRightMinNc (see there).
+  const int64_t min_nc =
+      b_packed && !a_packed && !few_rows ? kPrepackedRightMinNc : 2 * kPanelCols;
   sp.bl = ChooseBlocking(s, several && !rows_first && !split_weights && !few_rows ? nthreads : 1,
-                         max_kc);
-  // Many rows packed here against prepacked weights: each N chunk packs
-  // all of its rows again, so chunks no narrower than
-  // kPrepackedRightMinNc (see there).
-  if (b_packed && !a_packed && (!several || rows_first)) {
-    sp.bl.nchunks = std::min(sp.bl.nchunks, std::max<int64_t>(1, CeilDiv(s.n, kPrepackedRightMinNc)));
-    sp.bl.nc = RoundUp(CeilDiv(s.n, sp.bl.nchunks), kPanelCols);
-  }
+                         max_kc, min_nc);
   // Few rows: one thread's N chunks, rounded up to a multiple of the threads.
   sp.n_chunks = few_rows ? std::min(RoundUp(sp.bl.nchunks, nthreads), std::max<int64_t>(1, s.n / kPanelCols))
                          : sp.bl.nchunks;
