@@ -238,7 +238,7 @@ Status ComputeSplit(const KernelContext& ctx, std::span<Tensor> outputs) {
     const int64_t strides[2] = {in_row, 1};
     if (row > 0 && outer > 0) {
       StridedCopy(src + col * static_cast<int64_t>(elem), dims, strides, elem,
-                  outputs[k].raw_data());
+                  outputs[k].raw_data(), ctx.threads);
     }
     col += row;
   }

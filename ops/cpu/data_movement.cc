@@ -155,6 +155,39 @@ void StridedCopyTyped(const U* src, const SmallVec<int64_t>& dims,
   } while (it.Next());
 }
 
+// StridedCopyTyped over chunks of the outermost dim on `threads` when the
+// copy is large enough (kParallelCopyBytes) and that dim has at least two
+// chunks; each chunk is the same copy with a shorter outermost dim. Chunks
+// of a dim that is the source's contiguous one (a transpose's) stay whole
+// tiles, so each keeps the tiled path.
+template <typename U>
+void SplitCopy(const U* src, const SmallVec<int64_t>& dims, const SmallVec<int64_t>& strides,
+               U* dst, ThreadGroup* threads) {
+  const int t = NumThreads(threads);
+  int64_t elements = 1;
+  for (size_t i = 0; i < dims.size(); ++i) elements *= dims[i];
+  const int64_t outer = dims[0];
+  const int64_t row = elements / outer;  // destination elements per outer index
+  if (t <= 1 || elements * static_cast<int64_t>(sizeof(U)) < kParallelCopyBytes || outer < 2) {
+    StridedCopyTyped(src, dims, strides, dst);
+    return;
+  }
+  const int64_t tasks = 4 * static_cast<int64_t>(t);
+  int64_t chunk = (outer + tasks - 1) / tasks;
+  if (strides[0] == 1 && dims.size() > 1) chunk = (chunk + 31) / 32 * 32;  // whole tiles
+  const int64_t count = (outer + chunk - 1) / chunk;
+  if (count < 2) {
+    StridedCopyTyped(src, dims, strides, dst);
+    return;
+  }
+  ParallelFor(threads, count, [&](int64_t task, int) {
+    const int64_t lo = task * chunk;
+    SmallVec<int64_t> part = dims;
+    part[0] = lo + chunk < outer ? chunk : outer - lo;
+    StridedCopyTyped(src + lo * strides[0], part, strides, dst + lo * row);
+  });
+}
+
 }  // namespace
 
 Status RequireMovable(const TensorType& t, const char* op, const char* what) {
@@ -215,7 +248,8 @@ std::vector<int64_t> ContiguousStrides(const Shape& shape) {
 }
 
 void StridedCopy(const void* src, std::span<const int64_t> dims,
-                 std::span<const int64_t> src_strides, size_t elem_size, void* dst) {
+                 std::span<const int64_t> src_strides, size_t elem_size, void* dst,
+                 ThreadGroup* threads) {
   // Drop size-1 dims and merge dims that are contiguous with their inner one.
   SmallVec<int64_t> d, s;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -235,16 +269,16 @@ void StridedCopy(const void* src, std::span<const int64_t> dims,
   }
   switch (elem_size) {
     case 1:
-      StridedCopyTyped(static_cast<const uint8_t*>(src), d, s, static_cast<uint8_t*>(dst));
+      SplitCopy(static_cast<const uint8_t*>(src), d, s, static_cast<uint8_t*>(dst), threads);
       return;
     case 2:
-      StridedCopyTyped(static_cast<const uint16_t*>(src), d, s, static_cast<uint16_t*>(dst));
+      SplitCopy(static_cast<const uint16_t*>(src), d, s, static_cast<uint16_t*>(dst), threads);
       return;
     case 4:
-      StridedCopyTyped(static_cast<const uint32_t*>(src), d, s, static_cast<uint32_t*>(dst));
+      SplitCopy(static_cast<const uint32_t*>(src), d, s, static_cast<uint32_t*>(dst), threads);
       return;
     case 8:
-      StridedCopyTyped(static_cast<const uint64_t*>(src), d, s, static_cast<uint64_t*>(dst));
+      SplitCopy(static_cast<const uint64_t*>(src), d, s, static_cast<uint64_t*>(dst), threads);
       return;
     default: {
       // Not reached for ONNX dtypes; kept correct for any element size.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ops/parallel.h"
 #include "ops/registry.h"
 #include "ops/tensor.h"
 
@@ -44,8 +45,13 @@ Result<int64_t> CheckedDimMul(int64_t a, int64_t b, const char* op);
 // elements and may be negative (reversed slices) or zero (broadcast).
 // Dims are collapsed where possible; contiguous runs use memcpy and a
 // transpose of the two innermost dims is done in cache-sized tiles.
+// With `threads`, a copy of at least kParallelCopyBytes splits its
+// outermost dim into tasks (bytes move the same either way).
 void StridedCopy(const void* src, std::span<const int64_t> dims,
-                 std::span<const int64_t> src_strides, size_t elem_size, void* dst);
+                 std::span<const int64_t> src_strides, size_t elem_size, void* dst,
+                 ThreadGroup* threads = nullptr);
+// Smallest copy StridedCopy splits across threads.
+inline constexpr int64_t kParallelCopyBytes = int64_t{256} << 10;
 
 // INTERNAL unless a preallocated output has the shape compute derived from
 // the input values: a guard against writing past a buffer sized by an

@@ -26,11 +26,13 @@ namespace orrery::ops::cpu {
 // waking a second thread costs more than it saves.
 inline constexpr int64_t kParallelElements = int64_t{1} << 16;
 // The same for memory-bound loops (a compare or an add per element: Relu,
-// Clip, binary arithmetic): one core nearly saturates memory bandwidth, so a
-// second thread's wake-up (tens of microseconds after a long Conv) only pays
-// off for very large tensors (measured: Clip and Add in MobileNetV2 and the
-// transformer got slower with 2 threads at the 64K threshold).
-inline constexpr int64_t kParallelMemoryBoundElements = int64_t{1} << 21;
+// Clip, binary arithmetic): one core moves most of the bytes two would, so
+// a split pays only when the loop is long against a second thread's
+// wake-up (tens of microseconds after a long Conv): at 64K elements Clip
+// and Add in MobileNetV2 got slower with 2 threads. At 256K (1 MiB of
+// float32; the transformer's residual Add and score Div at batch 8) the
+// split saves time, and the second thread stays awake for the next step.
+inline constexpr int64_t kParallelMemoryBoundElements = int64_t{1} << 18;
 // Values per task of row kernels with several passes or an exp per value
 // (Softmax, LayerNorm): ~10 us of work, well above a task hand-off, so an
 // attention softmax of 4 x 128 x 128 splits into 8 tasks instead of one.

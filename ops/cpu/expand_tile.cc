@@ -56,7 +56,7 @@ Status ComputeExpand(const KernelContext& ctx, std::span<Tensor> outputs) {
     s *= in[i];
   }
   StridedCopy(x.raw_data(), out, std::span<const int64_t>(strides.data(), strides.size()),
-              DTypeSize(x.dtype()), y.raw_data());
+              DTypeSize(x.dtype()), y.raw_data(), ctx.threads);
   return Status::Ok();
 }
 
@@ -139,7 +139,8 @@ Status ComputeTile(const KernelContext& ctx, std::span<Tensor> outputs) {
     c = &computed;
   }
   ORRERY_RETURN_IF_ERROR(CheckOutputShape(outputs[0], c->out, "Tile"));
-  StridedCopy(x.raw_data(), c->dims, c->strides, DTypeSize(x.dtype()), outputs[0].raw_data());
+  StridedCopy(x.raw_data(), c->dims, c->strides, DTypeSize(x.dtype()), outputs[0].raw_data(),
+              ctx.threads);
   return Status::Ok();
 }
 

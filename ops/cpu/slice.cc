@@ -191,7 +191,7 @@ Status ComputeSlice(const KernelContext& ctx, std::span<Tensor> outputs) {
   const size_t elem = DTypeSize(x.dtype());
   const auto* src =
       static_cast<const uint8_t*>(x.raw_data()) + p->offset * static_cast<int64_t>(elem);
-  StridedCopy(src, p->out, p->strides, elem, outputs[0].raw_data());
+  StridedCopy(src, p->out, p->strides, elem, outputs[0].raw_data(), ctx.threads);
   return Status::Ok();
 }
 

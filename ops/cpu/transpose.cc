@@ -30,8 +30,9 @@ std::shared_ptr<PreparedPermute> MakePermute(const Shape& view, std::span<const 
   return p;
 }
 
-void PermuteInto(const Tensor& in, const PreparedPermute& p, Tensor& out) {
-  StridedCopy(in.raw_data(), p.dims, p.src_strides, DTypeSize(in.dtype()), out.raw_data());
+void PermuteInto(const Tensor& in, const PreparedPermute& p, Tensor& out, ThreadGroup* threads) {
+  StridedCopy(in.raw_data(), p.dims, p.src_strides, DTypeSize(in.dtype()), out.raw_data(),
+              threads);
 }
 
 // ---- Transpose ----
@@ -79,7 +80,8 @@ Status ComputeTranspose(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (ctx.prepared == nullptr) {
     return ComputeUnprepared(PrepareTranspose, ComputeTranspose, ctx, outputs);
   }
-  PermuteInto(*ctx.inputs[0], *static_cast<const PreparedPermute*>(ctx.prepared), outputs[0]);
+  PermuteInto(*ctx.inputs[0], *static_cast<const PreparedPermute*>(ctx.prepared), outputs[0],
+              ctx.threads);
   return Status::Ok();
 }
 
@@ -160,7 +162,8 @@ Status ComputeBlock(const KernelContext& ctx, std::span<Tensor> outputs) {
   if (ctx.prepared == nullptr) {
     return ComputeUnprepared(PrepareBlock<kToSpace>, ComputeBlock<kToSpace>, ctx, outputs);
   }
-  PermuteInto(*ctx.inputs[0], *static_cast<const PreparedPermute*>(ctx.prepared), outputs[0]);
+  PermuteInto(*ctx.inputs[0], *static_cast<const PreparedPermute*>(ctx.prepared), outputs[0],
+              ctx.threads);
   return Status::Ok();
 }
 

@@ -31,8 +31,8 @@ std::vector<float> Wave(size_t n) {
   return v;
 }
 
-// Runs op on one thread and on the fake pair; expects identical outputs and
-// that the pair was used.
+// Runs op on one thread and on the fake pair; expects identical outputs (all
+// of them) and that the pair was used.
 void ExpectSameOnTwoThreads(const std::string& op, const std::vector<const Tensor*>& inputs,
                             const Attributes& attrs = {}, int64_t opset = 17) {
   SCOPED_TRACE(op);
@@ -42,9 +42,12 @@ void ExpectSameOnTwoThreads(const std::string& op, const std::vector<const Tenso
   auto two = RunOp(op, inputs, attrs, opset, &pair);
   ASSERT_TRUE(two.ok()) << two.status().ToString();
   EXPECT_GT(pair.calls, 0) << "not split across threads";
-  const std::vector<float> a = Values<float>((*one)[0]), b = Values<float>((*two)[0]);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "at " << i;
+  ASSERT_EQ(one->size(), two->size());
+  for (size_t k = 0; k < one->size(); ++k) {
+    const std::vector<float> a = Values<float>((*one)[k]), b = Values<float>((*two)[k]);
+    ASSERT_EQ(a.size(), b.size()) << "output " << k;
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "output " << k << " at " << i;
+  }
 }
 
 // Guided chunks cover the units once, largest first (claim order), single
@@ -73,6 +76,40 @@ TEST(ThreadedKernelsTest, ElementwiseAndBroadcast) {
   const Tensor img = F32({1, 33, 256, 250}, Wave(33 * 256 * 250));
   const Tensor bias = F32({33, 1, 1}, Wave(33));
   ExpectSameOnTwoThreads("Mul", {&img, &bias});
+}
+
+// Copies of at least kParallelCopyBytes split their outermost dim: the
+// transformer's batch-first swap and per-head split at batch 8, a 2-D
+// transpose whose outer dim is the source's contiguous one (chunks of whole
+// tiles, 100 rows: a partial last one), a slice of a third of the last
+// axis, a reversed slice, Split, Expand and Tile.
+TEST(ThreadedKernelsTest, LargeCopies) {
+  const Tensor seq = F32({128, 8, 256}, Wave(128 * 8 * 256));
+  Attributes swap;
+  swap.Set("perm", std::vector<int64_t>{1, 0, 2});
+  ExpectSameOnTwoThreads("Transpose", {&seq}, swap);
+  const Tensor heads = F32({8, 128, 4, 64}, Wave(8 * 128 * 4 * 64));
+  Attributes split_heads;
+  split_heads.Set("perm", std::vector<int64_t>{0, 2, 1, 3});
+  ExpectSameOnTwoThreads("Transpose", {&heads}, split_heads);
+  const Tensor square = F32({700, 100}, Wave(700 * 100));
+  ExpectSameOnTwoThreads("Transpose", {&square});
+  const Tensor qkv = F32({8, 128, 768}, Wave(8 * 128 * 768));
+  const Tensor starts = testing::I64({1}, {256}), ends = testing::I64({1}, {512});
+  const Tensor axes = testing::I64({1}, {2});
+  ExpectSameOnTwoThreads("Slice", {&qkv, &starts, &ends, &axes});
+  const Tensor rstarts = testing::I64({1}, {-1}), rends = testing::I64({1}, {-1000});
+  const Tensor raxes = testing::I64({1}, {1}), rsteps = testing::I64({1}, {-1});
+  ExpectSameOnTwoThreads("Slice", {&qkv, &rstarts, &rends, &raxes, &rsteps});
+  Attributes last;
+  last.Set("axis", int64_t{-1});
+  last.Set("num_outputs", int64_t{3});
+  ExpectSameOnTwoThreads("Split", {&qkv}, last, 18);
+  const Tensor row = F32({1, 1, 768}, Wave(768));
+  const Tensor shape = testing::I64({3}, {8, 128, 768});
+  ExpectSameOnTwoThreads("Expand", {&row, &shape});
+  const Tensor repeats = testing::I64({3}, {8, 128, 1});
+  ExpectSameOnTwoThreads("Tile", {&row, &repeats});
 }
 
 TEST(ThreadedKernelsTest, RowsAndPlanes) {
