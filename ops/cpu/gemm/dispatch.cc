@@ -107,6 +107,7 @@ GemmIsa EnvCap() {
 }
 
 std::atomic<int> g_test_cap{static_cast<int>(GemmIsa::kAvx512)};
+std::atomic<int64_t> g_scratch_shortfalls{0};
 
 bool DetectInPlaceConv() {
   if (const char* v = std::getenv("ORRERY_CONV_KERNELS"); v != nullptr) {
@@ -306,16 +307,23 @@ struct ScratchLayout {
 };
 
 // Enough for either K block limit: the ISA may be capped (tests) between
-// sizing the scratch and running.
+// sizing the scratch and running. And enough for any smaller M or N with
+// the same K: callers size once and then run parts of the shape (a conv's
+// columns before its GEMM tail, Winograd's last chunk of rows or block of
+// tiles), and ChooseBlocking's N chunks are not monotonic in either: fewer
+// rows leave more of L2 to the right block, fewer columns may need one
+// chunk fewer (196 columns against 1024 rows: two chunks of 144; 192: one
+// of 192). No chunk is wider than kMaxNc or than N's whole panels.
 ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
   ScratchLayout l;
+  const int64_t nc_bound = std::min(RoundUp(s.n, kPanelCols), kMaxNc);
   for (const int64_t max_kc : {kMaxKc, kMaxKcAvx2, kResidualOneBlockMaxK}) {
     if (max_kc == kResidualOneBlockMaxK &&
         !ResidualOneBlock(s, a_packed, b_packed, GemmIsa::kAvx512)) {
       continue;
     }
     const Blocking bl = ChooseBlocking(s, 1, max_kc);  // the widest nc of any thread count
-    if (!b_packed) l.b_floats = std::max(l.b_floats, RoundUp(bl.kc * bl.nc, 16));
+    if (!b_packed) l.b_floats = std::max(l.b_floats, RoundUp(bl.kc * nc_bound, 16));
     // One full-depth panel (see full_depth in Sgemm).
     if (!b_packed && a_packed && s.k <= gemm_internal::kConvFullDepthMax) {
       l.b_floats = std::max(l.b_floats, RoundUp(s.k * kPanelCols, 16));
@@ -490,6 +498,8 @@ Result<Activation> ParseActivation(std::string_view name) {
   return Status::InvalidArgument("unknown fused activation '" + std::string(name) + "'");
 }
 
+int64_t SgemmScratchShortfalls() { return g_scratch_shortfalls.load(std::memory_order_relaxed); }
+
 int64_t SgemmScratchBytes(GemmShape s, bool a_packed, bool b_packed) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return 0;
   return Layout(s, a_packed, b_packed).bytes();
@@ -520,7 +530,17 @@ void Sgemm(GemmShape s, const LeftOperand& a, const RightOperand& b, float* c, i
   const bool post_in_tile = ep.has_post() && kern.tile_post && gemm_internal::PostInTile(ep);
   const bool post_after = ep.has_post() && !post_in_tile;
   const ScratchLayout layout = Layout(s, a.packed != nullptr, b.packed != nullptr);
-  const size_t stride = scratch.size() / static_cast<size_t>(nthreads);
+  size_t stride = scratch.size() / static_cast<size_t>(nthreads);
+  // A slice smaller than SgemmScratchBytes is the caller's sizing bug: run
+  // on heap scratch rather than write past it, and count it (tests hold
+  // SgemmScratchShortfalls at 0).
+  std::vector<std::byte> heap;
+  if (stride < static_cast<size_t>(layout.bytes())) {
+    g_scratch_shortfalls.fetch_add(1, std::memory_order_relaxed);
+    stride = static_cast<size_t>(layout.bytes());
+    heap.resize(stride * static_cast<size_t>(nthreads));
+    scratch = std::span<std::byte>(heap);
+  }
 
   const int64_t m_panels = CeilDiv(s.m, pr);
   const int64_t n_chunks = split.n_chunks;

@@ -184,8 +184,13 @@ struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
 };
 
-// Scratch one thread needs for a GEMM of this shape (bytes, <= ~1.1 MiB).
+// Scratch one thread needs for a GEMM of this shape, or of any shape with
+// the same K and no more rows or columns (bytes, <= ~1.3 MiB).
 int64_t SgemmScratchBytes(GemmShape s, bool a_packed, bool b_packed);
+// Sgemm calls so far whose scratch slices were smaller than
+// SgemmScratchBytes (each ran on heap scratch instead): a sizing bug when
+// not 0.
+int64_t SgemmScratchShortfalls();
 
 // C = epilogue(op(A) * op(B)). `scratch` holds NumThreads(threads) slices
 // of equal size, each at least SgemmScratchBytes and 64-byte aligned (the

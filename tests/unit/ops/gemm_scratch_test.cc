@@ -1,0 +1,118 @@
+// Sgemm's scratch sizing covers every part of a shape a kernel runs after
+// sizing once for the whole (a convolution's columns before its GEMM tail,
+// Winograd's last chunk of rows). A slice too small runs on heap scratch
+// and is counted (SgemmScratchShortfalls), so a sizing bug shows in any
+// build, not only as a heap overflow under AddressSanitizer.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "op_test_util.h"
+#include "ops/cpu/gemm/sgemm.h"
+#include "ops/registry.h"
+#include "parallel_test_util.h"
+
+namespace orrery::ops::cpu {
+namespace {
+
+using ops::testing::F32;
+using ops::testing::RandomFloats;
+using ops::testing::RunOp;
+using ops::testing::Values;
+
+Tensor RandomTensor(Shape shape, uint32_t seed) {
+  return F32(shape, RandomFloats(NumElements(shape), seed));
+}
+
+// SgemmScratchBytes for a shape is enough for any with the same K and no
+// more rows or columns. 196 columns against 1024 rows, K 256, took two
+// chunks of 144 columns, and 192 columns one of 192.
+TEST(GemmScratchTest, ScratchCoversSmallerShapes) {
+  for (const bool a_packed : {true, false}) {
+    for (const int64_t k : {27, 64, 128, 192, 256, 576, 1152}) {
+      for (const int64_t m : {16, 64, 256, 512, 1024, 2048}) {
+        for (const int64_t n : {49, 196, 784, 3136}) {
+          const int64_t whole = SgemmScratchBytes({m, n, k}, a_packed, false);
+          for (const int64_t mm : {int64_t{1}, m / 3 + 1, m - 1, m}) {
+            for (const int64_t nn : {int64_t{1}, n / 2, n - n % 48, n - 1, n}) {
+              if (nn < 1) continue;
+              ASSERT_LE(SgemmScratchBytes({mm, nn, k}, a_packed, false), whole)
+                  << "m " << mm << " of " << m << ", n " << nn << " of " << n << ", k " << k
+                  << (a_packed ? ", A packed" : "");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The shape that wrote past its scratch: ResNet-50's layer3 conv3 width
+// (256 -> 1024 at 14x14) with a residual, whose last 4 columns go to the
+// GEMM tail kernel. The fused result equals Conv then Add; no call fell
+// back to heap scratch.
+TEST(GemmScratchTest, PointwiseWithTailAndResidual) {
+  const int64_t before = SgemmScratchShortfalls();
+  const Tensor x = RandomTensor({1, 256, 14, 14}, 1);
+  const Tensor w = RandomTensor({1024, 256, 1, 1}, 2);
+  const Tensor b = RandomTensor({1024}, 3);
+  auto plain = RunOp("Conv", {&x, &w, &b});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  const Tensor z = RandomTensor((*plain)[0].shape(), 4);
+  Attributes fused;
+  fused.Set("_fused_residual", int64_t{1});
+  fused.Set("_fused_activation", std::string("Relu"));
+  for (const int threads : {1, 2}) {
+    testing::SpawnThreads group(threads);
+    auto got = RunOp("Conv", {&x, &w, &b, &z}, fused, 13, &group);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    const std::vector<float> y = Values<float>((*got)[0]);
+    const std::vector<float> p = Values<float>((*plain)[0]), r = Values<float>(z);
+    ASSERT_EQ(y.size(), p.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      const float want = p[i] + r[i] > 0.0f ? p[i] + r[i] : 0.0f;
+      ASSERT_NEAR(y[i], want, 1e-3f) << "at " << i << " on " << threads << " threads";
+    }
+  }
+  EXPECT_EQ(SgemmScratchShortfalls(), before);
+}
+
+// Convolutions over the paths that run part of their shape through Sgemm
+// (pointwise and 3x3 with GEMM tails, 7x7 / 14x14 / 28x28 planes, with and
+// without a residual; Winograd with a partial last chunk of channels), on
+// one and two threads: none is short of scratch.
+TEST(GemmScratchTest, ConvolutionsNeverFallBack) {
+  const int64_t before = SgemmScratchShortfalls();
+  uint32_t seed = 10;
+  struct Case {
+    int64_t c, m, hw, kernel;
+  };
+  const std::vector<Case> cases = {
+      {256, 1024, 14, 1}, {128, 512, 28, 1}, {512, 2048, 7, 1}, {64, 640, 14, 1},
+      {96, 1000, 14, 1},  {160, 960, 7, 1},  {64, 1024, 14, 3}, {32, 200, 28, 3},
+      {64, 72, 14, 3},    {48, 1100, 14, 3}, {128, 300, 28, 3},
+  };
+  for (const Case& cc : cases) {
+    const Tensor x = RandomTensor({1, cc.c, cc.hw, cc.hw}, seed++);
+    const Tensor w = RandomTensor({cc.m, cc.c, cc.kernel, cc.kernel}, seed++);
+    Attributes plain;
+    if (cc.kernel == 3) plain.Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    const Tensor z = RandomTensor({1, cc.m, cc.hw, cc.hw}, seed++);
+    Attributes residual = plain;
+    residual.Set("_fused_residual", int64_t{1});
+    for (const int threads : {1, 2}) {
+      testing::SpawnThreads group(threads);
+      auto a = RunOp("Conv", {&x, &w}, plain, 13, &group);
+      ASSERT_TRUE(a.ok()) << a.status().ToString();
+      auto r = RunOp("Conv", {&x, &w, &z}, residual, 13, &group);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(SgemmScratchShortfalls(), before)
+          << cc.c << " -> " << cc.m << " at " << cc.hw << "x" << cc.hw << ", " << cc.kernel << "x"
+          << cc.kernel << ", " << threads << " threads";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace orrery::ops::cpu
