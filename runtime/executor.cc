@@ -54,20 +54,39 @@ Status Recheck(const SpecializedPlan& plan, const PlannedStep& ps,
   return Status::Ok();
 }
 
+// With ORRERY_POISON_OUTPUTS=1 (tests) the bytes right after a step's
+// scratch hold this pattern, checked after the kernel (ScratchGuardHolds):
+// a kernel that writes past its declared scratch_bytes fails its step
+// instead of overwriting what follows (a shared scratch sized for a
+// larger step would otherwise hide it).
+constexpr size_t kScratchGuardBytes = 256;
+constexpr std::byte kScratchGuardByte{0xA5};
+
 Result<std::span<std::byte>> Scratch(const SpecializedPlan& plan, const PlannedStep& ps,
                                      RunState& state, ops::ThreadGroup* threads) {
   const size_t stride = ops::ScratchStride(ps.prepared.scratch_bytes);
   if (stride == 0) return std::span<std::byte>();
   const size_t threads_n = static_cast<size_t>(ops::NumThreads(threads));
-  if (static_cast<size_t>(state.scratch.byte_size()) < plan.scratch_stride * threads_n) {
+  const size_t guard = PoisonOutputs() ? kScratchGuardBytes : 0;
+  if (static_cast<size_t>(state.scratch.byte_size()) < plan.scratch_stride * threads_n + guard) {
     // Sized for the largest step so it grows once per thread count.
     ORRERY_ASSIGN_OR_RETURN(state.scratch,
                             Tensor::Allocate(DType::kUint8, {static_cast<int64_t>(
-                                                                plan.scratch_stride * threads_n)}));
+                                                                plan.scratch_stride * threads_n + guard)}));
   }
+  auto* base = static_cast<std::byte*>(state.scratch.raw_data());
+  if (guard > 0) std::memset(base + stride * threads_n, static_cast<int>(kScratchGuardByte), guard);
   // Each thread's slice is `stride` bytes: ThreadScratch divides evenly.
-  return std::span<std::byte>(static_cast<std::byte*>(state.scratch.raw_data()),
-                              stride * threads_n);
+  return std::span<std::byte>(base, stride * threads_n);
+}
+
+bool ScratchGuardHolds(std::span<const std::byte> scratch) {
+  if (!PoisonOutputs() || scratch.empty()) return true;
+  const std::byte* end = scratch.data() + scratch.size();
+  for (size_t i = 0; i < kScratchGuardBytes; ++i) {
+    if (end[i] != kScratchGuardByte) return false;
+  }
+  return true;
 }
 
 Status RunStatic(const SpecializedPlan& plan, const PlannedStep& ps,
@@ -93,6 +112,10 @@ Status RunStatic(const SpecializedPlan& plan, const PlannedStep& ps,
                           .threads = threads};
   Status st = step.compute(kctx, outputs);
   if (!st.ok()) return st.WithPrefix(step.label);
+  if (!ScratchGuardHolds(scratch)) {
+    return Status::Internal(step.label + ": the kernel wrote past its scratch (" +
+                            std::to_string(ps.prepared.scratch_bytes) + " bytes a thread)");
+  }
   for (uint32_t o = 0; o < ps.out_count; ++o) {
     const ops::TensorType& want = plan.entries[ps.out_begin + o].type;
     const Tensor& got = outputs[o];
