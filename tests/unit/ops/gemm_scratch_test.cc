@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "op_test_util.h"
@@ -112,6 +114,57 @@ TEST(GemmScratchTest, ConvolutionsNeverFallBack) {
           << cc.kernel << ", " << threads << " threads";
     }
   }
+}
+
+// Random convolutions (seeded; 1x1 / 3x3 / 5x5, strides 1 and 2, groups
+// and depthwise, planes 1..40, up to 1100 output channels), with and
+// without a residual, on one and two threads: each run on exactly its
+// declared scratch (AddressSanitizer sees any write past it) and none
+// falls back; the fused residual equals Conv then Add.
+TEST(GemmScratchTest, RandomConvolutions) {
+  const int64_t before = SgemmScratchShortfalls();
+  std::mt19937 gen(20261125);
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(gen));
+  };
+  uint32_t seed = 100;
+  for (int i = 0; i < 60; ++i) {
+    const int64_t kernel = pick({1, 1, 3, 3, 5});
+    const int64_t stride = pick({1, 1, 2});
+    const int64_t hw = std::uniform_int_distribution<int64_t>(kernel, 40)(gen);
+    const bool depthwise = pick({0, 0, 0, 1}) == 1;
+    const int64_t group = depthwise ? 1 : pick({1, 1, 1, 2});
+    const int64_t cg = depthwise ? 1 : pick({3, 16, 40, 64, 130, 256});  // per group
+    int64_t mg = depthwise ? pick({8, 24, 96}) : pick({8, 24, 72, 200, 520, 1100});
+    const int64_t g = depthwise ? mg : group;
+    // Keep each case under ~40 MFLOP.
+    while (mg > 8 && 2 * g * mg * cg * kernel * kernel * hw * hw > 40'000'000) mg /= 2;
+    const int64_t m = depthwise ? mg : g * mg, c = depthwise ? mg : g * cg;
+    const int64_t gg = depthwise ? mg : g;
+    const Tensor x = RandomTensor({1, c, hw, hw}, seed++);
+    const Tensor w = RandomTensor({m, c / gg, kernel, kernel}, seed++);
+    Attributes plain;
+    plain.Set("strides", std::vector<int64_t>{stride, stride});
+    const int64_t pad = kernel / 2;
+    plain.Set("pads", std::vector<int64_t>{pad, pad, pad, pad});
+    plain.Set("group", gg);
+    SCOPED_TRACE(std::to_string(c) + " -> " + std::to_string(m) + " at " + std::to_string(hw) + ", " +
+                 std::to_string(kernel) + "x" + std::to_string(kernel) + " / " + std::to_string(stride) +
+                 ", group " + std::to_string(gg));
+    for (const int threads : {1, 2}) {
+      testing::SpawnThreads group_threads(threads);
+      auto a = RunOp("Conv", {&x, &w}, plain, 13, &group_threads);
+      ASSERT_TRUE(a.ok()) << a.status().ToString();
+      const Tensor z = RandomTensor((*a)[0].shape(), seed++);
+      Attributes residual = plain;
+      residual.Set("_fused_residual", int64_t{1});
+      auto r = RunOp("Conv", {&x, &w, &z}, residual, 13, &group_threads);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      const std::vector<float> ya = Values<float>((*a)[0]), yr = Values<float>((*r)[0]), vz = Values<float>(z);
+      for (size_t j = 0; j < ya.size(); ++j) ASSERT_NEAR(yr[j], ya[j] + vz[j], 1e-3f) << "at " << j;
+    }
+  }
+  EXPECT_EQ(SgemmScratchShortfalls(), before);
 }
 
 }  // namespace
