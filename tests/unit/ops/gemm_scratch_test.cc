@@ -80,10 +80,10 @@ TEST(GemmScratchTest, PointwiseWithTailAndResidual) {
   EXPECT_EQ(SgemmScratchShortfalls(), before);
 }
 
-// Convolutions over the paths that run part of their shape through Sgemm
-// (pointwise and 3x3 with GEMM tails, 7x7 / 14x14 / 28x28 planes, with and
-// without a residual; Winograd with a partial last chunk of channels), on
-// one and two threads: none is short of scratch.
+// Pointwise and 3x3 convolutions on 7x7 / 14x14 / 28x28 planes (columns
+// past whole panels go to the GEMM tail; odd channel counts leave partial
+// last chunks), with and without a residual, on one and two threads: no
+// Sgemm call is short of scratch.
 TEST(GemmScratchTest, ConvolutionsNeverFallBack) {
   const int64_t before = SgemmScratchShortfalls();
   uint32_t seed = 10;
@@ -134,15 +134,15 @@ TEST(GemmScratchTest, RandomConvolutions) {
     const int64_t hw = std::uniform_int_distribution<int64_t>(kernel, 40)(gen);
     const bool depthwise = pick({0, 0, 0, 1}) == 1;
     const int64_t group = depthwise ? 1 : pick({1, 1, 1, 2});
-    const int64_t cg = depthwise ? 1 : pick({3, 16, 40, 64, 130, 256});  // per group
+    // Per group: cg input and mg output channels (depthwise: mg groups of one).
+    const int64_t cg = depthwise ? 1 : pick({3, 16, 40, 64, 130, 256});
     int64_t mg = depthwise ? pick({8, 24, 96}) : pick({8, 24, 72, 200, 520, 1100});
-    const int64_t g = depthwise ? mg : group;
     // Keep each case under ~40 MFLOP.
-    while (mg > 8 && 2 * g * mg * cg * kernel * kernel * hw * hw > 40'000'000) mg /= 2;
-    const int64_t m = depthwise ? mg : g * mg, c = depthwise ? mg : g * cg;
-    const int64_t gg = depthwise ? mg : g;
+    while (mg > 8 && 2 * group * mg * cg * kernel * kernel * hw * hw > 40'000'000) mg /= 2;
+    const int64_t gg = depthwise ? mg : group;
+    const int64_t m = depthwise ? mg : group * mg, c = gg * cg;
     const Tensor x = RandomTensor({1, c, hw, hw}, seed++);
-    const Tensor w = RandomTensor({m, c / gg, kernel, kernel}, seed++);
+    const Tensor w = RandomTensor({m, cg, kernel, kernel}, seed++);
     Attributes plain;
     plain.Set("strides", std::vector<int64_t>{stride, stride});
     const int64_t pad = kernel / 2;
