@@ -1,5 +1,7 @@
 #include "api/server_metrics.h"
 
+#include "runtime/executor.h"
+
 namespace orrery {
 
 using metrics::MetricType;
@@ -106,6 +108,12 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
                   MetricType::kCounter)
       .CounterWith({})
       .Mirror(static_cast<double>(s.lane_callbacks));
+  registry.Family("orrery_kernel_scratch_shortfalls_total",
+                  "Kernel calls whose scratch was sized too small and ran on heap scratch instead (a kernel "
+                  "sizing bug; stays 0).",
+                  MetricType::kCounter)
+      .CounterWith({})
+      .Mirror(static_cast<double>(runtime::KernelScratchShortfalls()));
   registry.Family("orrery_lane_callback_max_seconds", "The longest single completion callback on a lane since start.",
                   MetricType::kGauge)
       .GaugeWith({})

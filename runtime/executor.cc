@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "ops/cpu/gemm/sgemm.h"
+
 namespace orrery::runtime {
 namespace {
 
@@ -213,5 +215,7 @@ void EndRun(const SpecializedPlan& plan, RunState& state) {
   for (int e : plan.output_buffers) state.entries[static_cast<size_t>(e)].ResetBuffer();
   for (int e : plan.kernel_entries) state.entries[static_cast<size_t>(e)] = Tensor();
 }
+
+int64_t KernelScratchShortfalls() { return ops::cpu::SgemmScratchShortfalls(); }
 
 }  // namespace orrery::runtime

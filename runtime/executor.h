@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -33,5 +34,11 @@ Result<std::vector<NamedTensor>> CollectOutputs(const SpecializedPlan& plan, Run
 // Drops the run's references (inputs, outputs, kernel-assigned values) so a
 // pooled state holds no caller memory.
 void EndRun(const SpecializedPlan& plan, RunState& state);
+
+// Kernel calls so far (process-wide) that found their scratch smaller than
+// their own sizing asked for and ran on heap scratch instead: a kernel's
+// sizing bug, 0 when all is well (ops/cpu/gemm/sgemm.h,
+// SgemmScratchShortfalls). One atomic load.
+int64_t KernelScratchShortfalls();
 
 }  // namespace orrery::runtime

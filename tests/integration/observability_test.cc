@@ -97,6 +97,7 @@ TEST(ObservabilityTest, MetricsCountRequestsHealthAndReflectionWork) {
       "orrery_inference_requests_total{tenant=\"\",model=\"\",code=\"UNAUTHENTICATED\"} 1\n",
       "orrery_inference_latency_seconds_count{tenant=\"" + id + "\",model=\"mlp\"} 3\n",
       "orrery_tenant_completed_total{tenant=\"" + id + "\"} 3\n",
+      "orrery_kernel_scratch_shortfalls_total 0\n",
   };
   const auto has_all = [&expected](const std::string& text) {
     for (const std::string& line : expected) {
