@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -20,16 +19,9 @@ namespace {
 
 using testing::ExpectNear;
 using testing::F32;
+using testing::RandomTensor;
 using testing::RunOp;
 using testing::Values;
-
-Tensor RandomTensor(Shape shape, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(NumElements(shape)));
-  for (float& x : v) x = d(gen);
-  return F32(std::move(shape), std::move(v));
-}
 
 struct ActCase {
   std::string name;

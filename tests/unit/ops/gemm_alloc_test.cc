@@ -3,7 +3,6 @@
 // of tests/unit/common/counting_new.cc, plus Tensor buffers.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,17 +13,9 @@
 namespace orrery::ops {
 namespace {
 
-using testing::F32;
+using testing::RandomTensor;
 
 uint64_t Allocations() { return orrery::testing::TestHeapAllocations() + TensorBufferAllocationCount(); }
-
-Tensor RandomTensor(Shape shape, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(NumElements(shape)));
-  for (float& x : v) x = d(gen);
-  return F32(std::move(shape), std::move(v));
-}
 
 // Prepares `op` like a planned step (constants: the inputs in `constant`),
 // then counts the allocations of two Compute calls.

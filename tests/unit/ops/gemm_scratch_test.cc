@@ -18,14 +18,9 @@
 namespace orrery::ops::cpu {
 namespace {
 
-using ops::testing::F32;
-using ops::testing::RandomFloats;
+using ops::testing::RandomTensor;
 using ops::testing::RunOp;
 using ops::testing::Values;
-
-Tensor RandomTensor(Shape shape, uint32_t seed) {
-  return F32(shape, RandomFloats(NumElements(shape), seed));
-}
 
 // SgemmScratchBytes for a shape is enough for any with the same K and no
 // more rows or columns. 196 columns against 1024 rows, K 256, took two

@@ -44,6 +44,12 @@ inline std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0
   return v;
 }
 
+// A float32 tensor of `shape` with RandomFloats' values in [-1, 1).
+inline Tensor RandomTensor(Shape shape, uint32_t seed) {
+  const int64_t n = NumElements(shape);
+  return F32(std::move(shape), RandomFloats(n, seed));
+}
+
 // Heap scratch whose span() starts on a 64-byte boundary (the alignment
 // KernelContext::scratch slices and Sgemm's scratch have).
 class AlignedScratch {
