@@ -322,7 +322,7 @@ ScratchLayout Layout(GemmShape s, bool a_packed, bool b_packed) {
         !ResidualOneBlock(s, a_packed, b_packed, GemmIsa::kAvx512)) {
       continue;
     }
-    const Blocking bl = ChooseBlocking(s, 1, max_kc);  // the widest nc of any thread count
+    const Blocking bl = ChooseBlocking(s, 1, max_kc);  // for its K block (nc_bound is the width)
     if (!b_packed) l.b_floats = std::max(l.b_floats, RoundUp(bl.kc * nc_bound, 16));
     // One full-depth panel (see full_depth in Sgemm).
     if (!b_packed && a_packed && s.k <= gemm_internal::kConvFullDepthMax) {

@@ -88,7 +88,8 @@ Status RunOne(const char* op) {
 TEST(ScratchGuardTest, AKernelWritingPastItsScratchFailsItsStep) {
   const char* poison = std::getenv("ORRERY_POISON_OUTPUTS");
   if (poison == nullptr || poison[0] != '1') GTEST_SKIP() << "needs ORRERY_POISON_OUTPUTS=1 (ctest sets it)";
-  EXPECT_TRUE(RunOne("WithinScratch").ok()) << RunOne("WithinScratch").ToString();
+  const Status within = RunOne("WithinScratch");
+  EXPECT_TRUE(within.ok()) << within.ToString();
   const Status st = RunOne("PastScratch");
   EXPECT_EQ(st.code(), StatusCode::kInternal) << st.ToString();
   EXPECT_NE(st.message().find("wrote past its scratch"), std::string::npos) << st.ToString();
