@@ -185,6 +185,12 @@ int main(int argc, char** argv) {
                  "OS (survives kill -9) and fsync every N ms (power loss may lose the last N ms of entries)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--ledger-journal-kib", options.ledger_journal_kib,
+                 "With --ledger-sync-ms > 0: stage inference ledger entries in a journal file of this size (survives "
+                 "kill -9; moved into the catalog every --ledger-sync-ms) instead of writing each to the catalog "
+                 "before answering (0 = off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--storage-sample-seconds", options.storage_sample_seconds,
                  "Sample and bill every tenant's stored bytes this often (0 = off)")
       ->capture_default_str()

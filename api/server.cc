@@ -237,8 +237,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
     return Status::InvalidArgument("storage sample interval must not be negative");
   }
   if (options.ledger_sync_ms < 0) return Status::InvalidArgument("ledger sync interval must not be negative");
+  if (options.ledger_journal_kib < 0) return Status::InvalidArgument("ledger journal size must not be negative");
   ORRERY_ASSIGN_OR_RETURN(impl->catalog, Catalog::Open((std::filesystem::path(options.data_dir) / "catalog").string(),
-                                                       Catalog::Options{.ledger_sync_interval_ms = options.ledger_sync_ms}));
+                                                       Catalog::Options{.ledger_sync_interval_ms = options.ledger_sync_ms,
+                                                                        .ledger_journal_bytes = static_cast<size_t>(
+                                                                            options.ledger_journal_kib) << 10}));
   // Segments are derived from the catalog: recover them against it before
   // anything can upload or load.
   ORRERY_ASSIGN_OR_RETURN(impl->segments, SegmentStore::Open(options.data_dir));
@@ -404,8 +407,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
                               if (raw->device != nullptr) device = raw->device->cache->Stats();
                               std::optional<LedgerWriter::Stats> ledger;
                               if (raw->ledger_writer != nullptr) ledger = raw->ledger_writer->stats();
+                              const Catalog::LedgerJournalStats journal = raw->catalog->ledger_journal_stats();
                               return raw->metrics.Render(*raw->scheduler, &loader, &host, device ? &*device : nullptr,
-                                                         ledger ? &*ledger : nullptr);
+                                                         ledger ? &*ledger : nullptr, &journal);
                             }));
     impl->metrics_address = impl->metrics_http->address();
   }

@@ -128,6 +128,12 @@ struct ServerOptions {
   // written to the OS before the response (survives kill -9) and fsynced
   // within N ms (a power loss may lose the last ~N ms of entries).
   int ledger_sync_ms = 100;
+  // With ledger_sync_ms > 0: the ledger journal's size in KiB
+  // (Catalog::Options::ledger_journal_bytes): a lane stages each inference's
+  // entry there (~1 us) instead of writing it to RocksDB (~13-40 us of lane
+  // time a request), and the catalog moves them every ledger_sync_ms. 8 MiB
+  // holds ~40,000 entries. 0 = off.
+  int ledger_journal_kib = 8192;
   // Every this many seconds each tenant's stored bytes are sampled into the
   // ledger and billed for the interval; 0 = no storage metering.
   int storage_sample_seconds = 3600;

@@ -92,7 +92,8 @@ void ServerMetrics::RenderAdmittedMisses() {
 }
 
 std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoaderStats* loader,
-                                  const TierStats* host, const TierStats* device, const LedgerWriter::Stats* ledger) {
+                                  const TierStats* host, const TierStats* device, const LedgerWriter::Stats* ledger,
+                                  const Catalog::LedgerJournalStats* journal) {
   const SchedulerStats s = scheduler.Stats();
   registry.Family("orrery_lane_callback_seconds_total",
                   "Lane time spent in completion callbacks (answers, drops) instead of running requests.",
@@ -135,6 +136,27 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
                     MetricType::kGauge)
         .GaugeWith({})
         .Set(static_cast<double>(ledger->max_write_ns) / 1e9);
+  }
+  if (journal != nullptr && journal->enabled) {
+    registry.Family("orrery_ledger_journal_staged_total",
+                    "Inference ledger entries staged in the ledger journal (storage/ledger_journal.h).",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(journal->staged));
+    registry.Family("orrery_ledger_journal_ingests_total",
+                    "Moves of staged entries into the ledger (staged / this = entries per write).",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(journal->ingests));
+    registry.Family("orrery_ledger_journal_full_total",
+                    "Ledger appends that found the journal full even after moving it (written directly).",
+                    MetricType::kCounter)
+        .CounterWith({})
+        .Mirror(static_cast<double>(journal->full));
+    registry.Family("orrery_ledger_journal_used_bytes", "Bytes of staged entries not yet moved into the ledger.",
+                    MetricType::kGauge)
+        .GaugeWith({})
+        .Set(static_cast<double>(journal->used_bytes));
   }
   if (host != nullptr) {
     RenderTier("host", "loads (segment reads)", *host);

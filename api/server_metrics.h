@@ -27,10 +27,12 @@ struct ServerMetrics {
   // With `host`, the host cache's (orrery_host_cache_*); with `device`, the
   // device cache's (orrery_device_cache_*). A scheduler with a device adds
   // orrery_device_* (placements, link bytes and seconds, utilisation).
-  // With `ledger`, the ledger writer's (orrery_ledger_*).
+  // With `ledger`, the ledger writer's (orrery_ledger_*); with `journal`
+  // (enabled), the catalog's ledger journal (orrery_ledger_journal_*).
   std::string Render(const FairScheduler& scheduler, const ModelLoaderStats* loader = nullptr,
                      const TierStats* host = nullptr, const TierStats* device = nullptr,
-                     const LedgerWriter::Stats* ledger = nullptr);
+                     const LedgerWriter::Stats* ledger = nullptr,
+                     const Catalog::LedgerJournalStats* journal = nullptr);
 
   // Process-wide ModelInfer totals, for the periodic summary log line.
   struct Totals {

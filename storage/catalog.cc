@@ -174,6 +174,7 @@ Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& dir, Options o
     }
   }
   ORRERY_RETURN_IF_ERROR(impl->InitSchema());
+  ORRERY_RETURN_IF_ERROR(impl->OpenLedgerJournal());
   if (options.sync_writes && options.ledger_sync_interval_ms > 0) impl->StartLedgerSyncer();
   auto catalog = std::unique_ptr<Catalog>(new Catalog(std::move(impl)));
   if (!options.repair_on_open) return catalog;

@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "storage/catalog.h"
+#include "storage/ledger_journal.h"
 
 namespace orrery {
 namespace catalog_detail {
@@ -209,18 +210,45 @@ struct Catalog::Impl {
   // Blocks until every write with sequence <= `seq` is in a synced WAL.
   Status SyncWalThrough(rocksdb::SequenceNumber seq);
 
-  // Options::ledger_sync_interval_ms > 0: the thread that fsyncs the WAL
-  // each interval (catalog_ledger.cc). Stopped before the database closes.
+  // Options::ledger_sync_interval_ms > 0: the thread that moves the
+  // journal's entries into the ledger and fsyncs the WAL each interval
+  // (catalog_ledger.cc). Stopped before the database closes.
   std::thread ledger_syncer;
   std::mutex syncer_mu;
   std::condition_variable syncer_cv;
-  bool syncer_stop = false;  // under syncer_mu
+  bool syncer_stop = false;       // under syncer_mu
+  bool ingest_requested = false;  // under syncer_mu: the journal is half full
+  std::atomic<bool> ingest_nudged{false};  // a request is out since the last ingest
   void StartLedgerSyncer();
   void StopLedgerSyncer();
+
+  // Options::ledger_journal_bytes > 0: where AppendLedger stages entries
+  // with server-made request ids (storage/ledger_journal.h); null = off.
+  std::unique_ptr<LedgerJournal> journal;
+  class LedgerBatch;  // one ledger write (catalog_ledger.cc)
+  // One ingest at a time (taken before ledger_mu).
+  std::mutex ingest_mu;
+  std::atomic<uint64_t> journal_staged{0};
+  std::atomic<uint64_t> journal_ingests{0};
+  std::atomic<uint64_t> journal_full{0};
+  // Recovers what a killed process staged (into the ledger, WAL synced),
+  // then starts a fresh journal when enabled (Open).
+  Status OpenLedgerJournal();
+  // Moves every staged entry into the ledger in one unsynced write.
+  Status IngestJournal();
+  // Stages an INFERENCE entry with a server-made request id; false = the
+  // journal stayed full after an ingest (the caller appends directly).
+  Result<bool> StageInJournal(LedgerEntry* entry);
+  // The ledger entries of `records` (journal payloads) in one write, with
+  // the last record's seq as the journal's applied mark.
+  Status ApplyJournalRecords(const std::vector<LedgerJournal::Record>& records);
 
   ~Impl() {
     StopLedgerSyncer();
     if (!db) return;
+    if (const Status s = IngestJournal(); !s.ok()) {
+      spdlog::error("catalog {}: moving the ledger journal on close: {}", dir, s.ToString());
+    }
     rocksdb::Status s = db->FlushWAL(/*sync=*/true);
     if (!s.ok()) spdlog::warn("catalog {}: FlushWAL on close: {}", dir, s.ToString());
     for (rocksdb::ColumnFamilyHandle* h : handles) {

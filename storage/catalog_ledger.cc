@@ -20,8 +20,12 @@
 // a background thread fsyncs the WAL each interval for power loss. An fsync
 // costs ~60 us on an idle disk and milliseconds on a busy one, and every
 // response waited for it.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "storage/catalog_impl.h"
 
@@ -58,9 +62,189 @@ uint64_t DecodeU64Be(std::string_view s) {
   return v;
 }
 
+// The last journal seq whose entry is in the ledger (written in the same
+// batch as the entries, so a replay after kill -9 skips exactly those).
+constexpr char kJournalAppliedKey[] = "ledger_journal_applied";
+constexpr char kJournalFile[] = "ledger.journal";
+
 }  // namespace
 
+// One ledger write of one or more entries, under ledger_mu: each gets the
+// next seq, its key and request id index; the seq and each touched
+// tenant's totals are written once, and the catalog's caches of them
+// follow only once the write succeeded.
+class Catalog::Impl::LedgerBatch {
+ public:
+  explicit LedgerBatch(Catalog::Impl* impl) : impl_(impl) {}
+
+  Status Add(LedgerEntry* entry) {
+    if (!seq_) {
+      if (!impl_->ledger_seq) {
+        ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, impl_->Get(kMeta, kLedgerSeqKey, "get ledger seq"));
+        impl_->ledger_seq = raw && raw->size() == 8 ? DecodeU64Be(*raw) : 0;
+      }
+      seq_ = *impl_->ledger_seq;
+    }
+    auto totals = totals_.find(entry->tenant_id());
+    if (totals == totals_.end()) {
+      auto cached = impl_->ledger_totals.find(entry->tenant_id());
+      LedgerTotals start;
+      if (cached != impl_->ledger_totals.end()) {
+        start = cached->second;
+      } else {
+        const std::string key = LedgerTotalKey(entry->tenant_id());
+        ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, impl_->Get(kMeta, key, "get ledger totals"));
+        if (raw) {
+          ORRERY_ASSIGN_OR_RETURN(start, ParseRecord<LedgerTotals>(*raw, "ledger totals", key));
+        }
+      }
+      totals = totals_.emplace(entry->tenant_id(), std::move(start)).first;
+    }
+    const uint64_t seq = ++*seq_;
+    const int64_t unix_ms = entry->unix_ms() > 0       ? entry->unix_ms()
+                            : entry->end_unix_us() > 0 ? entry->end_unix_us() / 1000
+                                                       : NowUnixMs();
+    entry->set_seq(seq);
+    entry->set_unix_ms(unix_ms);
+    LedgerTotals& t = totals->second;
+    t.set_entries(t.entries() + 1);
+    t.set_cost_micros(t.cost_micros() + entry->cost_micros());
+    t.set_lane_ns(t.lane_ns() + entry->lane_ns());
+    const std::string key = LedgerKey(entry->tenant_id(), unix_ms, seq);
+    batch_.Put(impl_->cf[kLedger], key, entry->SerializeAsString());
+    if (entry->kind() == LedgerEntry::INFERENCE) {
+      batch_.Put(impl_->cf[kMeta], LedgerRidKey(entry->tenant_id(), entry->request_id()), key);
+    }
+    return Status::Ok();
+  }
+
+  void MarkJournalApplied(uint64_t journal_seq) { journal_applied_ = journal_seq; }
+
+  Status Commit() {
+    if (seq_) {
+      std::string seq_bytes;
+      AppendU64Be(&seq_bytes, *seq_);
+      batch_.Put(impl_->cf[kMeta], kLedgerSeqKey, seq_bytes);
+    }
+    for (const auto& [tenant, totals] : totals_) {
+      batch_.Put(impl_->cf[kMeta], LedgerTotalKey(tenant), totals.SerializeAsString());
+    }
+    if (journal_applied_) {
+      std::string applied;
+      AppendU64Be(&applied, *journal_applied_);
+      batch_.Put(impl_->cf[kMeta], kJournalAppliedKey, applied);
+    }
+    if (batch_.Count() == 0) return Status::Ok();
+    rocksdb::WriteOptions unsynced;  // the callers sync the WAL after the lock
+    ORRERY_RETURN_IF_ERROR(FromRocks(impl_->db->Write(unsynced, &batch_), "append ledger entry"));
+    if (seq_) impl_->ledger_seq = *seq_;
+    for (auto& [tenant, totals] : totals_) impl_->ledger_totals[tenant] = std::move(totals);
+    return Status::Ok();
+  }
+
+ private:
+  Catalog::Impl* const impl_;
+  rocksdb::WriteBatch batch_;
+  std::optional<uint64_t> seq_;  // the last seq given out
+  std::unordered_map<std::string, LedgerTotals> totals_;
+  std::optional<uint64_t> journal_applied_;
+};
+
+Status Catalog::Impl::OpenLedgerJournal() {
+  const std::string path = dir + "/" + kJournalFile;
+  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kMeta, kJournalAppliedKey, "get ledger journal mark"));
+  uint64_t applied = raw && raw->size() == 8 ? DecodeU64Be(*raw) : 0;
+  ORRERY_ASSIGN_OR_RETURN(std::vector<LedgerJournal::Record> pending, LedgerJournal::Recover(path, applied));
+  if (!pending.empty()) {
+    ORRERY_RETURN_IF_ERROR(ApplyJournalRecords(pending));
+    // Durable before the file that held them is replaced.
+    ORRERY_RETURN_IF_ERROR(FromRocks(db->SyncWAL(), "sync recovered ledger entries"));
+    applied = pending.back().seq;
+    spdlog::info("catalog {}: moved {} ledger entries staged before a restart into the ledger", dir, pending.size());
+  }
+  if (options.ledger_journal_bytes > 0 && options.sync_writes && options.ledger_sync_interval_ms > 0) {
+    ORRERY_ASSIGN_OR_RETURN(journal, LedgerJournal::Create(path, options.ledger_journal_bytes, applied + 1));
+  } else if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return Status::Unavailable("remove " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status Catalog::Impl::ApplyJournalRecords(const std::vector<LedgerJournal::Record>& records) {
+  std::lock_guard<std::mutex> lock(ledger_mu);
+  LedgerBatch batch(this);
+  for (const LedgerJournal::Record& r : records) {
+    LedgerEntry entry;
+    if (!entry.ParseFromString(r.payload) || entry.tenant_id().empty()) {
+      // A record passed its crc, so this is a bug, not a torn write: the
+      // rest must not wait behind it forever.
+      spdlog::error("catalog {}: ledger journal record {} does not parse as a ledger entry; skipped", dir, r.seq);
+      continue;
+    }
+    ORRERY_RETURN_IF_ERROR(batch.Add(&entry));
+  }
+  batch.MarkJournalApplied(records.back().seq);
+  return batch.Commit();
+}
+
+Status Catalog::Impl::IngestJournal() {
+  if (journal == nullptr) return Status::Ok();
+  std::lock_guard<std::mutex> ingest(ingest_mu);
+  LedgerJournal::Pending pending = journal->Take();
+  ingest_nudged.store(false, std::memory_order_relaxed);
+  if (pending.records.empty()) return Status::Ok();
+  ORRERY_RETURN_IF_ERROR(ApplyJournalRecords(pending.records));
+  journal->Consume(pending.end_pos);
+  journal_ingests.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Result<bool> Catalog::Impl::StageInJournal(LedgerEntry* entry) {
+  ORRERY_RETURN_IF_ERROR(CheckIdPart("tenant id", entry->tenant_id()));
+  ORRERY_RETURN_IF_ERROR(CheckIdPart("request id", entry->request_id()));
+  entry->set_seq(0);
+  entry->set_unix_ms(entry->end_unix_us() > 0 ? entry->end_unix_us() / 1000 : NowUnixMs());
+  const std::string payload = entry->SerializeAsString();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Result<uint64_t> staged = journal->Append(payload);
+    if (staged.ok()) {
+      journal_staged.fetch_add(1, std::memory_order_relaxed);
+      // Half full: the background thread moves it now, not at its interval.
+      if (journal->used_bytes() > journal->capacity() / 2 && !ingest_nudged.exchange(true)) {
+        {
+          std::lock_guard<std::mutex> lock(syncer_mu);
+          ingest_requested = true;
+        }
+        syncer_cv.notify_all();
+      }
+      return true;
+    }
+    if (staged.status().code() != StatusCode::kResourceExhausted) return staged.status();
+    if (attempt == 0) ORRERY_RETURN_IF_ERROR(IngestJournal());
+  }
+  journal_full.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+Catalog::LedgerJournalStats Catalog::ledger_journal_stats() const {
+  LedgerJournalStats s;
+  if (impl_->journal == nullptr) return s;
+  s.enabled = true;
+  s.staged = impl_->journal_staged.load(std::memory_order_relaxed);
+  s.ingests = impl_->journal_ingests.load(std::memory_order_relaxed);
+  s.full = impl_->journal_full.load(std::memory_order_relaxed);
+  s.used_bytes = impl_->journal->used_bytes();
+  s.capacity_bytes = impl_->journal->capacity();
+  return s;
+}
+
 Result<bool> Catalog::AppendLedger(LedgerEntry* entry, LedgerAppendOptions options) {
+  if (impl_->journal != nullptr && options.new_request_id && entry->kind() == LedgerEntry::INFERENCE) {
+    ORRERY_ASSIGN_OR_RETURN(bool staged, impl_->StageInJournal(entry));
+    if (staged) return true;
+  }
+  // Staged entries go first, so the id check and the order see them.
+  ORRERY_RETURN_IF_ERROR(impl_->IngestJournal());
   ORRERY_ASSIGN_OR_RETURN(bool written, AppendLedgerUnsynced(entry, options));
   // The stored entry a replay returns may itself still be unsynced (written
   // by a concurrent append), so both paths sync through everything written
@@ -73,6 +257,10 @@ std::vector<Result<bool>> Catalog::AppendLedgerGroup(const std::vector<LedgerEnt
                                                       const std::vector<LedgerAppendOptions>& options) {
   std::vector<Result<bool>> out;
   out.reserve(entries.size());
+  if (const Status ingested = impl_->IngestJournal(); !ingested.ok()) {
+    out.assign(entries.size(), ingested);
+    return out;
+  }
   for (size_t i = 0; i < entries.size(); ++i) {
     out.push_back(AppendLedgerUnsynced(entries[i], i < options.size() ? options[i] : LedgerAppendOptions{}));
   }
@@ -97,8 +285,14 @@ void Catalog::Impl::StartLedgerSyncer() {
   ledger_syncer = std::thread([this] {
     const auto interval = std::chrono::milliseconds(options.ledger_sync_interval_ms);
     std::unique_lock<std::mutex> lock(syncer_mu);
-    while (!syncer_cv.wait_for(lock, interval, [this] { return syncer_stop; })) {
+    while (true) {
+      syncer_cv.wait_for(lock, interval, [this] { return syncer_stop || ingest_requested; });
+      if (syncer_stop) break;
+      ingest_requested = false;
       lock.unlock();
+      if (const Status s = IngestJournal(); !s.ok()) {
+        spdlog::error("catalog {}: moving the ledger journal into the ledger: {}", dir, s.ToString());
+      }
       // SyncWalThrough returns at once when nothing was written since the
       // last fsync, so an idle server issues none.
       const Status s = SyncWalThrough(db->GetLatestSequenceNumber());
@@ -151,42 +345,17 @@ Result<bool> Catalog::AppendLedgerUnsynced(LedgerEntry* entry, LedgerAppendOptio
       return false;
     }
   }
-  if (!impl_->ledger_seq) {
-    ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> seq_raw, impl_->Get(kMeta, kLedgerSeqKey, "get ledger seq"));
-    impl_->ledger_seq = seq_raw && seq_raw->size() == 8 ? DecodeU64Be(*seq_raw) : 0;
-  }
-  const uint64_t seq = *impl_->ledger_seq + 1;
-  auto cached = impl_->ledger_totals.find(entry->tenant_id());
-  if (cached == impl_->ledger_totals.end()) {
-    ORRERY_ASSIGN_OR_RETURN(LedgerTotals stored, GetLedgerTotals(entry->tenant_id()));
-    cached = impl_->ledger_totals.emplace(entry->tenant_id(), std::move(stored)).first;
-  }
-  LedgerTotals totals = cached->second;
-  const int64_t unix_ms = entry->end_unix_us() > 0 ? entry->end_unix_us() / 1000 : NowUnixMs();
-  entry->set_seq(seq);
-  entry->set_unix_ms(unix_ms);
-  totals.set_entries(totals.entries() + 1);
-  totals.set_cost_micros(totals.cost_micros() + entry->cost_micros());
-  totals.set_lane_ns(totals.lane_ns() + entry->lane_ns());
-
-  const std::string key = LedgerKey(entry->tenant_id(), unix_ms, seq);
-  std::string seq_bytes;
-  AppendU64Be(&seq_bytes, seq);
-  rocksdb::WriteBatch batch;
-  batch.Put(impl_->cf[kLedger], key, entry->SerializeAsString());
-  batch.Put(impl_->cf[kMeta], kLedgerSeqKey, seq_bytes);
-  batch.Put(impl_->cf[kMeta], LedgerTotalKey(entry->tenant_id()), totals.SerializeAsString());
-  if (inference) batch.Put(impl_->cf[kMeta], LedgerRidKey(entry->tenant_id(), entry->request_id()), key);
-  rocksdb::WriteOptions unsynced;  // AppendLedger syncs the WAL after the lock
-  ORRERY_RETURN_IF_ERROR(FromRocks(impl_->db->Write(unsynced, &batch), "append ledger entry"));
-  impl_->ledger_seq = seq;
-  cached->second = std::move(totals);
+  Impl::LedgerBatch batch(impl_.get());
+  entry->set_unix_ms(0);  // from its end time (or now), as always
+  ORRERY_RETURN_IF_ERROR(batch.Add(entry));
+  ORRERY_RETURN_IF_ERROR(batch.Commit());
   return true;
 }
 
 uint64_t Catalog::ledger_wal_syncs() const { return impl_->wal_syncs.load(std::memory_order_relaxed); }
 
 Result<LedgerEntry> Catalog::GetLedgerEntry(std::string_view tenant_id, std::string_view request_id) const {
+  ORRERY_RETURN_IF_ERROR(impl_->IngestJournal());  // staged entries are part of the ledger
   ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> key,
                           impl_->Get(kMeta, LedgerRidKey(tenant_id, request_id), "get ledger id"));
   if (!key) return Status::NotFound("no ledger entry for request id '" + std::string(request_id) + "'");
@@ -197,6 +366,7 @@ Result<LedgerEntry> Catalog::GetLedgerEntry(std::string_view tenant_id, std::str
 
 Result<std::vector<LedgerEntry>> Catalog::ListLedger(std::string_view tenant_id, int64_t from_ms,
                                                      int64_t to_ms) const {
+  ORRERY_RETURN_IF_ERROR(impl_->IngestJournal());  // staged entries are part of the ledger
   ORRERY_RETURN_IF_ERROR(CheckIdPart("tenant id", tenant_id));
   std::vector<LedgerEntry> out;
   ORRERY_RETURN_IF_ERROR(impl_->Scan(
@@ -213,6 +383,7 @@ Result<std::vector<LedgerEntry>> Catalog::ListLedger(std::string_view tenant_id,
 }
 
 Result<std::vector<std::string>> Catalog::LedgerTenants() const {
+  ORRERY_RETURN_IF_ERROR(impl_->IngestJournal());  // staged entries are part of the ledger
   std::vector<std::string> out;
   std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->cf[kLedger]));
   for (it->SeekToFirst(); it->Valid();) {
@@ -227,6 +398,7 @@ Result<std::vector<std::string>> Catalog::LedgerTenants() const {
 }
 
 Result<LedgerTotals> Catalog::GetLedgerTotals(std::string_view tenant_id) const {
+  ORRERY_RETURN_IF_ERROR(impl_->IngestJournal());  // staged entries are part of the ledger
   const std::string key = LedgerTotalKey(tenant_id);
   ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, impl_->Get(kMeta, key, "get ledger totals"));
   if (!raw) return LedgerTotals();

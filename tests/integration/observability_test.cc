@@ -98,6 +98,10 @@ TEST(ObservabilityTest, MetricsCountRequestsHealthAndReflectionWork) {
       "orrery_inference_latency_seconds_count{tenant=\"" + id + "\",model=\"mlp\"} 3\n",
       "orrery_tenant_completed_total{tenant=\"" + id + "\"} 3\n",
       "orrery_kernel_scratch_shortfalls_total 0\n",
+      // The three answered requests' ledger entries (server-made ids) went
+      // through the journal (the default --ledger-journal-kib).
+      "orrery_ledger_journal_staged_total 3\n",
+      "orrery_ledger_journal_full_total 0\n",
   };
   const auto has_all = [&expected](const std::string& text) {
     for (const std::string& line : expected) {

@@ -153,6 +153,40 @@ TEST(CatalogChild, Run) {
     ChildWrite(fd, c->ledger_wal_syncs() == 0 ? "ACKED" : "an append waited for an fsync");
     for (;;) ::pause();
   }
+  if (std::string(mode) == "ledger-journal-crash") {
+    // Entries staged in the journal (no background move for an hour; a
+    // 64 KiB ring, so appends also move it when full): kill -9 right
+    // after must lose none.
+    auto r = Catalog::Open(dir, Catalog::Options{.ledger_sync_interval_ms = 3'600'000,
+                                                 .ledger_journal_bytes = 64 << 10});
+    if (!r.ok()) {
+      ChildWrite(fd, "open: " + r.status().ToString());
+      return;
+    }
+    std::unique_ptr<Catalog> c = std::move(r).value();
+    for (int i = 0; i < 1000; ++i) {
+      LedgerEntry e;
+      e.set_kind(LedgerEntry::INFERENCE);
+      e.set_tenant_id("t_crash");
+      e.set_request_id("r" + std::to_string(i));
+      e.set_cost_micros(1);
+      Result<bool> st = c->AppendLedger(&e, {.new_request_id = true});
+      if (!st.ok()) {
+        ChildWrite(fd, "ledger: " + st.status().ToString());
+        return;
+      }
+    }
+    const Catalog::LedgerJournalStats s = c->ledger_journal_stats();
+    std::string ack = "ACKED";
+    if (s.staged != 1000 || s.used_bytes == 0) {
+      ack = "staged ";
+      ack += std::to_string(s.staged);
+      ack += ", bytes pending ";
+      ack += std::to_string(s.used_bytes);
+    }
+    ChildWrite(fd, ack);
+    for (;;) ::pause();
+  }
   FAIL() << "unknown child mode " << mode;
 }
 
@@ -619,6 +653,23 @@ TEST(CatalogTest, LedgerAppendsWithoutFsyncSurviveKill9) {
   ASSERT_TRUE(totals.ok()) << totals.status().ToString();
   EXPECT_EQ(totals->entries(), 100u);
   EXPECT_TRUE(c->GetLedgerEntry("t_crash", "r99").ok());
+}
+
+TEST(CatalogTest, LedgerEntriesStagedInTheJournalSurviveKill9) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(KillChildAfterAck("ledger-journal-crash", tmp.db()));
+  for (int reopen = 0; reopen < 2; ++reopen) {  // the second finds nothing left to move
+    auto c = MustOpen(tmp.db());
+    ASSERT_NE(c, nullptr);
+    auto totals = c->GetLedgerTotals("t_crash");
+    ASSERT_TRUE(totals.ok()) << totals.status().ToString();
+    EXPECT_EQ(totals->entries(), 1000u) << "reopen " << reopen;
+    EXPECT_EQ(totals->cost_micros(), 1000);
+    for (int i = 0; i < 1000; i += 111) EXPECT_TRUE(c->GetLedgerEntry("t_crash", "r" + std::to_string(i)).ok()) << i;
+    auto listed = c->ListLedger("t_crash", 0, 0);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_EQ(listed->size(), 1000u);
+  }
 }
 
 }  // namespace
