@@ -55,7 +55,7 @@ Result<std::vector<LedgerJournal::Record>> LedgerJournal::Recover(const std::str
   const size_t size = static_cast<size_t>(st.st_size);
   if (size < kHeaderBytes || ::pread(fd.get(), &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h)) ||
       std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.capacity < kMinCapacity || h.capacity % 4096 != 0 ||
-      size < kHeaderBytes + h.capacity) {
+      size < kHeaderBytes + h.capacity || h.consumed_pos % 16 != 0) {
     spdlog::warn("ledger journal {}: not a journal (left by a crash while it was created?); nothing to recover", path);
     return out;
   }
