@@ -239,6 +239,10 @@ struct Catalog::Impl {
   // Stages an INFERENCE entry with a server-made request id; false = the
   // journal stayed full after an ingest (the caller appends directly).
   Result<bool> StageInJournal(LedgerEntry* entry);
+  // A be64 in the meta CF (0 when absent), e.g. the last ledger seq.
+  Result<uint64_t> ReadMetaU64(std::string_view key, std::string_view context) const;
+  // A tenant's stored ledger totals (zero if none), read from the database.
+  Result<LedgerTotals> ReadLedgerTotals(std::string_view tenant_id) const;
   // The ledger entries of `records` (journal payloads) in one write, with
   // the last record's seq as the journal's applied mark.
   Status ApplyJournalRecords(const std::vector<LedgerJournal::Record>& records);

@@ -20,12 +20,8 @@
 // a background thread fsyncs the WAL each interval for power loss. An fsync
 // costs ~60 us on an idle disk and milliseconds on a busy one, and every
 // response waited for it.
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 
 #include "storage/catalog_impl.h"
 
@@ -62,6 +58,9 @@ uint64_t DecodeU64Be(std::string_view s) {
   return v;
 }
 
+// The time an entry is keyed by when nothing set it: its end, else now.
+int64_t KeyTimeMs(const LedgerEntry& e) { return e.end_unix_us() > 0 ? e.end_unix_us() / 1000 : NowUnixMs(); }
+
 // The last journal seq whose entry is in the ledger (written in the same
 // batch as the entries, so a replay after kill -9 skips exactly those).
 constexpr char kJournalAppliedKey[] = "ledger_journal_applied";
@@ -80,8 +79,7 @@ class Catalog::Impl::LedgerBatch {
   Status Add(LedgerEntry* entry) {
     if (!seq_) {
       if (!impl_->ledger_seq) {
-        ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, impl_->Get(kMeta, kLedgerSeqKey, "get ledger seq"));
-        impl_->ledger_seq = raw && raw->size() == 8 ? DecodeU64Be(*raw) : 0;
+        ORRERY_ASSIGN_OR_RETURN(impl_->ledger_seq, impl_->ReadMetaU64(kLedgerSeqKey, "get ledger seq"));
       }
       seq_ = *impl_->ledger_seq;
     }
@@ -92,18 +90,12 @@ class Catalog::Impl::LedgerBatch {
       if (cached != impl_->ledger_totals.end()) {
         start = cached->second;
       } else {
-        const std::string key = LedgerTotalKey(entry->tenant_id());
-        ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, impl_->Get(kMeta, key, "get ledger totals"));
-        if (raw) {
-          ORRERY_ASSIGN_OR_RETURN(start, ParseRecord<LedgerTotals>(*raw, "ledger totals", key));
-        }
+        ORRERY_ASSIGN_OR_RETURN(start, impl_->ReadLedgerTotals(entry->tenant_id()));
       }
       totals = totals_.emplace(entry->tenant_id(), std::move(start)).first;
     }
     const uint64_t seq = ++*seq_;
-    const int64_t unix_ms = entry->unix_ms() > 0       ? entry->unix_ms()
-                            : entry->end_unix_us() > 0 ? entry->end_unix_us() / 1000
-                                                       : NowUnixMs();
+    const int64_t unix_ms = entry->unix_ms() > 0 ? entry->unix_ms() : KeyTimeMs(*entry);
     entry->set_seq(seq);
     entry->set_unix_ms(unix_ms);
     LedgerTotals& t = totals->second;
@@ -150,10 +142,21 @@ class Catalog::Impl::LedgerBatch {
   std::optional<uint64_t> journal_applied_;
 };
 
+Result<uint64_t> Catalog::Impl::ReadMetaU64(std::string_view key, std::string_view context) const {
+  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kMeta, key, context));
+  return raw && raw->size() == 8 ? DecodeU64Be(*raw) : 0;
+}
+
+Result<LedgerTotals> Catalog::Impl::ReadLedgerTotals(std::string_view tenant_id) const {
+  const std::string key = LedgerTotalKey(tenant_id);
+  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kMeta, key, "get ledger totals"));
+  if (!raw) return LedgerTotals();
+  return ParseRecord<LedgerTotals>(*raw, "ledger totals", key);
+}
+
 Status Catalog::Impl::OpenLedgerJournal() {
   const std::string path = dir + "/" + kJournalFile;
-  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kMeta, kJournalAppliedKey, "get ledger journal mark"));
-  uint64_t applied = raw && raw->size() == 8 ? DecodeU64Be(*raw) : 0;
+  ORRERY_ASSIGN_OR_RETURN(uint64_t applied, ReadMetaU64(kJournalAppliedKey, "get ledger journal mark"));
   ORRERY_ASSIGN_OR_RETURN(std::vector<LedgerJournal::Record> pending, LedgerJournal::Recover(path, applied));
   if (!pending.empty()) {
     ORRERY_RETURN_IF_ERROR(ApplyJournalRecords(pending));
@@ -164,10 +167,9 @@ Status Catalog::Impl::OpenLedgerJournal() {
   }
   if (options.ledger_journal_bytes > 0 && options.sync_writes && options.ledger_sync_interval_ms > 0) {
     ORRERY_ASSIGN_OR_RETURN(journal, LedgerJournal::Create(path, options.ledger_journal_bytes, applied + 1));
-  } else if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return Status::Unavailable("remove " + path + ": " + std::strerror(errno));
+    return Status::Ok();
   }
-  return Status::Ok();
+  return LedgerJournal::Remove(path);
 }
 
 Status Catalog::Impl::ApplyJournalRecords(const std::vector<LedgerJournal::Record>& records) {
@@ -203,14 +205,14 @@ Result<bool> Catalog::Impl::StageInJournal(LedgerEntry* entry) {
   ORRERY_RETURN_IF_ERROR(CheckIdPart("tenant id", entry->tenant_id()));
   ORRERY_RETURN_IF_ERROR(CheckIdPart("request id", entry->request_id()));
   entry->set_seq(0);
-  entry->set_unix_ms(entry->end_unix_us() > 0 ? entry->end_unix_us() / 1000 : NowUnixMs());
+  entry->set_unix_ms(KeyTimeMs(*entry));
   const std::string payload = entry->SerializeAsString();
   for (int attempt = 0; attempt < 2; ++attempt) {
-    Result<uint64_t> staged = journal->Append(payload);
+    Result<LedgerJournal::Staged> staged = journal->Append(payload);
     if (staged.ok()) {
       journal_staged.fetch_add(1, std::memory_order_relaxed);
       // Half full: the background thread moves it now, not at its interval.
-      if (journal->used_bytes() > journal->capacity() / 2 && !ingest_nudged.exchange(true)) {
+      if (staged->used_bytes > journal->capacity() / 2 && !ingest_nudged.exchange(true)) {
         {
           std::lock_guard<std::mutex> lock(syncer_mu);
           ingest_requested = true;
@@ -399,10 +401,7 @@ Result<std::vector<std::string>> Catalog::LedgerTenants() const {
 
 Result<LedgerTotals> Catalog::GetLedgerTotals(std::string_view tenant_id) const {
   ORRERY_RETURN_IF_ERROR(impl_->IngestJournal());  // staged entries are part of the ledger
-  const std::string key = LedgerTotalKey(tenant_id);
-  ORRERY_ASSIGN_OR_RETURN(std::optional<std::string> raw, impl_->Get(kMeta, key, "get ledger totals"));
-  if (!raw) return LedgerTotals();
-  return ParseRecord<LedgerTotals>(*raw, "ledger totals", key);
+  return impl_->ReadLedgerTotals(tenant_id);
 }
 
 }  // namespace orrery

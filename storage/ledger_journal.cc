@@ -40,6 +40,32 @@ uint32_t RecordCrc(uint64_t seq, const void* payload, size_t n) {
   return Crc32cExtend(Crc32c(&seq, sizeof(seq)), payload, n);
 }
 
+// A record's (or wrap marker's) 16-byte header.
+struct RecordHeader {
+  uint32_t length = 0;
+  uint32_t crc = 0;
+  uint64_t seq = 0;
+};
+
+RecordHeader ReadRecordHeader(const void* at) {
+  const auto* p = static_cast<const std::byte*>(at);
+  RecordHeader h;
+  std::memcpy(&h.length, p, 4);
+  std::memcpy(&h.crc, p + 4, 4);
+  std::memcpy(&h.seq, p + 8, 8);
+  return h;
+}
+
+// The length last, after a release fence: a record cut short by a kill
+// fails its crc anyway, but a reader in this process never sees one half
+// written (it reads below the head only, under the journal's mutex).
+void WriteRecordHeader(std::byte* at, const RecordHeader& h) {
+  std::memcpy(at + 8, &h.seq, 8);
+  std::memcpy(at + 4, &h.crc, 4);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(at, &h.length, 4);
+}
+
 }  // namespace
 
 Result<std::vector<LedgerJournal::Record>> LedgerJournal::Recover(const std::string& path, uint64_t after_seq) {
@@ -71,11 +97,7 @@ Result<std::vector<LedgerJournal::Record>> LedgerJournal::Recover(const std::str
   // At most one lap: anything further would be records it already read.
   for (uint64_t start = pos; pos - start < h.capacity;) {
     const size_t phys = pos % h.capacity;
-    uint32_t length = 0, crc = 0;
-    uint64_t seq = 0;
-    std::memcpy(&length, data.data() + phys, 4);
-    std::memcpy(&crc, data.data() + phys + 4, 4);
-    std::memcpy(&seq, data.data() + phys + 8, 8);
+    const auto [length, crc, seq] = ReadRecordHeader(data.data() + phys);
     if (expect && seq != *expect) break;
     if (length == kWrap) {
       if (crc != RecordCrc(seq, nullptr, 0)) break;
@@ -96,7 +118,7 @@ Result<std::vector<LedgerJournal::Record>> LedgerJournal::Recover(const std::str
 Result<std::unique_ptr<LedgerJournal>> LedgerJournal::Create(const std::string& path, size_t capacity,
                                                              uint64_t first_seq) {
   capacity = std::max(kMinCapacity, (capacity + 4095) & ~size_t{4095});
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("remove ledger journal", path, errno);
+  ORRERY_RETURN_IF_ERROR(Remove(path));
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd.valid()) return ErrnoStatus("create ledger journal", path, errno);
   const size_t size = kHeaderBytes + capacity;
@@ -119,12 +141,17 @@ Result<std::unique_ptr<LedgerJournal>> LedgerJournal::Create(const std::string& 
   return journal;
 }
 
+Status LedgerJournal::Remove(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("remove ledger journal", path, errno);
+  return Status::Ok();
+}
+
 LedgerJournal::LedgerJournal(UniqueFd fd, std::byte* map, size_t capacity, uint64_t next_seq)
     : fd_(std::move(fd)), map_(map), capacity_(capacity), next_seq_(next_seq) {}
 
 LedgerJournal::~LedgerJournal() { ::munmap(map_, kHeaderBytes + capacity_); }
 
-Result<uint64_t> LedgerJournal::Append(std::string_view payload) {
+Result<LedgerJournal::Staged> LedgerJournal::Append(std::string_view payload) {
   if (payload.empty() || payload.size() > capacity_ / 4) {
     return Status::InvalidArgument("ledger journal record of " + std::to_string(payload.size()) +
                                    " bytes (must be 1 to " + std::to_string(capacity_ / 4) + ")");
@@ -141,27 +168,17 @@ Result<uint64_t> LedgerJournal::Append(std::string_view payload) {
   const uint64_t seq = next_seq_;
   if (waste != 0) {
     // phys and capacity_ are 16-aligned, so a marker always fits.
-    const uint32_t crc = RecordCrc(seq, nullptr, 0);
-    std::memcpy(data + phys + 8, &seq, 8);
-    std::memcpy(data + phys + 4, &crc, 4);
-    std::atomic_thread_fence(std::memory_order_release);
-    std::memcpy(data + phys, &kWrap, 4);
+    WriteRecordHeader(data + phys, {.length = kWrap, .crc = RecordCrc(seq, nullptr, 0), .seq = seq});
     head_ += waste;
     phys = 0;
   }
-  const auto length = static_cast<uint32_t>(payload.size());
-  const uint32_t crc = RecordCrc(seq, payload.data(), payload.size());
   std::memcpy(data + phys + kRecordHeader, payload.data(), payload.size());
-  std::memcpy(data + phys + 8, &seq, 8);
-  std::memcpy(data + phys + 4, &crc, 4);
-  // The length last: a record cut short by a kill fails its crc anyway, but
-  // a reader in this process never sees one half written (it reads below
-  // head_ only, under mu_).
-  std::atomic_thread_fence(std::memory_order_release);
-  std::memcpy(data + phys, &length, 4);
+  WriteRecordHeader(data + phys, {.length = static_cast<uint32_t>(payload.size()),
+                                  .crc = RecordCrc(seq, payload.data(), payload.size()),
+                                  .seq = seq});
   head_ += need;
   ++next_seq_;
-  return seq;
+  return Staged{.seq = seq, .used_bytes = static_cast<size_t>(head_ - tail_)};
 }
 
 LedgerJournal::Pending LedgerJournal::Take() const {
@@ -171,16 +188,14 @@ LedgerJournal::Pending LedgerJournal::Take() const {
   uint64_t pos = tail_;
   while (pos < head_) {
     const size_t phys = pos % capacity_;
-    uint32_t length = 0;
-    uint64_t seq = 0;
-    std::memcpy(&length, data + phys, 4);
-    std::memcpy(&seq, data + phys + 8, 8);
-    if (length == kWrap) {
+    const RecordHeader h = ReadRecordHeader(data + phys);
+    if (h.length == kWrap) {
       pos += capacity_ - phys;
       continue;
     }
-    out.records.push_back(Record{seq, std::string(reinterpret_cast<const char*>(data + phys + kRecordHeader), length)});
-    pos += Align16(kRecordHeader + length);
+    out.records.push_back(
+        Record{h.seq, std::string(reinterpret_cast<const char*>(data + phys + kRecordHeader), h.length)});
+    pos += Align16(kRecordHeader + h.length);
   }
   out.end_pos = pos;
   return out;

@@ -52,14 +52,22 @@ class LedgerJournal {
   // seq `first_seq`, and maps it. The caller applied everything Recover
   // returned first (and made it durable).
   static Result<std::unique_ptr<LedgerJournal>> Create(const std::string& path, size_t capacity, uint64_t first_seq);
+  // Removes the file at `path` (none there: OK), as a catalog with the
+  // journal off does once it applied what Recover returned.
+  static Status Remove(const std::string& path);
 
   ~LedgerJournal();
 
-  // Stages one record: a copy into the mapping, O(payload). Returns its seq,
-  // RESOURCE_EXHAUSTED when the unconsumed records leave no room (nothing
-  // written: consume, then retry), INVALID_ARGUMENT for an empty payload or
-  // one over a quarter of the capacity. Thread-safe (one short mutex).
-  Result<uint64_t> Append(std::string_view payload);
+  // Stages one record: a copy into the mapping, O(payload). Returns its seq
+  // and the bytes now staged (used_bytes()), RESOURCE_EXHAUSTED when the
+  // unconsumed records leave no room (nothing written: consume, then
+  // retry), INVALID_ARGUMENT for an empty payload or one over a quarter of
+  // the capacity. Thread-safe (one short mutex).
+  struct Staged {
+    uint64_t seq = 0;
+    size_t used_bytes = 0;
+  };
+  Result<Staged> Append(std::string_view payload);
 
   // The staged records not yet consumed, in order (copies), and the position
   // just past the last of them for Consume. Thread-safe with Append.

@@ -44,9 +44,10 @@ TEST(LedgerJournalTest, RecoversExactlyWhatIsNotConsumedAcrossLaps) {
     std::vector<std::string> staged;
     for (int i = 0; i < 7; ++i) {
       staged.push_back(Payload(round * 7 + i, 1500 + 211 * ((round + i) % 8)));
-      Result<uint64_t> seq = j->Append(staged.back());
+      Result<LedgerJournal::Staged> seq = j->Append(staged.back());
       ASSERT_TRUE(seq.ok()) << "round " << round << ": " << seq.status().ToString();
-      EXPECT_EQ(*seq, next++);
+      EXPECT_EQ(seq->seq, next++);
+      EXPECT_EQ(seq->used_bytes, j->used_bytes());
     }
     // A kill now leaves all 7 to recover; applied ones are filtered.
     auto recovered = LedgerJournal::Recover(path, 0);
@@ -84,7 +85,7 @@ TEST(LedgerJournalTest, FullRefusesWithoutWritingUntilConsumed) {
   int staged = 0;
   Status refused;
   while (true) {
-    Result<uint64_t> seq = j->Append(Payload(staged, 4000));
+    Result<LedgerJournal::Staged> seq = j->Append(Payload(staged, 4000));
     if (!seq.ok()) {
       refused = seq.status();
       break;
@@ -99,9 +100,9 @@ TEST(LedgerJournalTest, FullRefusesWithoutWritingUntilConsumed) {
   EXPECT_EQ(recovered->size(), static_cast<size_t>(staged)) << "a refused append wrote something";
   LedgerJournal::Pending p = j->Take();
   j->Consume(p.end_pos);
-  Result<uint64_t> seq = j->Append(Payload(99, 4000));
+  Result<LedgerJournal::Staged> seq = j->Append(Payload(99, 4000));
   ASSERT_TRUE(seq.ok()) << seq.status().ToString();
-  EXPECT_EQ(*seq, static_cast<uint64_t>(staged) + 1);
+  EXPECT_EQ(seq->seq, static_cast<uint64_t>(staged) + 1);
 }
 
 TEST(LedgerJournalTest, RejectsEmptyAndOversizeRecords) {
@@ -144,7 +145,7 @@ TEST(LedgerJournalTest, NoFileOrNotAJournalRecoversNothing) {
   auto j = LedgerJournal::Create(path, 1, 7);
   ASSERT_TRUE(j.ok()) << j.status().ToString();
   EXPECT_EQ((*j)->capacity(), 64u << 10);  // the minimum
-  EXPECT_EQ(*(*j)->Append("x"), 7u);
+  EXPECT_EQ((*j)->Append("x")->seq, 7u);
 }
 
 }  // namespace
