@@ -30,16 +30,24 @@ ServerMetrics::Totals ServerMetrics::totals() const {
                 .ok_latency_ns = ok_latency_ns_.load(std::memory_order_relaxed)};
 }
 
+void ServerMetrics::Counter(const std::string& name, const std::string& help, double v) {
+  registry.Family(name, help, MetricType::kCounter).CounterWith({}).Mirror(v);
+}
+
+void ServerMetrics::Gauge(const std::string& name, const std::string& help, double v) {
+  registry.Family(name, help, MetricType::kGauge).GaugeWith({}).Set(v);
+}
+
 void ServerMetrics::RenderTier(const std::string& tier, const std::string& moves, const TierStats& t) {
   // One set of families per tier, orrery_host_cache_* and
   // orrery_device_cache_*; a "load" is a move into the tier (`moves`).
   const std::string prefix = "orrery_" + tier + "_cache";
   const std::string what = tier + " cache";
   auto gauge = [&](const std::string& name, const std::string& help, double v) {
-    registry.Family(prefix + name, help, MetricType::kGauge).GaugeWith({}).Set(v);
+    Gauge(prefix + name, help, v);
   };
   auto counter = [&](const std::string& name, const std::string& help, double v) {
-    registry.Family(prefix + name, help, MetricType::kCounter).CounterWith({}).Mirror(v);
+    Counter(prefix + name, help, v);
   };
   gauge("_capacity_bytes", "Capacity of the " + what + ".", static_cast<double>(t.capacity_bytes));
   gauge("_used_bytes", "Bytes of the " + what + " resident or loading.", static_cast<double>(t.used_bytes));
@@ -95,78 +103,49 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
                                   const TierStats* host, const TierStats* device, const LedgerWriter::Stats* ledger,
                                   const Catalog::LedgerJournalStats* journal) {
   const SchedulerStats s = scheduler.Stats();
-  registry.Family("orrery_lane_callback_seconds_total",
-                  "Lane time spent in completion callbacks (answers, drops) instead of running requests.",
-                  MetricType::kCounter)
-      .CounterWith({})
-      .Mirror(static_cast<double>(s.lane_callback_ns) / 1e9);
-  registry.Family("orrery_lane_callback_cpu_seconds_total",
-                  "Of orrery_lane_callback_seconds_total, the lanes' own CPU time (the rest: waiting or descheduled).",
-                  MetricType::kCounter)
-      .CounterWith({})
-      .Mirror(static_cast<double>(s.lane_callback_cpu_ns) / 1e9);
-  registry.Family("orrery_lane_callbacks_total", "Completion callback groups lanes ran (one per run or drop batch).",
-                  MetricType::kCounter)
-      .CounterWith({})
-      .Mirror(static_cast<double>(s.lane_callbacks));
-  registry.Family("orrery_kernel_scratch_shortfalls_total",
-                  "Kernel calls whose scratch was sized too small and ran on heap scratch instead (a kernel "
-                  "sizing bug; stays 0).",
-                  MetricType::kCounter)
-      .CounterWith({})
-      .Mirror(static_cast<double>(runtime::KernelScratchShortfalls()));
-  registry.Family("orrery_lane_callback_max_seconds", "The longest single completion callback on a lane since start.",
-                  MetricType::kGauge)
-      .GaugeWith({})
-      .Set(static_cast<double>(s.lane_callback_max_ns) / 1e9);
+  Counter("orrery_lane_callback_seconds_total",
+          "Lane time spent in completion callbacks (answers, drops) instead of running requests.",
+          static_cast<double>(s.lane_callback_ns) / 1e9);
+  Counter("orrery_lane_callback_cpu_seconds_total",
+          "Of orrery_lane_callback_seconds_total, the lanes' own CPU time (the rest: waiting or descheduled).",
+          static_cast<double>(s.lane_callback_cpu_ns) / 1e9);
+  Counter("orrery_lane_callbacks_total", "Completion callback groups lanes ran (one per run or drop batch).",
+          static_cast<double>(s.lane_callbacks));
+  Counter("orrery_kernel_scratch_shortfalls_total",
+          "Kernel calls whose scratch was sized too small and ran on heap scratch instead (a kernel "
+          "sizing bug; stays 0).",
+          static_cast<double>(runtime::KernelScratchShortfalls()));
+  Gauge("orrery_lane_callback_max_seconds", "The longest single completion callback on a lane since start.",
+        static_cast<double>(s.lane_callback_max_ns) / 1e9);
   if (ledger != nullptr) {
-    registry.Family("orrery_ledger_appends_total", "Inference ledger entries the ledger writer appended.",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(ledger->appends));
-    registry.Family("orrery_ledger_groups_total", "Group writes of the ledger writer (appends / this = group size).",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(ledger->groups));
-    registry.Family("orrery_ledger_write_seconds_total", "Time the ledger writer spent in its group writes.",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(ledger->write_ns) / 1e9);
-    registry.Family("orrery_ledger_write_max_seconds", "The longest single group write since start.",
-                    MetricType::kGauge)
-        .GaugeWith({})
-        .Set(static_cast<double>(ledger->max_write_ns) / 1e9);
+    Counter("orrery_ledger_appends_total", "Inference ledger entries the ledger writer appended.",
+            static_cast<double>(ledger->appends));
+    Counter("orrery_ledger_groups_total", "Group writes of the ledger writer (appends / this = group size).",
+            static_cast<double>(ledger->groups));
+    Counter("orrery_ledger_write_seconds_total", "Time the ledger writer spent in its group writes.",
+            static_cast<double>(ledger->write_ns) / 1e9);
+    Gauge("orrery_ledger_write_max_seconds", "The longest single group write since start.",
+          static_cast<double>(ledger->max_write_ns) / 1e9);
   }
   if (journal != nullptr && journal->enabled) {
-    registry.Family("orrery_ledger_journal_staged_total",
-                    "Inference ledger entries staged in the ledger journal (storage/ledger_journal.h).",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(journal->staged));
-    registry.Family("orrery_ledger_journal_ingests_total",
-                    "Moves of staged entries into the ledger (staged / this = entries per write).",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(journal->ingests));
-    registry.Family("orrery_ledger_journal_full_total",
-                    "Ledger appends that found the journal full even after moving it (written directly).",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(journal->full));
-    registry.Family("orrery_ledger_journal_used_bytes", "Bytes of staged entries not yet moved into the ledger.",
-                    MetricType::kGauge)
-        .GaugeWith({})
-        .Set(static_cast<double>(journal->used_bytes));
+    Counter("orrery_ledger_journal_staged_total",
+            "Inference ledger entries staged in the ledger journal (storage/ledger_journal.h).",
+            static_cast<double>(journal->staged));
+    Counter("orrery_ledger_journal_ingests_total",
+            "Moves of staged entries into the ledger (staged / this = entries per write).",
+            static_cast<double>(journal->ingests));
+    Counter("orrery_ledger_journal_full_total",
+            "Ledger appends that found the journal full even after moving it (written directly).",
+            static_cast<double>(journal->full));
+    Gauge("orrery_ledger_journal_used_bytes", "Bytes of staged entries not yet moved into the ledger.",
+          static_cast<double>(journal->used_bytes));
   }
   if (host != nullptr) {
     RenderTier("host", "loads (segment reads)", *host);
     RenderAdmittedMisses();
   }
   if (device != nullptr) RenderTier("device", "host -> device transfers", *device);
-  registry.Family("orrery_lane_utilisation", "Measured lane time / (lanes x 60 s) over the last minute.",
-                  MetricType::kGauge)
-      .GaugeWith({})
-      .Set(s.lane_utilisation);
+  Gauge("orrery_lane_utilisation", "Measured lane time / (lanes x 60 s) over the last minute.", s.lane_utilisation);
   if (s.has_device) {
     const DeviceLanesStats& d = s.device;
     auto& placements = registry.Family("orrery_device_placements_total",
@@ -174,23 +153,16 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
                                        MetricType::kCounter, {"target"});
     placements.CounterWith({"device"}).Mirror(static_cast<double>(d.placed_device));
     placements.CounterWith({"cpu"}).Mirror(static_cast<double>(d.placed_cpu));
-    registry.Family("orrery_device_prewarms_total",
-                    "Transfers started next to a CPU placement, for the model's later requests.", MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(d.prewarms));
-    registry.Family("orrery_device_link_bytes_total", "Bytes moved host -> device by finished transfers.",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(d.bytes_transferred));
-    registry.Family("orrery_device_link_seconds_total",
-                    "Summed measured durations of finished transfers (link bytes / this = link throughput).",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(d.transfer_ns) / 1e9);
-    registry.Family("orrery_device_busy_seconds_total", "Device time held by finished device runs.",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(d.device_busy_ns) / 1e9);
+    Counter("orrery_device_prewarms_total",
+            "Transfers started next to a CPU placement, for the model's later requests.",
+            static_cast<double>(d.prewarms));
+    Counter("orrery_device_link_bytes_total", "Bytes moved host -> device by finished transfers.",
+            static_cast<double>(d.bytes_transferred));
+    Counter("orrery_device_link_seconds_total",
+            "Summed measured durations of finished transfers (link bytes / this = link throughput).",
+            static_cast<double>(d.transfer_ns) / 1e9);
+    Counter("orrery_device_busy_seconds_total", "Device time held by finished device runs.",
+            static_cast<double>(d.device_busy_ns) / 1e9);
     auto& util = registry.Family("orrery_device_utilisation",
                                  "Busy time / window of the device's compute queue and link over the last minute "
                                  "(the simulated device's are simulated times).",
@@ -199,28 +171,18 @@ std::string ServerMetrics::Render(const FairScheduler& scheduler, const ModelLoa
     util.GaugeWith({d.device.name, "link"}).Set(d.device.link_utilisation);
   }
   if (loader != nullptr) {
-    registry.Family("orrery_segment_loads_total", "Model loads that imported packed weights from a verified segment.",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(loader->segment_loads));
-    registry.Family("orrery_segment_rebuilds_total",
-                    "Segments found missing, corrupt or mismatched at load and rebuilt from the ONNX.",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(loader->segment_rebuilds));
-    registry.Family("orrery_model_compiles_total", "Model loads that packed weights from the ONNX.",
-                    MetricType::kCounter)
-        .CounterWith({})
-        .Mirror(static_cast<double>(loader->compiles));
+    Counter("orrery_segment_loads_total", "Model loads that imported packed weights from a verified segment.",
+            static_cast<double>(loader->segment_loads));
+    Counter("orrery_segment_rebuilds_total",
+            "Segments found missing, corrupt or mismatched at load and rebuilt from the ONNX.",
+            static_cast<double>(loader->segment_rebuilds));
+    Counter("orrery_model_compiles_total", "Model loads that packed weights from the ONNX.",
+            static_cast<double>(loader->compiles));
   }
-  registry.Family("orrery_lanes", "CPU execution lanes.", MetricType::kGauge).GaugeWith({}).Set(s.lanes);
-  registry.Family("orrery_scheduler_queued", "Requests waiting for a lane.", MetricType::kGauge)
-      .GaugeWith({})
-      .Set(static_cast<double>(s.queued));
-  registry.Family("orrery_scheduler_preemptions_total", "Executions parked between layers for an urgent request.",
-                  MetricType::kCounter)
-      .CounterWith({})
-      .Mirror(static_cast<double>(s.preemptions));
+  Gauge("orrery_lanes", "CPU execution lanes.", s.lanes);
+  Gauge("orrery_scheduler_queued", "Requests waiting for a lane.", static_cast<double>(s.queued));
+  Counter("orrery_scheduler_preemptions_total", "Executions parked between layers for an urgent request.",
+          static_cast<double>(s.preemptions));
   auto& depth = registry.Family("orrery_tenant_queue_depth", "Queued requests per tenant.", MetricType::kGauge,
                                 {"tenant"});
   auto& vtime = registry.Family("orrery_tenant_virtual_finish", "Fair-queuing virtual finish time per tenant.",

@@ -58,6 +58,9 @@ struct ServerMetrics {
   // The orrery_<tier>_cache_* families of one tier; `moves` names its loads.
   void RenderTier(const std::string& tier, const std::string& moves, const TierStats& t);
   void RenderAdmittedMisses();
+  // An unlabelled counter mirroring `v` / a gauge set to `v`.
+  void Counter(const std::string& name, const std::string& help, double v);
+  void Gauge(const std::string& name, const std::string& help, double v);
 
   std::atomic<uint64_t> ok_{0}, failed_{0};
   std::atomic<int64_t> ok_latency_ns_{0};
