@@ -34,6 +34,15 @@ std::string Rid(int i) {
 
 using orrery::testing::InferenceEntry;
 
+// A catalog with a 64 KiB ledger journal whose background move is an hour
+// away: only readers, full rings and the close move staged entries.
+std::unique_ptr<Catalog> OpenWithJournal(const std::string& dir) {
+  auto r = Catalog::Open(dir, Catalog::Options{.ledger_sync_interval_ms = 3'600'000, .ledger_journal_bytes = 64 << 10});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return nullptr;
+  return std::move(r).value();
+}
+
 TEST(CatalogLedgerTest, AppendsOncePerRequestIdAndKeepsTotals) {
   LedgerDir dir;
   auto c = MustOpen(dir.db());
@@ -255,11 +264,8 @@ TEST(CatalogLedgerTest, DeferredSyncFsyncsInTheBackground) {
 // is staged, not written; every reader moves the staged entries first.
 TEST(CatalogLedgerTest, JournalStagesEntriesThatEveryReaderSees) {
   LedgerDir dir;
-  // The background move is an hour away: only the readers move entries.
-  auto opened = Catalog::Open(dir.db(), Catalog::Options{.ledger_sync_interval_ms = 3'600'000,
-                                                         .ledger_journal_bytes = 64 << 10});
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<Catalog> c = std::move(opened).value();
+  std::unique_ptr<Catalog> c = OpenWithJournal(dir.db());
+  ASSERT_NE(c, nullptr);
   for (int i = 0; i < 50; ++i) {
     LedgerEntry e = InferenceEntry(i % 2 ? "t_a" : "t_b", Rid(i), 1'000'000'000 + i * 1000, 3);
     Result<bool> r = c->AppendLedger(&e, {.new_request_id = true});
@@ -314,10 +320,8 @@ TEST(CatalogLedgerTest, JournalStagesEntriesThatEveryReaderSees) {
 TEST(CatalogLedgerTest, AFullJournalIsMovedAndNothingIsLost) {
   LedgerDir dir;
   {
-    auto opened = Catalog::Open(dir.db(), Catalog::Options{.ledger_sync_interval_ms = 3'600'000,
-                                                           .ledger_journal_bytes = 64 << 10});
-    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-    std::unique_ptr<Catalog> c = std::move(opened).value();
+    std::unique_ptr<Catalog> c = OpenWithJournal(dir.db());
+    ASSERT_NE(c, nullptr);
     // 64 bytes an entry in the ring: 3000 fill the 64 KiB ring almost three
     // times, so it was moved at least twice, by the background thread
     // (nudged at half full) or by an append that found it full.

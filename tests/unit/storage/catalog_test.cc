@@ -96,6 +96,33 @@ void ChildWrite(int fd, const std::string& s) {
   ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
 }
 
+// The child modes' catalog, or null after telling the parent why not.
+std::unique_ptr<Catalog> OpenInChild(const std::string& dir, Catalog::Options options, int fd) {
+  auto r = Catalog::Open(dir, options);
+  if (!r.ok()) {
+    ChildWrite(fd, "open: " + r.status().ToString());
+    return nullptr;
+  }
+  return std::move(r).value();
+}
+
+// Appends INFERENCE entries r0 .. r<n-1> of one microdollar for t_crash;
+// the first error.
+Status AppendCrashEntries(Catalog* c, int n, LedgerAppendOptions options) {
+  for (int i = 0; i < n; ++i) {
+    LedgerEntry e;
+    e.set_kind(LedgerEntry::INFERENCE);
+    e.set_tenant_id("t_crash");
+    std::string rid = "r";
+    rid += std::to_string(i);
+    e.set_request_id(rid);
+    e.set_cost_micros(1);
+    Result<bool> st = c->AppendLedger(&e, options);
+    if (!st.ok()) return st.status();
+  }
+  return Status::Ok();
+}
+
 // Runs only inside a spawned child; skipped in a normal test run.
 TEST(CatalogChild, Run) {
   const char* mode = std::getenv(kChildModeEnv);
@@ -132,23 +159,11 @@ TEST(CatalogChild, Run) {
   if (std::string(mode) == "ledger-crash") {
     // Ledger appends that return before any fsync (the background one is
     // an hour away): kill -9 right after must not lose them.
-    auto r = Catalog::Open(dir, Catalog::Options{.ledger_sync_interval_ms = 3'600'000});
-    if (!r.ok()) {
-      ChildWrite(fd, "open: " + r.status().ToString());
+    std::unique_ptr<Catalog> c = OpenInChild(dir, Catalog::Options{.ledger_sync_interval_ms = 3'600'000}, fd);
+    if (c == nullptr) return;
+    if (Status st = AppendCrashEntries(c.get(), 100, {}); !st.ok()) {
+      ChildWrite(fd, "ledger: " + st.ToString());
       return;
-    }
-    std::unique_ptr<Catalog> c = std::move(r).value();
-    for (int i = 0; i < 100; ++i) {
-      LedgerEntry e;
-      e.set_kind(LedgerEntry::INFERENCE);
-      e.set_tenant_id("t_crash");
-      e.set_request_id("r" + std::to_string(i));
-      e.set_cost_micros(1);
-      Result<bool> st = c->AppendLedger(&e);
-      if (!st.ok()) {
-        ChildWrite(fd, "ledger: " + st.status().ToString());
-        return;
-      }
     }
     ChildWrite(fd, c->ledger_wal_syncs() == 0 ? "ACKED" : "an append waited for an fsync");
     for (;;) ::pause();
@@ -157,24 +172,12 @@ TEST(CatalogChild, Run) {
     // Entries staged in the journal (no background move for an hour; a
     // 64 KiB ring, so appends also move it when full): kill -9 right
     // after must lose none.
-    auto r = Catalog::Open(dir, Catalog::Options{.ledger_sync_interval_ms = 3'600'000,
-                                                 .ledger_journal_bytes = 64 << 10});
-    if (!r.ok()) {
-      ChildWrite(fd, "open: " + r.status().ToString());
+    std::unique_ptr<Catalog> c = OpenInChild(
+        dir, Catalog::Options{.ledger_sync_interval_ms = 3'600'000, .ledger_journal_bytes = 64 << 10}, fd);
+    if (c == nullptr) return;
+    if (Status st = AppendCrashEntries(c.get(), 1000, {.new_request_id = true}); !st.ok()) {
+      ChildWrite(fd, "ledger: " + st.ToString());
       return;
-    }
-    std::unique_ptr<Catalog> c = std::move(r).value();
-    for (int i = 0; i < 1000; ++i) {
-      LedgerEntry e;
-      e.set_kind(LedgerEntry::INFERENCE);
-      e.set_tenant_id("t_crash");
-      e.set_request_id("r" + std::to_string(i));
-      e.set_cost_micros(1);
-      Result<bool> st = c->AppendLedger(&e, {.new_request_id = true});
-      if (!st.ok()) {
-        ChildWrite(fd, "ledger: " + st.status().ToString());
-        return;
-      }
     }
     const Catalog::LedgerJournalStats s = c->ledger_journal_stats();
     std::string ack = "ACKED";
