@@ -76,7 +76,8 @@ class Catalog::Impl::LedgerBatch {
  public:
   explicit LedgerBatch(Catalog::Impl* impl) : impl_(impl) {}
 
-  Status Add(LedgerEntry* entry) {
+  // `entry` keyed at `unix_ms` (its unix_ms from now on), with the next seq.
+  Status Add(LedgerEntry* entry, int64_t unix_ms) {
     if (!seq_) {
       if (!impl_->ledger_seq) {
         ORRERY_ASSIGN_OR_RETURN(impl_->ledger_seq, impl_->ReadMetaU64(kLedgerSeqKey, "get ledger seq"));
@@ -95,7 +96,6 @@ class Catalog::Impl::LedgerBatch {
       totals = totals_.emplace(entry->tenant_id(), std::move(start)).first;
     }
     const uint64_t seq = ++*seq_;
-    const int64_t unix_ms = entry->unix_ms() > 0 ? entry->unix_ms() : KeyTimeMs(*entry);
     entry->set_seq(seq);
     entry->set_unix_ms(unix_ms);
     LedgerTotals& t = totals->second;
@@ -183,7 +183,8 @@ Status Catalog::Impl::ApplyJournalRecords(const std::vector<LedgerJournal::Recor
       spdlog::error("catalog {}: ledger journal record {} does not parse as a ledger entry; skipped", dir, r.seq);
       continue;
     }
-    ORRERY_RETURN_IF_ERROR(batch.Add(&entry));
+    // Keyed at the time it was staged with (StageInJournal sets it).
+    ORRERY_RETURN_IF_ERROR(batch.Add(&entry, entry.unix_ms() > 0 ? entry.unix_ms() : KeyTimeMs(entry)));
   }
   batch.MarkJournalApplied(records.back().seq);
   return batch.Commit();
@@ -348,8 +349,7 @@ Result<bool> Catalog::AppendLedgerUnsynced(LedgerEntry* entry, LedgerAppendOptio
     }
   }
   Impl::LedgerBatch batch(impl_.get());
-  entry->set_unix_ms(0);  // from its end time (or now), as always
-  ORRERY_RETURN_IF_ERROR(batch.Add(entry));
+  ORRERY_RETURN_IF_ERROR(batch.Add(entry, KeyTimeMs(*entry)));
   ORRERY_RETURN_IF_ERROR(batch.Commit());
   return true;
 }
